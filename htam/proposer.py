@@ -1,0 +1,81 @@
+"""The seam between the loop and whoever writes code: an LLM or the offline template library."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from htam.evaluate.result import EvalResult
+from htam.tasks.task import Task
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A local strategy as a proposer sees it (a view of a local node of the memory)."""
+
+    id: str  # "<direction>.<name>", e.g. "fusion.elementwise_chain_fusion"
+    direction: str  # id of the global parent, e.g. "fusion"
+    title: str
+    description: str = ""
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    calls: int = 0
+    cached_calls: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cost_usd += other.cost_usd
+        self.calls += other.calls
+        self.cached_calls += other.cached_calls
+
+
+@dataclass
+class ProposalRequest:
+    task: Task
+    target: str  # "cuda" | "cpu"
+    language: str  # "cuda" | "triton" | "cpp"
+    base_code: str | None  # best correct implementation so far; None before the first success
+    feedback: EvalResult | None  # feedback on the most recent attempt
+    direction: str | None = None  # chosen global direction id; None for direction-free methods
+    strategy: Strategy | None = None  # chosen local strategy
+    guidance: str = ""  # rendered memory (direction, strategy, incoming edge) for prompts
+    state_summary: str = ""  # rendered state s_t
+    step: int = 0
+    seed: int = 0
+
+
+@dataclass
+class Proposal:
+    code: str | None  # complete ModelNew source; None when nothing could be written
+    error: str | None = None  # why there is no code, e.g. "no applicable strategy: ..."
+    prompt: str = ""
+    response: str = ""
+    reasoning: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass
+class Choice:
+    strategy: Strategy | None
+    rationale: str = ""
+    usage: Usage = field(default_factory=Usage)
+    prompt: str = ""
+    response: str = ""
+
+
+class Proposer(Protocol):
+    name: str
+
+    def choose_strategy(self, request: ProposalRequest, candidates: list[Strategy]) -> Choice:
+        """Rank the candidates (local nodes of the chosen direction) and pick one."""
+        ...
+
+    def propose(self, request: ProposalRequest) -> Proposal:
+        """Write the next implementation, guided by ``request.strategy``."""
+        ...
