@@ -1,0 +1,62 @@
+"""Compile cache for ``load_inline``: extensions are named and placed by a hash of their sources,
+flags and toolchain, so the same source never builds twice and two sources never collide."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+
+class CompileError(Exception):
+    """The candidate's extension failed to build."""
+
+
+@functools.cache
+def toolchain_key() -> str:
+    try:
+        cxx = subprocess.run(
+            [os.environ.get("CXX", "c++"), "--version"], capture_output=True, text=True, timeout=30
+        ).stdout.splitlines()[0]
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        cxx = "no-c++"
+    parts = [torch.__version__, str(torch.version.cuda), cxx, sys.version.split()[0]]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
+
+
+def install_compile_cache(root: str | Path) -> Callable[[], float]:
+    """Wrap ``torch.utils.cpp_extension.load_inline``; return a reader of seconds spent building."""
+    from torch.utils import cpp_extension
+
+    original = cpp_extension.load_inline
+    signature = inspect.signature(original)
+    spent = [0.0]
+    base = Path(root) / toolchain_key()
+
+    def load_inline(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        described = {k: v for k, v in bound.arguments.items() if k not in ("verbose",)}
+        digest = hashlib.sha256(repr(sorted(described.items())).encode()).hexdigest()[:16]
+        name = f"{bound.arguments['name']}_{digest}"
+        build_dir = base / name
+        build_dir.mkdir(parents=True, exist_ok=True)
+        bound.arguments["name"] = name
+        bound.arguments["build_directory"] = str(build_dir)
+        t0 = time.perf_counter()
+        try:
+            return original(*bound.args, **bound.kwargs)
+        except Exception as exc:
+            raise CompileError(f"{type(exc).__name__}: {exc}"[-6000:]) from None
+        finally:
+            spent[0] += time.perf_counter() - t0
+
+    cpp_extension.load_inline = load_inline
+    return lambda: spent[0]

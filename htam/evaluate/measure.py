@@ -1,0 +1,138 @@
+"""Timing and device-peak measurement, run inside the evaluator's child processes.
+
+The clocks are captured when this module is imported — in the fork server, before any candidate
+code exists — so a candidate that patches ``time`` or ``torch.cuda.Event`` does not touch them.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+
+import torch
+
+_perf = time.perf_counter
+_Event = torch.cuda.Event
+_sync = torch.cuda.synchronize
+
+
+def _summary(samples_ms: list[float], method: str, meaningful: bool) -> dict:
+    ordered = sorted(samples_ms)
+    q = statistics.quantiles(ordered, n=4) if len(ordered) >= 2 else [ordered[0]] * 3
+    return {
+        "median_ms": statistics.median(ordered),
+        "min_ms": ordered[0],
+        "max_ms": ordered[-1],
+        "iqr_ms": q[2] - q[0],
+        "trials": len(ordered),
+        "method": method,
+        "meaningful": meaningful,
+    }
+
+
+def _count(estimate_ms: float, budget_ms: float, lo: int, hi: int) -> int:
+    return max(lo, min(hi, int(budget_ms / max(estimate_ms, 1e-3))))
+
+
+def time_cpu(
+    fn: Callable, input_sets: Sequence[Sequence], cfg: dict, meaningful: bool = True
+) -> dict:
+    def once(i: int) -> float:
+        args = input_sets[i % len(input_sets)]
+        t0 = _perf()
+        fn(*args)
+        return (_perf() - t0) * 1e3
+
+    warm, i = [], 0
+    while sum(warm) < cfg["warmup_ms"] or len(warm) < 2:
+        warm.append(once(i))
+        i += 1
+    n = _count(statistics.median(warm), cfg["timing_budget_ms"], cfg["min_timed"], cfg["max_timed"])
+    samples = [once(i) for i in range(n)]
+    return _summary(samples, "perf_counter", meaningful)
+
+
+def time_cuda(fn: Callable, input_sets: Sequence[Sequence], cfg: dict) -> dict:
+    """CUDA events per call with an L2 flush before each; host wall time alongside as a check
+    that no work escaped the timed stream (side streams, deferred launches)."""
+    flush = torch.empty(cfg["l2_flush_mb"] << 20, dtype=torch.uint8, device="cuda")
+
+    def once(i: int) -> tuple[float, float]:
+        args = input_sets[i % len(input_sets)]
+        flush.zero_()
+        _sync()
+        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+        t0 = _perf()
+        start.record()
+        fn(*args)
+        end.record()
+        _sync()
+        wall = (_perf() - t0) * 1e3
+        return start.elapsed_time(end), wall
+
+    warm: list[float] = []
+    i = 0
+    while sum(warm) < cfg["warmup_ms"] or len(warm) < 2:
+        warm.append(once(i)[0])
+        i += 1
+    n = _count(statistics.median(warm), cfg["timing_budget_ms"], cfg["min_timed"], cfg["max_timed"])
+    pairs = [once(i) for i in range(n)]
+    result = _summary([p[0] for p in pairs], "cuda_events", True)
+    result["wall_median_ms"] = statistics.median(p[1] for p in pairs)
+    return result
+
+
+def measure_peaks(device: str) -> dict:
+    """Copy bandwidth (bytes read + written per second) and matmul throughput on ``device``."""
+    if device == "cuda":
+        return _cuda_peaks()
+    return _cpu_peaks()
+
+
+def _best_of(fn: Callable[[], None], reps: int, sync: Callable[[], None]) -> float:
+    fn()
+    sync()
+    best = float("inf")
+    for _ in range(reps):
+        t0 = _perf()
+        fn()
+        sync()
+        best = min(best, _perf() - t0)
+    return best
+
+
+def _cuda_peaks() -> dict:
+    n = 1 << 30  # 1 GiB each way
+    src = torch.empty(n, dtype=torch.uint8, device="cuda").random_(0, 255)
+    dst = torch.empty_like(src)
+    copy_s = _best_of(lambda: dst.copy_(src), 20, _sync)
+    out = {"device": torch.cuda.get_device_name(), "bandwidth_gbs": 2 * n / copy_s / 1e9}
+    m = 8192
+    for name, dtype, tf32 in (("bf16", torch.bfloat16, False), ("tf32", torch.float32, True),
+                              ("fp32", torch.float32, False)):
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        a = torch.randn(m, m, device="cuda", dtype=dtype)
+        b = torch.randn(m, m, device="cuda", dtype=dtype)
+        secs = _best_of(lambda a=a, b=b: torch.mm(a, b), 10, _sync)
+        out[f"{name}_tflops"] = 2 * m**3 / secs / 1e12
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return out
+
+
+def _cpu_peaks() -> dict:
+    n = 1 << 28
+    src = torch.empty(n, dtype=torch.uint8).random_(0, 255)
+    dst = torch.empty_like(src)
+    copy_s = _best_of(lambda: dst.copy_(src), 5, lambda: None)
+    m = 1024
+    a, b = torch.randn(m, m), torch.randn(m, m)
+    mm_s = _best_of(lambda: torch.mm(a, b), 10, lambda: None)
+    fp32 = 2 * m**3 / mm_s / 1e12
+    return {
+        "device": "cpu",
+        "bandwidth_gbs": 2 * n / copy_s / 1e9,
+        "fp32_tflops": fp32,
+        "tf32_tflops": fp32,
+        "bf16_tflops": fp32,
+    }

@@ -1,0 +1,181 @@
+"""Static checks on a candidate's source, before anything of it runs.
+
+Each rule has a name so that reports and the cheat fixtures can say which rule caught what.
+The dynamic checks in the worker back these up; neither alone is the whole defence.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+# Modules whose import alone gives a candidate a way around the harness.
+FORBIDDEN_MODULES = {
+    "gc": "introspection",
+    "inspect": "introspection",
+    "ctypes": "introspection",
+    "threading": "threads",
+    "_thread": "threads",
+    "concurrent": "threads",
+    "multiprocessing": "threads",
+    "asyncio": "threads",
+    "subprocess": "threads",
+    "signal": "threads",
+    "importlib": "reference-call",
+    "builtins": "introspection",
+    "pickle": "introspection",
+}
+FORBIDDEN_NAMES = {
+    "__import__": "reference-call",
+    "globals": "introspection",
+    "vars": "introspection",
+    "eval": "introspection",
+    "exec": "introspection",
+    "compile": "introspection",
+    "setattr": "timer-patch",
+    "delattr": "timer-patch",
+}
+FORBIDDEN_ATTRS = {
+    "_getframe": "introspection",
+    "f_back": "introspection",
+    "f_globals": "introspection",
+    "f_locals": "introspection",
+    "__globals__": "introspection",
+    "__subclasses__": "introspection",
+    "__torch_function__": "lazy-tensor",
+    "__torch_dispatch__": "lazy-tensor",
+    "_make_subclass": "lazy-tensor",
+    "as_subclass": "lazy-tensor",
+    "fork": "threads",
+    "system": "threads",
+    "popen": "threads",
+    "spawnv": "threads",
+}
+PATCHED_ROOTS = {"time", "torch", "triton", "os", "sys", "np", "numpy"}
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    line: int
+    detail: str
+
+    def __str__(self) -> str:
+        return f"[{self.rule}] line {self.line}: {self.detail}"
+
+
+def _root(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+class _Checker(ast.NodeVisitor):
+    def __init__(self) -> None:
+        self.found: list[Violation] = []
+        self.jit_functions: set[str] = set()
+        self.launched: set[str] = set()
+        self.load_inline_calls = 0
+
+    def add(self, rule: str, node: ast.AST, detail: str) -> None:
+        self.found.append(Violation(rule, getattr(node, "lineno", 0), detail))
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._module(alias.name, node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        self._module(node.module or "", node)
+        for alias in node.names:
+            if alias.name in FORBIDDEN_NAMES or alias.name in FORBIDDEN_ATTRS:
+                rule = FORBIDDEN_NAMES.get(alias.name) or FORBIDDEN_ATTRS[alias.name]
+                self.add(rule, node, f"imports {alias.name}")
+        self.generic_visit(node)
+
+    def _module(self, name: str, node: ast.AST) -> None:
+        top = name.split(".")[0]
+        if top in FORBIDDEN_MODULES:
+            self.add(FORBIDDEN_MODULES[top], node, f"imports {name}")
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id == "Model":
+            self.add("reference-call", node, "uses the reference class Model")
+        elif node.id in FORBIDDEN_NAMES:
+            self.add(FORBIDDEN_NAMES[node.id], node, f"uses {node.id}()")
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in FORBIDDEN_ATTRS:
+            self.add(FORBIDDEN_ATTRS[node.attr], node, f"uses .{node.attr}")
+        if node.attr == "Model":
+            self.add("reference-call", node, "uses the reference class Model")
+        if node.attr == "modules" and _root(node) == "sys":
+            self.add("reference-call", node, "uses sys.modules")
+        text = ast.unparse(node)
+        if (
+            isinstance(node.ctx, (ast.Store, ast.Del))
+            and _root(node) in PATCHED_ROOTS
+            and not text.startswith("torch.backends.")  # allow_tf32 and friends are settings
+        ):
+            self.add("timer-patch", node, f"assigns to {text}")
+        self.generic_visit(node)
+
+    def visit_Try(self, node: ast.Try) -> None:
+        if node.handlers:
+            self.add("try-except", node, "try/except can hide a fallback to the reference")
+        self.generic_visit(node)
+
+    visit_TryStar = visit_Try
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for base in node.bases:
+            text = ast.unparse(base)
+            if text.endswith("Tensor"):
+                self.add("lazy-tensor", node, f"subclasses {text}")
+        self.generic_visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        for dec in node.decorator_list:
+            target = dec.func if isinstance(dec, ast.Call) else dec
+            if ast.unparse(target).split(".")[-1] in ("jit", "autotune", "heuristics"):
+                self.jit_functions.add(node.name)
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name):
+            self.launched.add(func.value.id)  # kernel[grid](...)
+        if ast.unparse(func).split(".")[-1] in ("load_inline", "load"):
+            self.load_inline_calls += 1
+        self.generic_visit(node)
+
+
+def check_source(code: str, language: str, allow_torch: bool = False) -> list[Violation]:
+    """All rule violations in ``code``; empty means the source may run."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        return [Violation("syntax", exc.lineno or 0, f"syntax error: {exc.msg}")]
+    checker = _Checker()
+    checker.visit(tree)
+    found = checker.found
+    has_model_new = any(
+        isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in ast.walk(tree)
+    )
+    if not has_model_new:
+        found.append(Violation("no-model-new", 0, "the solution defines no class ModelNew"))
+    if not allow_torch:
+        found.extend(_kernel_rule(checker, language))
+    return found
+
+
+def _kernel_rule(checker: _Checker, language: str) -> list[Violation]:
+    if language == "triton":
+        if checker.jit_functions & checker.launched:
+            return []
+        detail = "no @triton.jit kernel is launched (kernel[grid](...))"
+    else:
+        if checker.load_inline_calls:
+            return []
+        detail = f"no {language} kernel is built with torch.utils.cpp_extension.load_inline"
+    return [Violation("no-kernel", 0, detail + "; pass --allow-torch to time torch-only code")]
