@@ -68,13 +68,21 @@ class Evaluator:
 
     def _job(self, kind: str, task: Task | None = None, **extra) -> dict:
         c = self.config
-        env = {"TORCHINDUCTOR_CACHE_DIR": str(self.cache_dir / "inductor"),
-               "TRITON_CACHE_DIR": str(self.cache_dir / "triton")}
+        env = {
+            "TORCHINDUCTOR_CACHE_DIR": str(self.cache_dir / "inductor"),
+            "TRITON_CACHE_DIR": str(self.cache_dir / "triton"),
+        }
         if self.device == "cpu":
             env["TRITON_INTERPRET"] = "1"
-        job = {"kind": kind, "device": self.device, "env": env, "size": c.size,
-               "seeds": [c.seed + i for i in range(c.trials)], "init_seed": c.seed,
-               "timing": {k: getattr(c, k) for k in _TIMING_KEYS}}
+        job = {
+            "kind": kind,
+            "device": self.device,
+            "env": env,
+            "size": c.size,
+            "seeds": [c.seed + i for i in range(c.trials)],
+            "init_seed": c.seed,
+            "timing": {k: getattr(c, k) for k in _TIMING_KEYS},
+        }
         if task is not None:
             job["task_source"] = task.source
         job.update(extra)
@@ -139,11 +147,15 @@ class Evaluator:
 
     # ------------------------------------------------------------------ candidates
 
-    def evaluate(self, task: Task, code: str, language: str, allow_torch: bool | None = None) -> EvalResult:
+    def evaluate(
+        self, task: Task, code: str, language: str, allow_torch: bool | None = None
+    ) -> EvalResult:
         if language not in LANGUAGES[self.target]:
             raise ValueError(f"language {language!r} does not run on target {self.target}")
         allow = self.config.allow_torch if allow_torch is None else allow_torch
-        result = EvalResult(Status.OK, device=self.device_name, target=self.target, language=language)
+        result = EvalResult(
+            Status.OK, device=self.device_name, target=self.target, language=language
+        )
         violations = check_source(code, language, allow_torch=allow)
         if violations:
             result.status = Status.REJECTED
@@ -154,13 +166,21 @@ class Evaluator:
 
         def on_frame(frame: dict) -> bool:
             if frame.get("type") == "outputs":
-                verdict["mismatch"] = compare_outputs(frame["outputs"], ref.outputs, self.config.tolerances)
+                verdict["mismatch"] = compare_outputs(
+                    frame["outputs"], ref.outputs, self.config.tolerances
+                )
                 return verdict["mismatch"] is not None
             return False
 
         meaningful = not (self.device == "cpu" and language == "triton")
-        job = self._job("candidate", task, code=code, language=language, meaningful=meaningful,
-                        extension_dir=str(self.cache_dir / "extensions"))
+        job = self._job(
+            "candidate",
+            task,
+            code=code,
+            language=language,
+            meaningful=meaningful,
+            extension_dir=str(self.cache_dir / "extensions"),
+        )
         outcome = self._run(job, on_frame)
         result.log = truncate(outcome.log)
         self._judge(result, outcome, verdict.get("mismatch"))
@@ -175,7 +195,9 @@ class Evaluator:
             result.status, result.messages = Status.INCORRECT, [mismatch]
         elif outcome.killed == "timeout":
             result.status = Status.TIMEOUT
-            result.messages = [f"killed after the time limit (build {c.compile_timeout_s:.0f} s, run {c.run_timeout_s:.0f} s)"]
+            result.messages = [
+                f"killed after the time limit (build {c.compile_timeout_s:.0f} s, run {c.run_timeout_s:.0f} s)"
+            ]
         elif outcome.killed == "memory":
             result.status = Status.RUNTIME_ERROR
             result.messages = [f"killed: host memory above {c.memory_limit_mb} MB"]
@@ -183,11 +205,21 @@ class Evaluator:
             result.status = Status.RUNTIME_ERROR
             result.messages = [f"killed: output flood above {c.output_limit_bytes} bytes"]
         elif outcome.channel_error:
-            result.status, result.messages = Status.REJECTED, [f"result channel tampered: {outcome.channel_error}"]
+            result.status, result.messages = (
+                Status.REJECTED,
+                [f"result channel tampered: {outcome.channel_error}"],
+            )
         elif res is None:
             code = outcome.exit_code
-            why = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-            result.status, result.messages = Status.RUNTIME_ERROR, [f"the process ended without a verdict ({why})"]
+            why = (
+                f"killed by signal {-code}"
+                if code is not None and code < 0
+                else f"exit code {code}"
+            )
+            result.status, result.messages = (
+                Status.RUNTIME_ERROR,
+                [f"the process ended without a verdict ({why})"],
+            )
         elif res["status"] != "ok":
             result.status, result.messages = Status(res["status"]), [res["message"]]
 
@@ -205,18 +237,25 @@ class Evaluator:
         if wall is not None and wall > c.wall_event_ratio * t["median_ms"] + c.wall_event_slack_ms:
             result.status = Status.REJECTED
             result.messages.append(
-                f"work escaped the timed stream: host wall {wall:.3f} ms vs events {t['median_ms']:.3f} ms")
+                f"work escaped the timed stream: host wall {wall:.3f} ms vs events {t['median_ms']:.3f} ms"
+            )
             return
         compile_s = res.get("compile_s", 0.0) + (outs.get("first_call_s") or 0.0)
-        result.breakdown_s = {"wall": outcome.wall_s, "compile_and_first_call": compile_s,
-                              "import": stage.get("import_s", 0.0), "timed_trials": t["elapsed_s"],
-                              "overhead": outcome.wall_s - compile_s - t["elapsed_s"]}
+        result.breakdown_s = {
+            "wall": outcome.wall_s,
+            "compile_and_first_call": compile_s,
+            "import": stage.get("import_s", 0.0),
+            "timed_trials": t["elapsed_s"],
+            "overhead": outcome.wall_s - compile_s - t["elapsed_s"],
+        }
         if not result.timing.meaningful:
             result.messages.append("timings under the Triton interpreter are not meaningful")
         bound = roofline.lower_bound(ref.flops, ref.nbytes, ref.dtypes, self.peaks())
         result.sol_fraction, result.bound = bound.time_ms / result.runtime_ms, bound.kind
         if result.speedup and result.speedup > c.flag_speedup and result.timing.meaningful:
-            result.flags.append(f"speedup {result.speedup:.1f}x is above {c.flag_speedup:.0f}x: check it by hand")
+            result.flags.append(
+                f"speedup {result.speedup:.1f}x is above {c.flag_speedup:.0f}x: check it by hand"
+            )
 
     def close(self) -> None:
         self.server.close()

@@ -75,7 +75,7 @@ class ForkServer:
         self._lock = threading.Lock()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._home = tempfile.mkdtemp(prefix="htam-forkserver-")
-        args = [sys.executable, "-m", "htam.evaluate.forkserver", str(theirs.fileno())]
+        args = [sys.executable, "-m", "htam.evaluate.serve", str(theirs.fileno())]
         if preload_triton:
             args.append("--triton")
         self.process = subprocess.Popen(
@@ -206,7 +206,3 @@ def serve(fd: int, triton: bool) -> None:
             _child_main(sock, request, fds[0])
         os.close(fds[0])
         send_frame(sock, pickle.dumps({"pid": pid}))
-
-
-if __name__ == "__main__":
-    serve(int(sys.argv[1]), triton="--triton" in sys.argv[2:])

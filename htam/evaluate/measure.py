@@ -109,8 +109,11 @@ def _cuda_peaks() -> dict:
     copy_s = _best_of(lambda: dst.copy_(src), 20, _sync)
     out = {"device": torch.cuda.get_device_name(), "bandwidth_gbs": 2 * n / copy_s / 1e9}
     m = 8192
-    for name, dtype, tf32 in (("bf16", torch.bfloat16, False), ("tf32", torch.float32, True),
-                              ("fp32", torch.float32, False)):
+    for name, dtype, tf32 in (
+        ("bf16", torch.bfloat16, False),
+        ("tf32", torch.float32, True),
+        ("fp32", torch.float32, False),
+    ):
         torch.backends.cuda.matmul.allow_tf32 = tf32
         a = torch.randn(m, m, device="cuda", dtype=dtype)
         b = torch.randn(m, m, device="cuda", dtype=dtype)

@@ -46,7 +46,9 @@ def run(job: dict, fd: int) -> None:
 def _probe(job: dict, emit: Emitter) -> None:
     if job["device"] == "cuda":
         if not torch.cuda.is_available():
-            emit({"type": "result", "error": "target cuda asked for, but no CUDA device is visible"})
+            emit(
+                {"type": "result", "error": "target cuda asked for, but no CUDA device is visible"}
+            )
             return
         name = torch.cuda.get_device_name()
     else:
@@ -143,7 +145,9 @@ def _cost(model, inputs: list, device: str) -> dict:
     if isinstance(model, torch.nn.Module):
         tensors += list(model.parameters()) + list(model.buffers())
     nbytes = sum(t.numel() * t.element_size() for t in tensors)
-    dtypes = sorted({str(t.dtype).removeprefix("torch.") for t in inputs if isinstance(t, torch.Tensor)})
+    dtypes = sorted(
+        {str(t.dtype).removeprefix("torch.") for t in inputs if isinstance(t, torch.Tensor)}
+    )
     return {"flops": int(counter.get_total_flops()), "bytes": int(nbytes), "dtypes": dtypes}
 
 
@@ -210,7 +214,14 @@ def _candidate(job: dict, emit: Emitter) -> None:
         status = "compile_error" if _is_compile_failure(exc) else "runtime_error"
         _result(emit, status, _excerpt(exc))
         return
-    emit({"type": "outputs", "outputs": outputs, "compile_s": compile_s(), "first_call_s": first_call_s})
+    emit(
+        {
+            "type": "outputs",
+            "outputs": outputs,
+            "compile_s": compile_s(),
+            "first_call_s": first_call_s,
+        }
+    )
     timing = _time(base_model, base_inputs, job)
     if _active_threads() > threads0:
         _result(emit, "rejected", "the solution started a background thread")

@@ -1,0 +1,79 @@
+"""``htam eval TASK SOLUTION``: evaluate one solution file against one task."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from htam.cli.common import console, default_size, fail, resolve_target
+from htam.evaluate.result import EvalResult
+
+
+def _fmt(value: float | None, unit: str = "", digits: int = 4) -> str:
+    return "-" if value is None else f"{value:.{digits}g}{unit}"
+
+
+def render(result: EvalResult) -> Table:
+    style = "green" if result.correct else "red"
+    table = Table(title=f"[{style}]{result.status}[/] on {result.device} ({result.language})")
+    table.add_column("metric")
+    table.add_column("value", overflow="fold")
+    table.add_row("runtime", _fmt(result.runtime_ms, " ms"))
+    table.add_row("reference (eager)", _fmt(result.ref_runtime_ms, " ms"))
+    table.add_row("reference (torch.compile)", _fmt(result.ref_compile_runtime_ms, " ms"))
+    table.add_row("speedup vs eager", _fmt(result.speedup, "x", 3))
+    table.add_row("speedup vs compile", _fmt(result.speedup_vs_compile, "x", 3))
+    sol = None if result.sol_fraction is None else 100 * result.sol_fraction
+    table.add_row("% of speed of light", f"{_fmt(sol, '%', 3)} ({result.bound or '-'}-bound)")
+    if result.timing:
+        t = result.timing
+        table.add_row("timing", f"{t.trials} trials, {t.method}, min {t.min_ms:.4g} / max {t.max_ms:.4g} ms")
+    for name, seconds in result.breakdown_s.items():
+        table.add_row(f"time: {name}", f"{seconds:.3f} s")
+    for message in result.messages + [f"FLAG: {f}" for f in result.flags]:
+        table.add_row("note", message)
+    return table
+
+
+def eval_command(
+    task_file: Path = typer.Argument(..., help="KernelBench-format task file (Model, get_inputs, get_init_inputs)"),
+    solution_file: Path = typer.Argument(..., help="Python file defining ModelNew"),
+    target: str | None = typer.Option(None, help="cuda or cpu (default: cuda when a GPU is visible)"),
+    language: str | None = typer.Option(None, help="cuda | triton (target cuda), cpp | triton (target cpu)"),
+    size: str | None = typer.Option(None, help="small (CPU tests) or large (GPU); default by target"),
+    allow_torch: bool = typer.Option(False, "--allow-torch", help="accept a solution without a custom kernel"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
+    show_log: bool = typer.Option(False, "--log", help="print the candidate's captured output"),
+) -> None:
+    """Evaluate SOLUTION_FILE against TASK_FILE: correctness, timing, speed of light."""
+    from htam.evaluate import EvalConfig, Evaluator, EvaluatorError
+    from htam.tasks import TaskError, load_task
+
+    target, language = resolve_target(target, language)
+    if not solution_file.is_file():
+        fail(f"{solution_file}: no such solution file")
+    try:
+        task = load_task(task_file)
+        config = EvalConfig(size=default_size(target, size), allow_torch=allow_torch)
+        with Evaluator(target, config) as evaluator:
+            result = evaluator.evaluate(task, solution_file.read_text(), language)
+    except (TaskError, EvaluatorError) as exc:
+        fail(str(exc))
+    if as_json:
+        data = result.to_dict()
+        if not show_log:
+            data.pop("log")
+        typer.echo(json.dumps(data))
+    else:
+        console.print(render(result))
+        if show_log and result.log:
+            console.rule("candidate output")
+            console.print(result.log, markup=False, highlight=False)
+    raise typer.Exit(0 if result.correct else 1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("eval")(eval_command)
