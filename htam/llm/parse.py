@@ -1,0 +1,118 @@
+"""Reading model replies: reasoning sections, the ModelNew code block, JSON answers."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+
+_THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(
+    r"^[ \t]*```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.DOTALL | re.MULTILINE
+)
+_OPEN_FENCE = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n", re.MULTILINE)
+_MODEL_NEW = re.compile(r"^class[ \t]+ModelNew\b", re.MULTILINE)
+_CODE_START = re.compile(r"^(import |from |class |def |@|#)", re.MULTILINE)
+PYTHON_TAGS = {"", "python", "py", "python3"}
+
+
+def split_think(text: str) -> tuple[str | None, str]:
+    """Split ``<think>...</think>`` sections off a reply: (reasoning or None, the rest).
+
+    Some servers strip the opening tag (it is part of the chat template), so a lone ``</think>``
+    also ends a reasoning section; an unclosed ``<think>`` (a reply cut at max_tokens) is all
+    reasoning.
+    """
+    text = text.replace("\r\n", "\n")
+    parts = [m.strip() for m in _THINK.findall(text)]
+    rest = _THINK.sub("", text)
+    lower = rest.lower()
+    if "</think>" in lower:
+        cut = lower.index("</think>")
+        parts.insert(0, rest[:cut].strip())
+        rest = rest[cut + len("</think>") :]
+    elif "<think>" in lower:
+        cut = lower.index("<think>")
+        parts.append(rest[cut + len("<think>") :].strip())
+        rest = rest[:cut]
+    reasoning = "\n\n".join(p for p in parts if p)
+    return (reasoning or None), rest.strip()
+
+
+def defines_model_new(code: str) -> bool:
+    return bool(_MODEL_NEW.search(code))
+
+
+def extract_code(reply: str) -> str | None:
+    """The last Python code block of ``reply`` that defines ``class ModelNew``, or None.
+
+    Accepts ```python, ```py and untagged fences, CRLF line ends, prose around the block, a
+    final fence left open (the code must then parse), and a reply that is only code.
+    """
+    _, text = split_think(reply)
+    blocks = [body for tag, body in _FENCE.findall(text) if tag.lower() in PYTHON_TAGS]
+    for body in reversed(blocks):
+        if defines_model_new(body):
+            return body.strip("\n") + "\n"
+    unclosed = _unclosed_block(text)
+    if unclosed is not None:
+        return unclosed
+    if not blocks and "```" not in text:
+        return _bare_code(text)
+    return None
+
+
+def _unclosed_block(text: str) -> str | None:
+    """Code after a last opening fence that was never closed, if it is complete Python."""
+    opens = list(_OPEN_FENCE.finditer(text))
+    if not opens or text.count("```") % 2 == 0:
+        return None
+    last = opens[-1]
+    if last.group(1).lower() not in PYTHON_TAGS:
+        return None
+    return _parsable_model_new(text[last.end() :])
+
+
+def _bare_code(text: str) -> str | None:
+    """A reply without fences: the code from its first code-like line, if it parses."""
+    start = _CODE_START.search(text)
+    return None if start is None else _parsable_model_new(text[start.start() :])
+
+
+def _parsable_model_new(code: str) -> str | None:
+    if not defines_model_new(code):
+        return None
+    try:
+        ast.parse(code)
+    except SyntaxError:
+        return None
+    return code.strip("\n") + "\n"
+
+
+def extract_json(reply: str) -> object:
+    """The JSON value in a reply: the whole text, else the last fenced block, else the last
+    balanced ``{...}``. Raises ``ValueError`` naming what was wrong."""
+    _, text = split_think(reply)
+    candidates = [text] + [body for _, body in reversed(_FENCE.findall(text))]
+    candidates += _brace_spans(text)
+    for candidate in candidates:
+        try:
+            return json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+    raise ValueError("the reply contains no valid JSON object")
+
+
+def _brace_spans(text: str) -> list[str]:
+    """Balanced top-level ``{...}`` substrings, last first (braces in strings are rare here)."""
+    spans, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                spans.append(text[start : i + 1])
+    return spans[::-1]
