@@ -1,0 +1,198 @@
+"""The LLM proposer: chooses local strategies and writes implementations through an LLMClient.
+
+A fault of the model or the endpoint never aborts a run: strategy choice falls back to the first
+candidate (the memory orders candidates by evidence), and a proposal without code carries the
+reason in ``Proposal.error``.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from htam.llm.client import ChatReply, LLMClient
+from htam.llm.errors import LLMError, one_line
+from htam.llm.parse import extract_code, extract_json
+from htam.llm.render import Prompts, StateView, error_excerpt, format_messages
+from htam.proposer import Choice, Proposal, ProposalRequest, Strategy, Usage
+
+NO_CODE = "the reply has no Python code block defining class ModelNew"
+FALLBACK = "fallback to the first candidate"
+
+
+class StrategyAnswer(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    strategy_id: str
+    rationale: str = ""
+
+
+class LLMProposer:
+    def __init__(self, client: LLMClient, *, prompts: Prompts | None = None, name: str = "llm"):
+        self.client = client
+        self.prompts = prompts or Prompts()
+        self.name = name
+        # The request carries the feedback on the last attempt but not its code; a repair prompt
+        # needs it, so remember the last code proposed per (task, target, language, seed).
+        self._last_code: dict[tuple, str] = {}
+        self._lock = threading.Lock()
+
+    # -- strategy choice -------------------------------------------------------------------
+
+    def choose_strategy(self, request: ProposalRequest, candidates: list[Strategy]) -> Choice:
+        if not candidates:
+            return Choice(None, rationale=f"no candidate strategies under {request.direction!r}")
+        if len(candidates) == 1:
+            return Choice(candidates[0], rationale="the only candidate (no LLM call)")
+        messages = [
+            self._system(request),
+            {"role": "user", "content": self._render_choose(request, candidates)},
+        ]
+        usage, responses = Usage(), []
+        error = ""
+        for attempt in range(2):  # the answer, then one repair showing the validation error
+            try:
+                reply = self._chat(messages, request, f"choose{attempt}")
+            except LLMError as e:
+                error = f"LLM error: {e}"
+                break
+            usage.add(reply.usage)
+            responses.append(reply.content)
+            chosen, rationale, error = _validate(reply.content, candidates)
+            if chosen is not None:
+                return Choice(chosen, rationale, usage, format_messages(messages), _join(responses))
+            messages += [
+                {"role": "assistant", "content": reply.content},
+                {
+                    "role": "user",
+                    "content": self.prompts.render(
+                        "choose_repair.j2", error=error, ids=[c.id for c in candidates]
+                    ),
+                },
+            ]
+        return Choice(
+            candidates[0],
+            rationale=f"{FALLBACK} ({one_line(error, 300)})",
+            usage=usage,
+            prompt=format_messages(messages),
+            response=_join(responses),
+        )
+
+    def _render_choose(self, request: ProposalRequest, candidates: list[Strategy]) -> str:
+        return self.prompts.render(
+            "choose_strategy.j2",
+            task=request.task,
+            language=request.language,
+            target=request.target,
+            state_summary=self._state(request),
+            base_code=request.base_code,
+            direction=request.direction,
+            guidance=request.guidance,
+            candidates=candidates,
+        )
+
+    # -- implementation --------------------------------------------------------------------
+
+    def propose(self, request: ProposalRequest) -> Proposal:
+        key = (request.task.id, request.target, request.language, request.seed)
+        messages = [
+            self._system(request),
+            {"role": "user", "content": self._render_write(request, key)},
+        ]
+        prompt = format_messages(messages)
+        try:
+            reply = self._chat(messages, request, "write")
+        except LLMError as e:
+            return Proposal(code=None, error=str(e), prompt=prompt)
+        code = extract_code(reply.content)
+        with self._lock:
+            if code is None:
+                self._last_code.pop(key, None)
+            else:
+                self._last_code[key] = code
+        return Proposal(
+            code=code,
+            error=None if code else NO_CODE,
+            prompt=prompt,
+            response=reply.content,
+            reasoning=reply.reasoning,
+            usage=reply.usage,
+        )
+
+    def _render_write(self, request: ProposalRequest, key: tuple) -> str:
+        common = {
+            "task": request.task,
+            "language": request.language,
+            "target": request.target,
+            "state_summary": self._state(request),
+            "base_code": request.base_code,
+            "strategy": request.strategy,
+            "guidance": request.guidance,
+        }
+        feedback = request.feedback
+        if feedback is None or feedback.correct:
+            return self.prompts.render("implement.j2", direction=request.direction, **common)
+        with self._lock:
+            failing = self._last_code.get(key)
+        return self.prompts.render(
+            "repair.j2",
+            status=str(feedback.status),
+            excerpt=error_excerpt(feedback),
+            failing_code=failing,
+            **common,
+        )
+
+    # -- shared ----------------------------------------------------------------------------
+
+    def _system(self, request: ProposalRequest) -> dict:
+        text = self.prompts.render("system.j2", language=request.language, target=request.target)
+        return {"role": "system", "content": text}
+
+    def _state(self, request: ProposalRequest) -> str:
+        if request.state_summary:
+            return request.state_summary
+        return self.prompts.state_summary(StateView(request.task.id, feedback=request.feedback))
+
+    def _chat(self, messages: list[dict], request: ProposalRequest, purpose: str) -> ChatReply:
+        # The salt keeps equal prompts at different steps (or purposes) from sharing one cached
+        # answer, while a rerun of the same step is still served from the cache.
+        seed = None if self.client.config.seed is None else request.seed
+        salt = f"{purpose}|{request.task.id}|step={request.step}"
+        return self.client.chat(messages, seed=seed, cache_salt=salt)
+
+
+def _validate(content: str, candidates: list[Strategy]) -> tuple[Strategy | None, str, str]:
+    """(chosen, rationale, "") for a usable answer, else (None, "", why not)."""
+    try:
+        answer = StrategyAnswer.model_validate(extract_json(content))
+    except ValueError as e:  # ValidationError is a ValueError; so is "no JSON"
+        return None, "", _short_error(e)
+    chosen = _match(answer.strategy_id, candidates)
+    if chosen is None:
+        ids = ", ".join(c.id for c in candidates)
+        return None, "", f"unknown strategy_id {answer.strategy_id!r}; it must be one of: {ids}"
+    return chosen, answer.rationale, ""
+
+
+def _match(strategy_id: str, candidates: list[Strategy]) -> Strategy | None:
+    wanted = strategy_id.strip().strip("`")
+    for c in candidates:
+        if c.id == wanted:
+            return c
+    # Models often drop the "<direction>." prefix; accept the local name when it is unique.
+    by_name = [c for c in candidates if c.id.split(".", 1)[-1] == wanted]
+    return by_name[0] if len(by_name) == 1 else None
+
+
+def _short_error(error: ValueError) -> str:
+    if isinstance(error, ValidationError):
+        problems = "; ".join(
+            f"{'.'.join(map(str, d['loc'])) or 'answer'}: {d['msg']}" for d in error.errors()
+        )
+        return f"the JSON answer is invalid ({problems})"
+    return str(error)
+
+
+def _join(responses: list[str]) -> str:
+    return "\n\n--- repair answer ---\n\n".join(responses)
