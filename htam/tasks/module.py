@@ -7,6 +7,11 @@ shape constants, which ``get_inputs`` reads when it is called. HTAM adds two opt
   values are the large (GPU) size, so an unmodified KernelBench file is simply "large".
 - ``HTAM_EXTRA``: a list of override dicts applied on top of the chosen size: extra shape
   configurations used for correctness only (they catch code hard-wired to one shape).
+- ``HTAM_CONFIGS`` (Robust-KBench style tasks): a list of override dicts, each a complete
+  configuration. The first is the timed one (it is applied at both sizes, with ``HTAM_SMALL``
+  on top at the small size); the rest are checked for correctness after ``HTAM_EXTRA``. Each
+  configuration is completed at execution time with the module's own values of every constant
+  any configuration names, so configurations never leak into one another.
 
 Overrides are applied by assigning module globals after the source has executed, so every
 function that reads a constant at call time sees the chosen size.
@@ -24,17 +29,35 @@ def exec_task_source(source: str, name: str = "htam_task") -> types.ModuleType:
     module = types.ModuleType(name)
     module.__dict__["__file__"] = f"<{name}>"
     exec(compile(source, f"<{name}>", "exec"), module.__dict__)
+    _complete_configs(module)
     return module
 
 
+def _complete_configs(module: types.ModuleType) -> None:
+    # Runs before any override, so the module's own values are still there to fill in with.
+    configs = _configs(module)
+    if not configs:
+        return
+    keys = {key for config in configs for key in config if key in module.__dict__}
+    defaults = {key: module.__dict__[key] for key in keys}
+    module.__dict__["HTAM_CONFIGS"] = [defaults | config for config in configs]
+
+
+def _configs(module: types.ModuleType) -> list[dict[str, Any]]:
+    return [dict(c) for c in (getattr(module, "HTAM_CONFIGS", []) or [])]
+
+
 def size_overrides(module: types.ModuleType, size: Size) -> dict[str, Any]:
+    configs = _configs(module)
+    base = configs[0] if configs else {}
     if size == "small":
-        return dict(getattr(module, "HTAM_SMALL", {}) or {})
-    return {}
+        return base | dict(getattr(module, "HTAM_SMALL", {}) or {})
+    return base
 
 
 def extra_configs(module: types.ModuleType) -> list[dict[str, Any]]:
-    return [dict(c) for c in (getattr(module, "HTAM_EXTRA", []) or [])]
+    extras = [dict(c) for c in (getattr(module, "HTAM_EXTRA", []) or [])]
+    return extras + _configs(module)[1:]
 
 
 def apply_overrides(module: types.ModuleType, overrides: dict[str, Any]) -> None:

@@ -1,0 +1,93 @@
+"""``htam tasks list``: the tasks of a suite with their signatures."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from htam.tasks import Task, TaskError, load_suite, signature
+from htam.tasks.signature import format_specs, human
+
+tasks_app = typer.Typer(
+    help="Task suites: list and inspect reference operators.", no_args_is_help=True
+)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(tasks_app, name="tasks")
+
+
+def _parse_levels(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as error:
+        raise typer.BadParameter(f"expected comma-separated integers, got {text!r}") from error
+
+
+@tasks_app.command("list")
+def list_tasks(
+    path: Annotated[
+        str, typer.Argument(help="'builtin', a KernelBench checkout, a task directory or file.")
+    ] = "builtin",
+    levels: Annotated[str | None, typer.Option(help="Comma-separated levels, e.g. 1,2.")] = None,
+    pattern: Annotated[str | None, typer.Option(help="fnmatch glob on task id or name.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """List tasks with level, op families, small-size FLOPs and bytes, and shapes.
+
+    Bad task files are reported one line each; the others are still listed, and the exit code
+    is 1 if any failed.
+    """
+    errors: list[TaskError] = []
+    err = Console(stderr=True)
+    try:
+        tasks = load_suite(path, _parse_levels(levels), pattern, errors=errors)
+    except TaskError as error:
+        err.print(f"[red]error[/red] {error}", markup=True, highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from error
+    if as_json:
+        typer.echo(json.dumps([_task_dict(t) for t in tasks], indent=2))
+    else:
+        Console().print(_table(tasks, path))
+    for error in errors:
+        err.print(f"[red]error[/red] {error}", markup=True, highlight=False, soft_wrap=True)
+    if errors:
+        raise typer.Exit(1)
+
+
+def _task_dict(task: Task) -> dict:
+    return {
+        "id": task.id,
+        "name": task.name,
+        "level": task.level,
+        "digest": task.digest,
+        "path": str(task.path) if task.path else None,
+        "signature": signature(task, "small").to_dict(),
+    }
+
+
+def _table(tasks: list[Task], title: str) -> Table:
+    table = Table(title=f"{len(tasks)} tasks from {title} (small size)")
+    table.add_column("id")
+    table.add_column("level", justify="right")
+    table.add_column("families")
+    table.add_column("FLOPs", justify="right")
+    table.add_column("bytes", justify="right")
+    table.add_column("shapes (in -> out)")
+    for task in tasks:
+        sig = signature(task, "small")
+        table.add_row(
+            task.id,
+            "" if task.level is None else str(task.level),
+            ", ".join(sig.families),
+            human(sig.flops),
+            human(sig.bytes, "B"),
+            f"{format_specs(sig.inputs)} -> {format_specs(sig.outputs)}",
+        )
+    return table

@@ -1,0 +1,1 @@
+"""Built-in level-2 tasks (task files, not modules to import)."""

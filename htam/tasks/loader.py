@@ -1,0 +1,161 @@
+"""Load one task: a KernelBench-format file, or a directory with a task file and configs.json.
+
+Every problem becomes a ``TaskError`` whose message is one line naming the file and the problem.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import traceback
+import types
+from pathlib import Path
+from pprint import pformat
+from typing import Any
+
+import torch
+
+from htam.tasks.module import exec_task_source
+from htam.tasks.runtime import instantiate
+from htam.tasks.signature import signature
+from htam.tasks.task import Task, TaskError
+
+BUILTIN_DIR = Path(__file__).parent / "builtin"
+CONFIGS_FILE = "configs.json"
+REQUIRED = ("Model", "get_inputs", "get_init_inputs")
+# Validation runs the reference for real only when its small size is this cheap; bigger ones
+# (an unmodified KernelBench file is "large" at every size) are checked on the meta device.
+REAL_RUN_MAX_FLOPS = 1e9
+REAL_RUN_MAX_BYTES = 256 * 2**20
+
+_LEVEL_DIR = re.compile(r"level(\d+)$")
+
+
+def load_task(path: str | Path, suite: str | None = None, *, validate: bool = True) -> Task:
+    """Load and check one task; raises ``TaskError`` (one line: file and problem).
+
+    ``suite`` prefixes the id (default: "builtin" for HTAM's own files, "kernelbench" for files
+    of a KernelBench checkout, else "local"). With ``validate`` the reference runs once at the
+    small size.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise TaskError(path, "no such file")
+    source = _configs_dir_source(path) if path.is_dir() else _read(path)
+    task_id, name, level = task_identity(path, suite)
+    module = _execute(source, path, name)
+    _check_module(module, path)
+    task = Task(id=task_id, name=name, source=source, path=path, level=level)
+    if validate:
+        _validate(task, path)
+    return task
+
+
+def task_identity(path: Path, suite: str | None = None) -> tuple[str, str, int | None]:
+    """(id, name, level) from the path alone: "<suite>/[levelN/]<name>", stable across machines."""
+    name = path.name if path.is_dir() else path.stem
+    level = level_of(path)
+    suite = suite or _default_suite(path)
+    relative = f"level{level}/{name}" if level is not None else name
+    return f"{suite}/{relative}", name, level
+
+
+def level_of(path: Path) -> int | None:
+    match = _LEVEL_DIR.match(path.parent.name)
+    return int(match.group(1)) if match else None
+
+
+def one_line(error: BaseException, limit: int = 300) -> str:
+    """``Type: message`` of an exception on one line (the last line of its traceback)."""
+    text = traceback.format_exception_only(type(error), error)[-1]
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _default_suite(path: Path) -> str:
+    resolved = path.resolve()
+    if resolved.is_relative_to(BUILTIN_DIR.resolve()):
+        return "builtin"
+    if level_of(path) is not None and resolved.parent.parent.name == "KernelBench":
+        return "kernelbench"
+    return "local"
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise TaskError(path, f"cannot read: {one_line(error)}") from error
+
+
+def _configs_dir_source(directory: Path) -> str:
+    """Source of a Robust-KBench style directory: its task file with configs.json appended."""
+    files = sorted(p for p in directory.glob("*.py") if not p.name.startswith("_"))
+    configs_path = directory / CONFIGS_FILE
+    if not configs_path.is_file():
+        raise TaskError(directory, f"a task directory needs {CONFIGS_FILE} next to its task file")
+    if len(files) != 1:
+        found = ", ".join(p.name for p in files) or "none"
+        raise TaskError(
+            directory, f"a task directory needs exactly one .py task file (found {found})"
+        )
+    configs = _read_configs(configs_path)
+    source = _read(files[0])
+    if re.search(r"^HTAM_CONFIGS\s*=", source, re.MULTILINE):
+        raise TaskError(files[0], f"defines HTAM_CONFIGS and has a {CONFIGS_FILE}; keep one")
+    return f"{source.rstrip()}\n\n# From {CONFIGS_FILE} (added by the HTAM loader).\nHTAM_CONFIGS = {pformat(configs)}\n"
+
+
+def _read_configs(path: Path) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(_read(path))
+    except json.JSONDecodeError as error:
+        raise TaskError(path, f"invalid JSON: {one_line(error)}") from error
+    if isinstance(data, dict):
+        data = data.get("configs")
+    if not isinstance(data, list) or not data or not all(isinstance(c, dict) for c in data):
+        raise TaskError(
+            path, 'expected a non-empty list of override objects (or {"configs": [...]})'
+        )
+    return data
+
+
+def _execute(source: str, path: Path, name: str) -> types.ModuleType:
+    module_name = "htam_task_" + re.sub(r"\W", "_", name)
+    try:
+        return exec_task_source(source, module_name)
+    except SyntaxError as error:
+        raise TaskError(path, f"syntax error at line {error.lineno}: {error.msg}") from error
+    except ImportError as error:
+        raise TaskError(path, f"import error: {one_line(error)}") from error
+    except Exception as error:  # any exception of the task's module code is the task's problem
+        raise TaskError(path, f"module fails to execute: {one_line(error)}") from error
+
+
+def _check_module(module: types.ModuleType, path: Path) -> None:
+    missing = [n for n in REQUIRED if not callable(getattr(module, n, None))]
+    if missing:
+        raise TaskError(
+            path, f"missing {', '.join(missing)} (a task defines {', '.join(REQUIRED)})"
+        )
+    overrides = {"HTAM_SMALL": [getattr(module, "HTAM_SMALL", None) or {}]}
+    overrides["HTAM_EXTRA"] = list(getattr(module, "HTAM_EXTRA", None) or [])
+    overrides["HTAM_CONFIGS"] = list(getattr(module, "HTAM_CONFIGS", None) or [])
+    for owner, dicts in overrides.items():
+        for config in dicts:
+            if not isinstance(config, dict):
+                raise TaskError(path, f"{owner} must hold dicts of constant overrides")
+            unknown = sorted(k for k in config if k not in module.__dict__)
+            if unknown:
+                raise TaskError(path, f"{owner} overrides unknown constant(s) {', '.join(unknown)}")
+
+
+def _validate(task: Task, path: Path) -> None:
+    try:
+        sig = signature(task, "small")
+        if sig.flops <= REAL_RUN_MAX_FLOPS and sig.bytes <= REAL_RUN_MAX_BYTES:
+            model, inputs = instantiate(task, "small")
+            with torch.no_grad():
+                model(*inputs)
+    except Exception as error:  # the reference's own failure, reported as the task's problem
+        raise TaskError(path, f"reference fails at the small size: {one_line(error)}") from error

@@ -1,0 +1,64 @@
+"""Build a task's reference model and inputs at a chosen size, reproducibly."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from htam.tasks.module import Size, exec_task_source, extra_configs, load_task_module
+from htam.tasks.task import Task
+
+
+def num_extra(task: Task) -> int:
+    """How many extra (correctness-only) configurations the task declares."""
+    return len(extra_configs(exec_task_source(task.source, _module_name(task))))
+
+
+def instantiate(
+    task: Task,
+    size: Size = "small",
+    extra: int | None = None,
+    seed: int = 0,
+    device: str = "cpu",
+) -> tuple[torch.nn.Module, list[Any]]:
+    """The reference ``Model`` and its inputs for ``size`` (and extra configuration ``extra``).
+
+    Weights come from ``get_init_inputs``/``Model`` under ``torch.manual_seed(seed)`` and inputs
+    from ``get_inputs`` under the same seed, both built on the CPU (so values do not depend on
+    the device's random generator) and then moved to ``device``. On ``"meta"`` they are built
+    there directly: only shapes matter, and large sizes then cost no memory.
+    """
+    module = load_task_module(task.source, size, extra, name=_module_name(task))
+    build_device = "meta" if device == "meta" else "cpu"
+    with torch.device(build_device):
+        torch.manual_seed(seed)
+        model = module.Model(*module.get_init_inputs())
+        torch.manual_seed(seed)
+        inputs = list(module.get_inputs())
+    if device != build_device:
+        model = model.to(device)
+        inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
+    return model, inputs
+
+
+def tensors(value: Any) -> Iterator[torch.Tensor]:
+    """Every tensor in a (possibly nested) output or input structure, in order."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from tensors(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from tensors(item)
+
+
+def nbytes(value: Any) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors(value))
+
+
+def _module_name(task: Task) -> str:
+    # A readable name in tracebacks of the task's own code.
+    return "htam_task_" + "".join(c if c.isalnum() else "_" for c in task.name)

@@ -1,0 +1,111 @@
+"""Signatures: ops, families, FLOPs, bytes, shapes of the reference."""
+
+import json
+
+from htam.tasks import FAMILIES, Signature, signature
+from htam.tasks.families import families, op_family
+from htam.tasks.signature import compute_signature
+
+
+def test_matmul_flops_are_2mnk_at_small_size(by_name):
+    sig = signature(by_name["14_Matmul"], "small")
+    m, k, n = 33, 65, 47
+    assert sig.flops == 2 * m * n * k == 201630
+    assert sig.inputs == [((m, k), "float32"), ((k, n), "float32")]
+    assert sig.outputs == [((m, n), "float32")]
+    assert sig.bytes == 4 * (m * k + k * n + m * n)
+    assert sig.intensity == sig.flops / sig.bytes
+    assert sig.families == ["gemm"] and sig.param_count == 0
+
+
+def test_large_size_signature(by_name):
+    sig = signature(by_name["14_Matmul"], "large")
+    assert sig.flops == 2 * 2048 * 4096 * 2048
+    assert sig.outputs == [((2048, 2048), "float32")]
+
+
+def test_gemm_bias_relu_ops_bytes_and_params(by_name):
+    sig = signature(by_name["1_Gemm_Bias_ReLU"])
+    assert sig.ops == ["linear", "relu"] and sig.op_source == "fx"
+    assert sig.families == ["gemm", "elementwise"]
+    batch, fin, fout = 33, 65, 47
+    assert sig.param_count == fin * fout + fout
+    assert sig.bytes == 4 * (batch * fin + batch * fout + fin * fout + fout)
+    assert sig.flops == 2 * batch * fin * fout
+
+
+def test_softmax_and_normalization_families(by_name):
+    assert signature(by_name["6_Softmax"]).families == ["softmax"]
+    assert signature(by_name["7_LogSoftmax"]).families == ["softmax"]
+    assert signature(by_name["4_Scale_Softmax"]).families == ["elementwise", "softmax"]
+    assert signature(by_name["8_LayerNorm"]).families == ["normalization"]
+    # the hand-written RMS norm is recognized by its mean -> rsqrt pattern
+    assert "normalization" in signature(by_name["9_RMSNorm"]).families
+    assert signature(by_name["13_Argmax"]).outputs == [((3, 65), "int64")]
+
+
+def test_attention_blocks(by_name):
+    causal = signature(by_name["2_Causal_Attention"])
+    # math.sqrt on a traced shape defeats fx: the ops come from aten dispatch instead
+    assert causal.op_source == "dispatch"
+    assert {"addmm", "bmm", "softmax"} <= set(causal.ops)
+    assert "attention" in causal.families
+    layer = signature(by_name["3_Transformer_Layer"])
+    assert layer.op_source == "fx"
+    assert "scaled_dot_product_attention" in layer.ops and "floordiv" not in layer.ops
+    assert layer.families == ["normalization", "gemm", "attention", "elementwise"]
+
+
+def test_conv_cnn_and_families_vocabulary(suite, by_name):
+    assert signature(by_name["15_Conv2d"]).families == ["conv"]
+    cnn = signature(by_name["4_Small_CNN"])
+    assert cnn.families[:3] == ["conv", "normalization", "elementwise"]
+    for task in suite:
+        assert set(signature(task).families) <= set(FAMILIES), task.id
+
+
+def test_signature_serializes_and_is_cached(by_name):
+    task = by_name["8_Gemm_SiLU_Mul"]
+    sig = signature(task)
+    assert signature(task) is sig
+    data = json.loads(json.dumps(sig.to_dict()))
+    assert Signature.from_dict(data) == sig
+    assert "\n" not in sig.text
+    assert sig.text.startswith("linear -> silu -> linear -> mul [gemm, elementwise]; in f32[23x65]")
+
+
+def test_meta_and_cpu_signatures_agree(by_name):
+    task = by_name["3_Conv2d_BatchNorm_ReLU"]
+    assert compute_signature(task, "small", "meta") == compute_signature(task, "small", "cpu")
+
+
+def test_op_family_mapping():
+    cases = {
+        "addmm": "gemm",
+        "Linear": "gemm",
+        "conv_transpose2d": "conv",
+        "convolution": "conv",
+        "_softmax": "softmax",
+        "native_layer_norm": "normalization",
+        "batchnorm2d": "normalization",
+        "norm": "reduction",
+        "amax": "reduction",
+        "leakyrelu": "elementwise",
+        "_scaled_dot_product_flash_attention_for_cpu": "attention",
+        "max_pool2d": "other",
+        "transpose": None,
+        "view": None,
+    }
+    assert {op: op_family(op) for op in cases} == cases
+
+
+def test_family_patterns():
+    assert families(["exp", "sum", "div"]) == ["elementwise", "softmax", "reduction"]
+    assert families(["matmul", "div", "softmax", "matmul"]) == [
+        "gemm",
+        "attention",
+        "elementwise",
+        "softmax",
+    ]
+    assert families(["linear", "softmax", "linear"]) == ["gemm", "softmax"]  # not batched
+    assert families(["view", "permute"]) == []
