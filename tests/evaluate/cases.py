@@ -1,0 +1,44 @@
+"""The fixture table: every cheat and fault with the status it must get and the rule that must
+catch it (a substring of the evaluator's message)."""
+
+from pathlib import Path
+
+FIXTURES = Path(__file__).parent / "fixtures"
+RELU = "level1/1_ReLU.py"  # a builtin task
+TINY = FIXTURES / "tiny_task.py"
+
+# (solution file, task, language, status, message substring)
+CHEATS_CPU = [
+    ("cheat_zeros.py", TINY, "triton", "incorrect", "relative L2 error"),
+    ("cheat_return_input.py", RELU, "triton", "rejected", "output aliases an input"),
+    ("cheat_mutate_input.py", RELU, "triton", "rejected", "modified its inputs"),
+    ("cheat_cache_output.py", RELU, "triton", "incorrect", "trial 1"),
+    ("cheat_call_reference.py", RELU, "triton", "rejected", "[reference-call]"),
+    ("cheat_try_except.py", RELU, "triton", "rejected", "[try-except]"),
+    ("cheat_patch_time.py", RELU, "triton", "rejected", "[timer-patch]"),
+    ("cheat_patch_event.py", RELU, "triton", "rejected", "[timer-patch]"),
+    ("cheat_thread.py", RELU, "triton", "rejected", "[threads]"),
+    ("cheat_gc.py", RELU, "triton", "rejected", "[introspection]"),
+    ("cheat_wrong_dtype.py", RELU, "triton", "incorrect", "dtype"),
+    ("cheat_wrong_shape.py", RELU, "triton", "incorrect", "shape"),
+    ("cheat_hardwired_shape.py", RELU, "triton", "incorrect", "trial 3"),
+    ("cheat_tensor_subclass.py", RELU, "triton", "rejected", "[lazy-tensor]"),
+    ("cheat_print_verdict.py", RELU, "triton", "incorrect", "elements outside"),
+    ("cheat_forge_channel.py", RELU, "triton", "rejected", "result channel tampered"),
+]
+CHEATS_GPU = [
+    ("cheat_side_stream.py", RELU, "cuda", "rejected", "escaped the timed stream"),
+]
+FAULTS_CPU = [
+    ("fault_infinite_loop.py", RELU, "triton", "timeout", "time limit"),
+    ("fault_host_memory.py", RELU, "triton", "runtime_error", "host memory"),
+    ("fault_output_flood.py", RELU, "triton", "runtime_error", "output flood"),
+    ("fault_exception.py", RELU, "triton", "runtime_error", "the candidate gave up"),
+    ("fault_compile_error.py", RELU, "cpp", "compile_error", "this_function_does_not_exist"),
+    ("fault_segfault.py", RELU, "cpp", "runtime_error", "signal 11"),
+]
+FAULTS_GPU = [
+    ("fault_illegal_memory.py", RELU, "cuda", "runtime_error", "illegal memory access"),
+]
+HONEST_CPU = [("honest_relu_triton.py", RELU, "triton"), ("honest_relu_cpp.py", RELU, "cpp")]
+HONEST_GPU = [("honest_relu_cuda.py", RELU, "cuda"), ("honest_relu_triton.py", RELU, "triton")]

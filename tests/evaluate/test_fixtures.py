@@ -1,0 +1,72 @@
+"""Every cheat is caught by its rule, every fault gets its status, and the evaluator keeps
+working honestly after each of them."""
+
+import pytest
+
+from tests.evaluate.cases import (
+    CHEATS_CPU,
+    CHEATS_GPU,
+    FAULTS_CPU,
+    FAULTS_GPU,
+    FIXTURES,
+    HONEST_CPU,
+    HONEST_GPU,
+    RELU,
+)
+from tests.evaluate.conftest import task_for
+
+
+def _evaluate(evaluator, solution, task, language):
+    return evaluator.evaluate(task_for(task), (FIXTURES / solution).read_text(), language)
+
+
+def _assert_case(evaluator, solution, task, language, status, rule):
+    result = _evaluate(evaluator, solution, task, language)
+    text = " | ".join(result.messages)
+    assert result.status == status, f"{solution}: {result.status} ({text})\n{result.log[-1500:]}"
+    assert rule in text, f"{solution}: expected {rule!r} in {text!r}"
+    return result
+
+
+def _assert_honest(evaluator, solution, task, language):
+    result = _evaluate(evaluator, solution, task, language)
+    assert result.status == "ok", f"{solution}: {result.messages}\n{result.log[-2000:]}"
+    assert result.runtime_ms > 0 and result.ref_runtime_ms > 0
+    assert 0 < result.sol_fraction
+    return result
+
+
+@pytest.mark.parametrize("case", CHEATS_CPU, ids=[c[0] for c in CHEATS_CPU])
+def test_cheat_is_caught(cpu_evaluator, case):
+    _assert_case(cpu_evaluator, *case)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", FAULTS_CPU, ids=[c[0] for c in FAULTS_CPU])
+def test_fault_then_honest(cpu_evaluator, case):
+    _assert_case(cpu_evaluator, *case)
+    _assert_honest(cpu_evaluator, "honest_relu_triton.py", RELU, "triton")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", HONEST_CPU, ids=[c[0] for c in HONEST_CPU])
+def test_honest_cpu(cpu_evaluator, case):
+    result = _assert_honest(cpu_evaluator, *case)
+    if case[2] == "triton":
+        assert not result.timing.meaningful
+    else:
+        assert result.timing.meaningful
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", CHEATS_GPU + FAULTS_GPU, ids=[c[0] for c in CHEATS_GPU + FAULTS_GPU])
+def test_gpu_cheat_or_fault(gpu_evaluator, case):
+    _assert_case(gpu_evaluator, *case)
+    _assert_honest(gpu_evaluator, "honest_relu_cuda.py", RELU, "cuda")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", HONEST_GPU, ids=[c[0] for c in HONEST_GPU])
+def test_honest_gpu(gpu_evaluator, case):
+    result = _assert_honest(gpu_evaluator, *case)
+    assert result.timing.method == "cuda_events"
