@@ -1,0 +1,199 @@
+"""``htam memory``: create, inspect, plot, export, import and merge memory banks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from htam.memory import MemoryBank, MemoryBankError, merge
+from htam.memory.plot import edge_utilities, plot_bank
+from htam.memory.schema import SQLITE_MAGIC
+from htam.policy import PolicyConfig
+
+memory_app = typer.Typer(
+    help="Memory banks: the Hierarchical Transition Graph.", no_args_is_help=True
+)
+console = Console()
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(memory_app, name="memory")
+
+
+def _fail(message: str) -> NoReturn:
+    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def _open(path: Path) -> MemoryBank:
+    try:
+        return MemoryBank.open(path)
+    except MemoryBankError as error:
+        _fail(str(error))
+
+
+def _load_any(path: Path) -> dict[str, Any]:
+    """An export from a bank file or from an exported JSON file."""
+    if not path.exists():
+        _fail(f"{path}: no such file")
+    with path.open("rb") as handle:
+        is_bank = handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    if is_bank:
+        with _open(path) as bank:
+            return bank.export_json()
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        _fail(f"{path}: neither a memory bank nor a JSON export ({error})")
+
+
+def _write_json(data: dict[str, Any], out: Path) -> None:
+    if out.exists():
+        _fail(f"{out}: already exists; refusing to overwrite it")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+@memory_app.command("init")
+def init(path: Annotated[Path, typer.Argument(help="New bank file (must not exist).")]) -> None:
+    """Create a bank from the packaged seed knowledge."""
+    try:
+        with MemoryBank.create(path) as bank:
+            console.print(
+                f"created {path}: {len(bank.direction_ids)} directions, "
+                f"{len(bank.parent_of)} strategies, {len(bank.edges())} prior transitions"
+            )
+    except MemoryBankError as error:
+        _fail(str(error))
+
+
+@memory_app.command("export")
+def export(
+    path: Annotated[Path, typer.Argument(help="Bank file.")],
+    out: Annotated[Path, typer.Argument(help="JSON file to write (must not exist).")],
+) -> None:
+    """Write a bank as versioned JSON."""
+    with _open(path) as bank:
+        _write_json(bank.export_json(), out)
+    console.print(f"exported {path} -> {out}")
+
+
+@memory_app.command("import")
+def import_(
+    source: Annotated[Path, typer.Argument(help="JSON export.")],
+    path: Annotated[Path, typer.Argument(help="New bank file (must not exist).")],
+) -> None:
+    """Create a bank from a JSON export."""
+    data = _load_any(source)
+    try:
+        MemoryBank.import_json(data, path).close()
+    except (MemoryBankError, KeyError, ValueError) as error:
+        _fail(f"{source}: {error}")
+    console.print(f"imported {source} -> {path}")
+
+
+@memory_app.command("merge")
+def merge_cmd(
+    a: Annotated[Path, typer.Argument(help="Bank file or JSON export.")],
+    b: Annotated[Path, typer.Argument(help="Bank file or JSON export.")],
+    out: Annotated[Path, typer.Argument(help="New bank file, or a .json export to write.")],
+) -> None:
+    """Merge two banks: statistics add, evidence and step ledgers union without duplicates."""
+    try:
+        merged = merge(_load_any(a), _load_any(b))
+        if out.suffix.lower() == ".json":
+            _write_json(merged, out)
+        else:
+            MemoryBank.import_json(merged, out).close()
+    except (MemoryBankError, KeyError, ValueError) as error:
+        _fail(str(error))
+    console.print(f"merged {a} + {b} -> {out} ({len(merged['steps'])} steps)")
+
+
+@memory_app.command("show")
+def show(
+    path: Annotated[Path, typer.Argument(help="Bank file.")],
+    top: Annotated[int, typer.Option(help="Strongest edges to list.")] = 15,
+) -> None:
+    """Directions with statistics, the strongest transitions, strategies with evidence."""
+    with _open(path) as bank:
+        console.print(_directions_table(bank))
+        console.print(_edges_table(bank, top))
+        console.print(_locals_table(bank))
+        console.print(f"{bank.step_count()} recorded steps")
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.3f}"
+
+
+def _directions_table(bank: MemoryBank) -> Table:
+    table = Table(title="Directions")
+    table.add_column("direction", no_wrap=True)
+    for column in ("tries", "improved", "mean reward", "trend (EMA)", "failures"):
+        table.add_column(column, justify="right")
+    for node in bank.directions():
+        s = node.stats
+        failures = sum(n for status, n in s.status_counts.items() if status != "ok")
+        table.add_row(
+            node.id, str(s.tries), str(s.successes), _fmt(s.mean_reward),
+            _fmt(s.ema if s.tries else None), str(failures),
+        )  # fmt: skip
+    return table
+
+
+def _edges_table(bank: MemoryBank, top: int) -> Table:
+    utilities = edge_utilities(bank, PolicyConfig())
+    edges = {(e.src, e.dst): e for e in bank.edges()}
+    strongest = sorted(utilities, key=lambda key: (-abs(utilities[key]), key))[:top]
+    table = Table(title=f"Strongest transitions (top {top} by |utility|)")
+    for column in ("transition", "utility", "observed", "steps", "prior", "outcomes"):
+        table.add_column(
+            column, justify="left" if column in ("transition", "outcomes") else "right"
+        )
+    for key in strongest:
+        e = edges[key]
+        outcomes = ", ".join(f"{k}={v}" for k, v in sorted(e.stats.status_counts.items()))
+        table.add_row(
+            f"{e.src} -> {e.dst}", _fmt(utilities[key]), _fmt(e.stats.utility),
+            str(e.stats.count), _fmt(e.prior_utility), outcomes or "-",
+        )  # fmt: skip
+    return table
+
+
+def _locals_table(bank: MemoryBank) -> Table:
+    counts = dict(
+        bank.connection.execute(
+            "SELECT local_id || '/' || polarity, count(*) FROM evidence GROUP BY 1"
+        ).fetchall()
+    )
+    table = Table(title="Local strategies")
+    table.add_column("strategy", no_wrap=True)
+    for column in ("tries", "improved", "mean reward", "evidence +", "evidence -"):
+        table.add_column(column, justify="right")
+    for node in bank.all_locals():
+        s = node.stats
+        table.add_row(
+            node.id, str(s.tries), str(s.successes), _fmt(s.mean_reward),
+            str(counts.get(f"{node.id}/positive", 0)), str(counts.get(f"{node.id}/negative", 0)),
+        )  # fmt: skip
+    return table
+
+
+@memory_app.command("plot")
+def plot(
+    path: Annotated[Path, typer.Argument(help="Bank file.")],
+    out: Annotated[Path, typer.Argument(help="Image to write: .png or .svg.")],
+) -> None:
+    """Draw the transition graph (node size = tries, edge width = utility)."""
+    with _open(path) as bank:
+        try:
+            plot_bank(bank, out)
+        except ValueError as error:
+            _fail(str(error))
+    console.print(f"wrote {out}")

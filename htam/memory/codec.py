@@ -1,0 +1,254 @@
+"""Conversions of nodes, edges and evidence between dataclasses, JSON dicts and SQLite rows."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from htam.memory.model import (
+    Edge,
+    EdgeStats,
+    Evidence,
+    GlobalNode,
+    LocalNode,
+    NodeStats,
+    check_local,
+)
+from htam.policy.features import Trigger
+
+GLOBAL_COLUMNS = "id, title, intent, objectives, triggers, risks, " + (
+    "tries, successes, reward_sum, ema, status_counts"
+)
+LOCAL_COLUMNS = (
+    "id, direction, title, description, pattern, checks, op_families, triggers, risks, "
+    "tries, successes, reward_sum, ema, status_counts"
+)
+EDGE_COLUMNS = (
+    "src, dst, applies_when, rationale, risks, prior_utility, "
+    "count, weight_sum, reward_wsum, status_counts"
+)
+EVIDENCE_COLUMNS = (
+    "run_id, task_id, step, local_id, polarity, task_signature, status, "
+    "speedup_before, speedup_after, reward, error_excerpt, lesson, recorded_at"
+)
+
+
+def _triggers(data: list[dict[str, Any]]) -> list[Trigger]:
+    return [Trigger.from_dict(item) for item in data]
+
+
+def _node_stats(row: sqlite3.Row, start: int) -> NodeStats:
+    tries, successes, reward_sum, ema, counts = row[start : start + 5]
+    return NodeStats(tries, successes, reward_sum, ema, json.loads(counts))
+
+
+def global_from_row(row: sqlite3.Row) -> GlobalNode:
+    return GlobalNode(
+        id=row[0],
+        title=row[1],
+        intent=row[2],
+        objectives=json.loads(row[3]),
+        triggers=_triggers(json.loads(row[4])),
+        risks=json.loads(row[5]),
+        stats=_node_stats(row, 6),
+    )
+
+
+def local_from_row(row: sqlite3.Row) -> LocalNode:
+    return LocalNode(
+        id=row[0],
+        direction=row[1],
+        title=row[2],
+        description=row[3],
+        pattern=row[4],
+        checks=json.loads(row[5]),
+        op_families=json.loads(row[6]),
+        triggers=_triggers(json.loads(row[7])),
+        risks=json.loads(row[8]),
+        stats=_node_stats(row, 9),
+    )
+
+
+def edge_from_row(row: sqlite3.Row) -> Edge:
+    return Edge(
+        src=row[0],
+        dst=row[1],
+        applies_when=row[2],
+        rationale=row[3],
+        risks=json.loads(row[4]),
+        prior_utility=row[5],
+        stats=EdgeStats(row[6], row[7], row[8], json.loads(row[9])),
+    )
+
+
+def evidence_from_row(row: sqlite3.Row) -> Evidence:
+    return Evidence(*row)
+
+
+def global_to_dict(node: GlobalNode) -> dict[str, Any]:
+    return {
+        "id": node.id,
+        "title": node.title,
+        "intent": node.intent,
+        "objectives": node.objectives,
+        "triggers": [t.to_dict() for t in node.triggers],
+        "risks": node.risks,
+        "stats": node.stats.to_dict(),
+    }
+
+
+def global_from_dict(data: dict[str, Any]) -> GlobalNode:
+    return GlobalNode(
+        id=data["id"],
+        title=data["title"],
+        intent=data["intent"],
+        objectives=list(data.get("objectives", [])),
+        triggers=_triggers(data.get("triggers", [])),
+        risks=list(data.get("risks", [])),
+        stats=NodeStats.from_dict(data.get("stats")),
+    )
+
+
+def local_to_dict(node: LocalNode) -> dict[str, Any]:
+    return {
+        "id": node.id,
+        "direction": node.direction,
+        "title": node.title,
+        "description": node.description,
+        "pattern": node.pattern,
+        "checks": node.checks,
+        "op_families": node.op_families,
+        "triggers": [t.to_dict() for t in node.triggers],
+        "risks": node.risks,
+        "stats": node.stats.to_dict(),
+    }
+
+
+def local_from_dict(data: dict[str, Any]) -> LocalNode:
+    node = LocalNode(
+        id=data["id"],
+        direction=data["direction"],
+        title=data["title"],
+        description=data["description"],
+        pattern=data["pattern"],
+        checks=list(data.get("checks", [])),
+        op_families=list(data.get("op_families", [])),
+        triggers=_triggers(data.get("triggers", [])),
+        risks=list(data.get("risks", [])),
+        stats=NodeStats.from_dict(data.get("stats")),
+    )
+    check_local(node)
+    return node
+
+
+def edge_to_dict(edge: Edge) -> dict[str, Any]:
+    return {
+        "src": edge.src,
+        "dst": edge.dst,
+        "applies_when": edge.applies_when,
+        "rationale": edge.rationale,
+        "risks": edge.risks,
+        "prior_utility": edge.prior_utility,
+        "stats": edge.stats.to_dict(),
+    }
+
+
+def edge_from_dict(data: dict[str, Any]) -> Edge:
+    return Edge(
+        src=data["src"],
+        dst=data["dst"],
+        applies_when=data.get("applies_when", ""),
+        rationale=data.get("rationale", ""),
+        risks=list(data.get("risks", [])),
+        prior_utility=float(data.get("prior_utility", 0.0)),
+        stats=EdgeStats.from_dict(data.get("stats")),
+    )
+
+
+def insert_global(conn: sqlite3.Connection, node: GlobalNode, ord_: int) -> None:
+    s = node.stats
+    conn.execute(
+        "INSERT INTO global_nodes (ord, " + GLOBAL_COLUMNS + ") "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            ord_,
+            node.id,
+            node.title,
+            node.intent,
+            json.dumps(node.objectives),
+            json.dumps([t.to_dict() for t in node.triggers]),
+            json.dumps(node.risks),
+            s.tries,
+            s.successes,
+            s.reward_sum,
+            s.ema,
+            json.dumps(s.status_counts, sort_keys=True),
+        ),
+    )
+
+
+def insert_local(conn: sqlite3.Connection, node: LocalNode, ord_: int) -> None:
+    s = node.stats
+    conn.execute(
+        "INSERT INTO local_nodes (ord, " + LOCAL_COLUMNS + ") "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            ord_,
+            node.id,
+            node.direction,
+            node.title,
+            node.description,
+            node.pattern,
+            json.dumps(node.checks),
+            json.dumps(node.op_families),
+            json.dumps([t.to_dict() for t in node.triggers]),
+            json.dumps(node.risks),
+            s.tries,
+            s.successes,
+            s.reward_sum,
+            s.ema,
+            json.dumps(s.status_counts, sort_keys=True),
+        ),
+    )
+
+
+def insert_edge(conn: sqlite3.Connection, edge: Edge) -> None:
+    s = edge.stats
+    conn.execute(
+        "INSERT INTO edges (" + EDGE_COLUMNS + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            edge.src,
+            edge.dst,
+            edge.applies_when,
+            edge.rationale,
+            json.dumps(edge.risks),
+            edge.prior_utility,
+            s.count,
+            s.weight_sum,
+            s.reward_wsum,
+            json.dumps(s.status_counts, sort_keys=True),
+        ),
+    )
+
+
+def insert_evidence(conn: sqlite3.Connection, ev: Evidence) -> None:
+    conn.execute(
+        "INSERT OR IGNORE INTO evidence (" + EVIDENCE_COLUMNS + ") "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            ev.run_id,
+            ev.task_id,
+            ev.step,
+            ev.local_id,
+            ev.polarity,
+            ev.task_signature,
+            ev.status,
+            ev.speedup_before,
+            ev.speedup_after,
+            ev.reward,
+            ev.error_excerpt,
+            ev.lesson,
+            ev.recorded_at,
+        ),
+    )

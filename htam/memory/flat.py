@@ -1,0 +1,105 @@
+"""The flat-memory baseline: top-k similar past experiences by BM25, no hierarchy, no transitions.
+
+Experiences live in the bank file's ``flat_experiences`` table, so the flat method shares the
+bank's concurrency and transfer machinery. Ranking is ``rank_bm25.BM25Okapi``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rank_bm25 import BM25Okapi
+
+from htam.memory.model import StepRecord
+
+if TYPE_CHECKING:
+    from htam.memory.store import MemoryBank
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased alphanumeric words; identifiers split at underscores and punctuation."""
+    return _TOKEN.findall(text.lower())
+
+
+@dataclass
+class FlatHit:
+    text: str
+    record: StepRecord
+    score: float
+
+
+class FlatMemory:
+    """Past experiences as a flat list, retrieved by BM25 similarity to a query."""
+
+    def __init__(self, bank: MemoryBank):
+        self._conn = bank.connection
+        self._bank = bank
+        self._index: BM25Okapi | None = None
+        self._docs: list[tuple[str, str]] = []  # (text, record json) aligned with the index
+        self._words: list[set[str]] = []
+        self._version: tuple[int, int] | None = None
+
+    def add(self, experience_text: str, record: StepRecord) -> bool:
+        """Store one experience; False if its (run, task, step) is already stored."""
+        with self._bank.transaction() as conn:
+            cursor = conn.execute(
+                "INSERT OR IGNORE INTO flat_experiences "
+                "(run_id, task_id, step, text, record, added_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    record.run_id,
+                    record.task_id,
+                    record.step,
+                    experience_text,
+                    json.dumps(record.to_dict()),
+                    time.time(),
+                ),
+            )
+        return cursor.rowcount == 1
+
+    def __len__(self) -> int:
+        return self._conn.execute("SELECT count(*) FROM flat_experiences").fetchone()[0]
+
+    def retrieve(self, query: str, k: int) -> list[FlatHit]:
+        """The ``k`` experiences most similar to ``query`` (only those sharing a term with it)."""
+        terms = tokenize(query)
+        index = self._current_index()
+        if index is None or not terms or k <= 0:
+            return []
+        scores = index.get_scores(terms)
+        # BM25Okapi's idf turns negative for terms in most documents of a small corpus, so
+        # relevance is "shares a query term", and the BM25 score only orders the relevant.
+        query = set(terms)
+        relevant = [i for i, words in enumerate(self._words) if query & words]
+        order = sorted(relevant, key=lambda i: (-scores[i], i))[:k]
+        return [
+            FlatHit(
+                self._docs[i][0],
+                StepRecord.from_dict(json.loads(self._docs[i][1])),
+                float(scores[i]),
+            )
+            for i in order
+        ]
+
+    def _current_index(self) -> BM25Okapi | None:
+        # Other processes may add experiences: rebuild when the table changed.
+        version = self._conn.execute(
+            "SELECT count(*), coalesce(max(added_at), 0) FROM flat_experiences"
+        ).fetchone()
+        if version != self._version:
+            rows = self._conn.execute(
+                "SELECT text, record FROM flat_experiences ORDER BY run_id, task_id, step"
+            ).fetchall()
+            # A text without words can never match; BM25 also divides by the mean length.
+            rows = [(text, record) for text, record in rows if tokenize(text)]
+            self._docs = rows
+            corpus = [tokenize(text) for text, _ in rows]
+            self._words = [set(words) for words in corpus]
+            self._index = BM25Okapi(corpus) if corpus else None
+            self._version = version
+        return self._index

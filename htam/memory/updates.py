@@ -1,0 +1,140 @@
+"""Learning from one step: statistics, bounded evidence and position-weighted edge updates.
+
+Everything here runs inside the caller's write transaction, so a step is recorded entirely or
+not at all, and the ``steps`` ledger's primary key makes recording idempotent per
+(run, task, step).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from htam.memory.model import StepRecord
+from htam.policy.config import PolicyConfig
+from htam.status import Status
+
+EXCERPT_LIMIT = 600  # characters of an error excerpt kept in evidence
+LESSON_LIMIT = 400
+
+_COUNT_STATUS = (
+    "status_counts = json_set(status_counts, '$.' || :status, "
+    "coalesce(json_extract(status_counts, '$.' || :status), 0) + 1)"
+)
+_NODE_UPDATE = (
+    "tries = tries + 1, successes = successes + :success, reward_sum = reward_sum + :reward, "
+    # SQLite evaluates every right-hand side on the old row, so tries = 0 means "first reward".
+    "ema = CASE WHEN tries = 0 THEN :reward ELSE (1 - :alpha) * ema + :alpha * :reward END, "
+    + _COUNT_STATUS
+)
+# Positive evidence: the largest gains first. Negative: the most recent failures first (the
+# memory changes, so recent mistakes are the ones worth warning about). Ties by key.
+_RANK = {
+    "positive": "reward DESC, recorded_at DESC, run_id, task_id, step",
+    "negative": "recorded_at DESC, reward ASC, run_id, task_id, step",
+}
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def apply_step(
+    conn: sqlite3.Connection,
+    record: StepRecord,
+    weights: list[float],
+    config: PolicyConfig,
+    now: float,
+) -> bool:
+    """Record ``record``; False (and no change) when its key is already in the ledger."""
+    status = str(Status(record.status))
+    cursor = conn.execute(
+        "INSERT OR IGNORE INTO steps (run_id, task_id, step, task_signature, direction, "
+        "local_id, status, reward, prefix, weights, speedup_before, speedup_after, recorded_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            record.run_id,
+            record.task_id,
+            record.step,
+            record.task_signature,
+            record.direction,
+            record.local_id,
+            status,
+            record.reward,
+            json.dumps(record.prefix),
+            json.dumps(weights),
+            record.speedup_before,
+            record.speedup_after,
+            now,
+        ),
+    )
+    if cursor.rowcount == 0:
+        return False
+    params = {
+        "success": int(record.success),
+        "reward": record.reward,
+        "alpha": config.ema_alpha,
+        "status": status,
+    }
+    conn.execute(
+        f"UPDATE global_nodes SET {_NODE_UPDATE} WHERE id = :id", params | {"id": record.direction}
+    )
+    if record.local_id is not None:
+        conn.execute(
+            f"UPDATE local_nodes SET {_NODE_UPDATE} WHERE id = :id",
+            params | {"id": record.local_id},
+        )
+        _add_evidence(conn, record, status, now, config.evidence_keep)
+    for src, weight in zip(record.prefix, weights, strict=True):
+        if weight > 0:
+            _update_edge(conn, src, record.direction, weight, record.reward, status)
+    return True
+
+
+def _update_edge(
+    conn: sqlite3.Connection, src: str, dst: str, weight: float, reward: float, status: str
+) -> None:
+    conn.execute("INSERT OR IGNORE INTO edges (src, dst) VALUES (?, ?)", (src, dst))
+    conn.execute(
+        "UPDATE edges SET count = count + 1, weight_sum = weight_sum + :w, "
+        f"reward_wsum = reward_wsum + :w * :reward, {_COUNT_STATUS} "
+        "WHERE src = :src AND dst = :dst",
+        {"w": weight, "reward": reward, "status": status, "src": src, "dst": dst},
+    )
+
+
+def _add_evidence(
+    conn: sqlite3.Connection, record: StepRecord, status: str, now: float, keep: int
+) -> None:
+    polarity = "positive" if record.success else "negative"
+    conn.execute(
+        "INSERT OR IGNORE INTO evidence (run_id, task_id, step, local_id, polarity, "
+        "task_signature, status, speedup_before, speedup_after, reward, error_excerpt, lesson, "
+        "recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            record.run_id,
+            record.task_id,
+            record.step,
+            record.local_id,
+            polarity,
+            record.task_signature,
+            status,
+            record.speedup_before,
+            record.speedup_after,
+            record.reward,
+            _clip(record.error_excerpt, EXCERPT_LIMIT),
+            _clip(record.lesson, LESSON_LIMIT),
+            now,
+        ),
+    )
+    prune_evidence(conn, record.local_id, polarity, keep)
+
+
+def prune_evidence(conn: sqlite3.Connection, local_id: str, polarity: str, keep: int) -> None:
+    """Keep only the ``keep`` best records of one local strategy and polarity."""
+    conn.execute(
+        "DELETE FROM evidence WHERE local_id = :local AND polarity = :pol AND rowid NOT IN "
+        f"(SELECT rowid FROM evidence WHERE local_id = :local AND polarity = :pol "
+        f"ORDER BY {_RANK[polarity]} LIMIT :keep)",
+        {"local": local_id, "pol": polarity, "keep": keep},
+    )

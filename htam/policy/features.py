@@ -1,0 +1,124 @@
+"""The state features the policy sees, and the seed triggers that read them (prior(g | s_t)).
+
+A trigger is a conjunction of conditions on :class:`StateFeatures` with a weight and a reason::
+
+    {"if": {"bound": "memory", "sol_fraction_below": 0.6}, "weight": 0.6,
+     "why": "memory-bound and under 60% of the bandwidth roofline"}
+
+A condition on a feature the state does not know (``None``) does not hold: a prior only fires
+on evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from htam.status import Status
+
+# The direction of a no-hierarchy decision: there is no direction choice, the chosen strategy's
+# parent is recorded instead.
+FLAT_DIRECTION = "*"
+
+OP_FAMILIES = (
+    "elementwise",
+    "reduction",
+    "normalization",
+    "softmax",
+    "gemm",
+    "conv",
+    "attention",
+    "other",
+)
+
+
+@dataclass
+class StateFeatures:
+    """What the direction policy knows about the task and the current implementation."""
+
+    op_families: list[str] = field(default_factory=list)
+    bound: Literal["memory", "compute"] | None = None
+    sol_fraction: float | None = None  # roofline lower-bound time / current time
+    last_status: Status | None = None
+    speedup: float | None = None  # best speedup over the reference so far
+
+
+def _op_families(state: StateFeatures, value: list[str]) -> bool:
+    return any(family in state.op_families for family in value)
+
+
+def _below(attr: str) -> Callable[[StateFeatures, float], bool]:
+    def check(state: StateFeatures, value: float) -> bool:
+        known = getattr(state, attr)
+        return known is not None and known < value
+
+    return check
+
+
+def _above(attr: str) -> Callable[[StateFeatures, float], bool]:
+    def check(state: StateFeatures, value: float) -> bool:
+        known = getattr(state, attr)
+        return known is not None and known >= value
+
+    return check
+
+
+def _last_status(state: StateFeatures, value: list[str]) -> bool:
+    return state.last_status is not None and str(state.last_status) in value
+
+
+def _bound(state: StateFeatures, value: str) -> bool:
+    return state.bound == value
+
+
+CONDITIONS: dict[str, Callable[[StateFeatures, Any], bool]] = {
+    "op_families": _op_families,
+    "bound": _bound,
+    "sol_fraction_below": _below("sol_fraction"),
+    "sol_fraction_above": _above("sol_fraction"),
+    "speedup_below": _below("speedup"),
+    "speedup_above": _above("speedup"),
+    "last_status": _last_status,
+}
+
+
+@dataclass(frozen=True)
+class Trigger:
+    when: dict[str, Any]
+    weight: float
+    why: str
+
+    def matches(self, state: StateFeatures) -> bool:
+        return all(CONDITIONS[key](state, value) for key, value in self.when.items())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"if": dict(self.when), "weight": self.weight, "why": self.why}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Trigger:
+        when = dict(data.get("if", {}))
+        unknown = sorted(set(when) - set(CONDITIONS))
+        if unknown:
+            raise ValueError(f"unknown trigger condition(s) {unknown}; known: {sorted(CONDITIONS)}")
+        for key in ("op_families", "last_status"):
+            if key in when and not isinstance(when[key], list):
+                raise ValueError(f"trigger condition {key!r} takes a list, got {when[key]!r}")
+        bad = [f for f in when.get("op_families", []) if f not in OP_FAMILIES]
+        if bad:
+            raise ValueError(f"unknown op families {bad}; known: {list(OP_FAMILIES)}")
+        for status in when.get("last_status", []):
+            Status(status)  # raises ValueError on an unknown status
+        if "bound" in when and when["bound"] not in ("memory", "compute"):
+            raise ValueError(f"trigger bound must be 'memory' or 'compute', got {when['bound']!r}")
+        return cls(when=when, weight=float(data["weight"]), why=str(data.get("why", "")))
+
+
+def trigger_prior(triggers: list[Trigger], state: StateFeatures) -> tuple[float, list[str]]:
+    """Sum of the weights of the matching triggers, and their reasons."""
+    total, reasons = 0.0, []
+    for trigger in triggers:
+        if trigger.matches(state):
+            total += trigger.weight
+            reasons.append(trigger.why)
+    return total, reasons

@@ -1,0 +1,173 @@
+"""The direction policy of HTAM and its ablations, behind one class and ``make_policy``."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from htam.policy.config import PolicyConfig, position_weights, uniform_weights
+from htam.policy.features import FLAT_DIRECTION, StateFeatures, trigger_prior
+from htam.policy.scoring import DirectionView, score_terms, shrunk_value, softmax
+
+if TYPE_CHECKING:
+    from htam.memory.model import LocalNode, StepRecord
+    from htam.memory.store import MemoryBank
+    from htam.proposer import Strategy
+
+METHODS = ("htam", "no-prefix", "no-position", "no-update", "no-hierarchy", "no-local", "random")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """What an ablation removes from the full method."""
+
+    prefix_len: int | None = None  # None: K from the config
+    positional: bool = True  # False: uniform position weights
+    updates: bool = True  # False: frozen memory
+    hierarchy: bool = True  # False: no direction decision, all locals are candidates
+    local: bool = True  # False: direction only, no local strategies
+    uniform: bool = False  # True: directions drawn uniformly (the random control)
+
+
+VARIANTS = {
+    "htam": Variant(),
+    "no-prefix": Variant(prefix_len=1),
+    "no-position": Variant(positional=False),
+    "no-update": Variant(updates=False),
+    "no-hierarchy": Variant(hierarchy=False),
+    "no-local": Variant(local=False),
+    "random": Variant(uniform=True),
+}
+
+
+@dataclass
+class Decision:
+    direction: str
+    probabilities: dict[str, float]
+    breakdown: dict[str, Any] = field(default_factory=dict)
+
+
+class DirectionPolicy:
+    """Chooses the next global direction from the recent prefix, the state and the memory."""
+
+    def __init__(self, method: str, config: PolicyConfig, bank: MemoryBank):
+        if method not in VARIANTS:
+            raise ValueError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
+        self.method = method
+        self.variant = VARIANTS[method]
+        self.config = config
+        self.bank = bank
+        # Static priors never change inside a bank: read them once.
+        locals_ = bank.all_locals()
+        self._static = {
+            node.id: (
+                node.triggers,
+                frozenset(
+                    f for loc in locals_ if loc.direction == node.id for f in loc.op_families
+                ),
+            )
+            for node in bank.directions()
+        }
+
+    @property
+    def updates_memory(self) -> bool:
+        return self.variant.updates
+
+    # -- deciding --------------------------------------------------------------------------
+
+    def weights(self, prefix: list[str]) -> tuple[list[str], list[float]]:
+        """The prefix this variant scores (most recent last) and its aligned weights."""
+        length = self.variant.prefix_len or self.config.K
+        used = list(prefix)[-length:]
+        if self.variant.positional:
+            weights = list(reversed(position_weights(len(used), self.config.tau_pos)))
+        else:
+            weights = uniform_weights(len(used))
+        return used, weights
+
+    def explain(self, prefix: list[str], state: StateFeatures) -> dict[str, Any]:
+        """The per-term breakdown of the decision for ``prefix`` and ``state`` (JSON-ready)."""
+        if not self.variant.hierarchy:
+            return {
+                "method": self.method,
+                "note": "no direction decision: every local strategy is a candidate",
+                "probabilities": {FLAT_DIRECTION: 1.0},
+            }
+        ids = self.bank.direction_ids
+        if self.variant.uniform:
+            return {
+                "method": self.method,
+                "note": "directions drawn uniformly",
+                "probabilities": {g: 1.0 / len(ids) for g in ids},
+            }
+        used, weights = self.weights(prefix)
+        views = self._views()
+        edges = self.bank.edge_views(sorted(set(used)))
+        terms = score_terms(views, edges, used, weights, state, self.config)
+        probabilities = softmax({g: t["score"] for g, t in terms.items()}, self.config.T_g)
+        return {
+            "method": self.method,
+            "prefix": used,
+            "weights": weights,
+            "temperature": self.config.T_g,
+            "total_tries": sum(v.tries for v in views),
+            "directions": terms,
+            "probabilities": probabilities,
+        }
+
+    def decide(self, prefix: list[str], state: StateFeatures, rng: random.Random) -> Decision:
+        """Sample the next direction from pi(g) with ``rng`` (same seed, same memory: same pick)."""
+        breakdown = self.explain(prefix, state)
+        probabilities = breakdown["probabilities"]
+        return Decision(_sample(probabilities, rng), probabilities, breakdown)
+
+    def _views(self) -> list[DirectionView]:
+        stats = self.bank.direction_stats()
+        return [DirectionView(g, *stats[g], *self._static[g]) for g in self.bank.direction_ids]
+
+    # -- strategies and learning -----------------------------------------------------------
+
+    def candidates(self, direction: str, state: StateFeatures | None = None) -> list[Strategy]:
+        """Local strategies to rank: best learned value (plus trigger prior) first."""
+        if not self.variant.local:
+            return []
+        if not self.variant.hierarchy or direction == FLAT_DIRECTION:
+            nodes = self.bank.all_locals()
+        else:
+            nodes = self.bank.locals_of(direction)
+        ranked = sorted(
+            enumerate(nodes), key=lambda item: (-self._local_value(item[1], state), item[0])
+        )
+        return [node.to_strategy() for _, node in ranked]
+
+    def _local_value(self, node: LocalNode, state: StateFeatures | None) -> float:
+        value = shrunk_value(node.stats.tries, node.stats.reward_sum, self.config.value_shrink)
+        if state is not None:
+            value += trigger_prior(node.triggers, state)[0]
+        return value
+
+    def record(self, record: StepRecord) -> bool:
+        """Update the memory as this variant learns; False if frozen or already recorded."""
+        if not self.updates_memory:
+            return False
+        used, weights = self.weights(record.prefix)
+        trimmed = type(record)(**{**record.__dict__, "prefix": used})
+        return self.bank.record_step(trimmed, weights=weights)
+
+
+def _sample(probabilities: dict[str, float], rng: random.Random) -> str:
+    draw, cumulative = rng.random(), 0.0
+    last = next(reversed(probabilities))
+    for key, probability in probabilities.items():
+        cumulative += probability
+        if draw < cumulative:
+            return key
+    return last  # rounding left the cumulative sum a hair under 1
+
+
+def make_policy(method: str, config: PolicyConfig, bank: MemoryBank) -> DirectionPolicy:
+    """The policy of ``method`` (one of METHODS); ``flat`` uses htam.memory.FlatMemory instead."""
+    if method == "flat":
+        raise ValueError("method 'flat' has no direction policy: use htam.memory.FlatMemory")
+    return DirectionPolicy(method, config, bank)

@@ -1,0 +1,128 @@
+"""The transition-aware direction score of DESIGN §1, term by term.
+
+    score(g) = sum_k w_k * U~(p_{t-k+1} -> g) + lam * V(g) + prior(g | s_t) + c * sqrt(ln N / (1 + n_g))
+    pi(g)    = softmax(score / T_g)
+
+``V(g)`` is g's mean reward shrunk toward 0 by ``value_shrink`` pseudo-tries. ``U~`` is the
+edge's position-weighted mean reward shrunk toward ``V(g) + prior_utility`` by ``shrink``
+pseudo-observations, so a transition seen once barely moves the score.
+
+This module works on plain numbers: htam.policy never imports htam.memory at runtime (the
+memory imports the policy's config), which keeps the two packages free of import cycles.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from htam.policy.config import PolicyConfig
+from htam.policy.features import StateFeatures, Trigger, trigger_prior
+
+
+def shrunk_utility(
+    reward_wsum: float, weight_sum: float, prior_utility: float, value: float, shrink: float
+) -> float:
+    """U~(p -> g): observed utility pulled toward V(g) + the seed prior while data is scarce."""
+    target = value + prior_utility
+    if weight_sum + shrink <= 0:
+        return target
+    return (reward_wsum + shrink * target) / (weight_sum + shrink)
+
+
+def shrunk_value(tries: int, reward_sum: float, shrink: float) -> float:
+    """V(g): mean reward shrunk toward 0 by ``shrink`` pseudo-tries."""
+    return reward_sum / (tries + shrink) if tries + shrink > 0 else 0.0
+
+
+@dataclass
+class DirectionView:
+    """What the score needs of one global node (static parts cached by the policy)."""
+
+    id: str
+    tries: int
+    reward_sum: float
+    triggers: list[Trigger] = field(default_factory=list)
+    families: frozenset[str] = frozenset()  # union of the op families of its local strategies
+
+
+@dataclass
+class EdgeView:
+    prior_utility: float = 0.0
+    count: int = 0
+    weight_sum: float = 0.0
+    reward_wsum: float = 0.0
+
+    @property
+    def observed(self) -> float | None:
+        return self.reward_wsum / self.weight_sum if self.weight_sum > 0 else None
+
+
+_NO_EDGE = EdgeView()
+
+
+def prior(
+    view: DirectionView, state: StateFeatures, config: PolicyConfig
+) -> tuple[float, list[str]]:
+    """prior(g | s_t): matching seed triggers, minus a penalty when no local suits the ops."""
+    total, reasons = trigger_prior(view.triggers, state)
+    if state.op_families and not view.families.intersection(state.op_families):
+        total -= config.off_family_penalty
+        reasons.append(f"no strategy for {', '.join(state.op_families)}")
+    return total, reasons
+
+
+def softmax(scores: dict[str, float], temperature: float) -> dict[str, float]:
+    top = max(scores.values())
+    raw = {key: math.exp((value - top) / temperature) for key, value in scores.items()}
+    total = sum(raw.values())
+    return {key: value / total for key, value in raw.items()}
+
+
+def score_terms(
+    views: list[DirectionView],
+    edges: dict[tuple[str, str], EdgeView],
+    prefix: list[str],
+    weights: list[float],
+    state: StateFeatures,
+    config: PolicyConfig,
+) -> dict[str, dict]:
+    """Every term of every direction's score; ``weights`` align with ``prefix`` (recent last)."""
+    total_tries = sum(v.tries for v in views)
+    log_n = math.log(total_tries) if total_tries > 1 else 0.0
+    terms: dict[str, dict] = {}
+    for view in views:
+        value = shrunk_value(view.tries, view.reward_sum, config.value_shrink)
+        prefix_terms, prefix_sum = [], 0.0
+        for position, (src, weight) in enumerate(
+            zip(reversed(prefix), reversed(weights), strict=True), 1
+        ):
+            edge = edges.get((src, view.id), _NO_EDGE)
+            utility = shrunk_utility(
+                edge.reward_wsum, edge.weight_sum, edge.prior_utility, value, config.shrink
+            )
+            prefix_sum += weight * utility
+            prefix_terms.append(
+                {
+                    "position": position,
+                    "src": src,
+                    "weight": weight,
+                    "utility": utility,
+                    "observed": edge.observed,
+                    "observations": edge.count,
+                    "contribution": weight * utility,
+                }
+            )
+        prior_value, reasons = prior(view, state, config)
+        exploration = config.c * math.sqrt(log_n / (1 + view.tries))
+        terms[view.id] = {
+            "prefix_terms": prefix_terms,
+            "prefix": prefix_sum,
+            "value": value,
+            "value_term": config.lam * value,
+            "prior": prior_value,
+            "prior_reasons": reasons,
+            "exploration": exploration,
+            "score": prefix_sum + config.lam * value + prior_value + exploration,
+        }
+    return terms
