@@ -17,10 +17,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PackageLoader, StrictUndefined
 
-from htam.evaluate.result import EvalResult
+if TYPE_CHECKING:  # the evaluator package imports torch; prompts only need the type
+    from htam.evaluate.result import EvalResult
 
 PROMPTS_ENV = "HTAM_PROMPTS_DIR"  # a directory whose *.j2 files replace the packaged ones
 EXCERPT_LIMIT = 2000
