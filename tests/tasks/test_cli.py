@@ -1,0 +1,52 @@
+"""``htam tasks list`` through typer's CliRunner."""
+
+import json
+
+from typer.testing import CliRunner
+
+from htam.cli import app
+
+from .helpers import GOOD, write
+
+runner = CliRunner()
+
+
+def test_list_builtin_table():
+    result = runner.invoke(app, ["tasks", "list"], env={"COLUMNS": "220"})
+    assert result.exit_code == 0, result.output
+    assert "29 tasks from builtin" in result.output
+    assert "builtin/level1/14_Matmul" in result.output
+    assert "f32[33x65], f32[65x47] -> f32[33x47]" in result.output
+    assert "202K" in result.output  # small-size FLOPs of the matmul
+
+
+def test_list_levels_as_json():
+    result = runner.invoke(app, ["tasks", "list", "--levels", "2,3", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)
+    assert len(rows) == 14 and {row["level"] for row in rows} == {2, 3}
+    gemm = next(row for row in rows if row["name"] == "1_Gemm_Bias_ReLU")
+    assert gemm["signature"]["ops"] == ["linear", "relu"]
+    assert gemm["signature"]["flops"] == 2 * 33 * 65 * 47
+
+
+def test_bad_files_are_reported_and_the_rest_listed(tmp_path):
+    folder = tmp_path / "mixed"
+    write(folder / "good.py", GOOD)
+    write(folder / "broken.py", "def f(:\n")
+    write(folder / "empty.py", "import torch\n")
+    result = runner.invoke(app, ["tasks", "list", str(folder), "--json"])
+    assert result.exit_code == 1
+    assert '"id": "mixed/good"' in result.stdout
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error")]
+    assert len(errors) == 2
+    assert any("broken.py: syntax error at line 1" in line for line in errors)
+    assert any("empty.py: missing Model, get_inputs, get_init_inputs" in line for line in errors)
+
+
+def test_missing_path_and_bad_levels(tmp_path):
+    result = runner.invoke(app, ["tasks", "list", str(tmp_path / "nothing")])
+    assert result.exit_code == 1
+    assert "no such file or directory" in result.stderr
+    result = runner.invoke(app, ["tasks", "list", "--levels", "one"])
+    assert result.exit_code == 2
