@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from htam.tasks import Task, TaskError, load_suite, signature
-from htam.tasks.signature import format_specs, human
+from htam.tasks.signatures import format_specs, human
 
 tasks_app = typer.Typer(
     help="Task suites: list and inspect reference operators.", no_args_is_help=True

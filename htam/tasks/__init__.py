@@ -1,23 +1,29 @@
-"""Tasks: KernelBench-format reference operators, suites of them, and their signatures."""
+"""Tasks: KernelBench-format reference operators, suites of them, and their signatures.
 
-from htam.tasks.families import FAMILIES
-from htam.tasks.loader import load_task
-from htam.tasks.module import Size
-from htam.tasks.runtime import instantiate, num_extra
-from htam.tasks.signature import Signature, signature
-from htam.tasks.suites import builtin_suite, load_suite
-from htam.tasks.task import Task, TaskError
+Names are imported lazily so that light modules needing only ``Task`` do not import torch.
+The signature code lives in ``signatures`` (plural): a submodule named ``signature`` would,
+once imported, shadow the ``signature`` function as an attribute of this package.
+"""
 
-__all__ = [
-    "FAMILIES",
-    "Signature",
-    "Size",
-    "Task",
-    "TaskError",
-    "builtin_suite",
-    "instantiate",
-    "load_suite",
-    "load_task",
-    "num_extra",
-    "signature",
-]
+import importlib
+
+_EXPORTS = {
+    "FAMILIES": "htam.tasks.families",
+    "load_task": "htam.tasks.loader",
+    "Size": "htam.tasks.module",
+    "instantiate": "htam.tasks.runtime",
+    "num_extra": "htam.tasks.runtime",
+    "Signature": "htam.tasks.signatures",
+    "signature": "htam.tasks.signatures",
+    "builtin_suite": "htam.tasks.suites",
+    "load_suite": "htam.tasks.suites",
+    "Task": "htam.tasks.task",
+    "TaskError": "htam.tasks.task",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'htam.tasks' has no attribute {name!r}")

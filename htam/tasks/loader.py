@@ -17,7 +17,7 @@ import torch
 
 from htam.tasks.module import exec_task_source
 from htam.tasks.runtime import instantiate
-from htam.tasks.signature import signature
+from htam.tasks.signatures import signature
 from htam.tasks.task import Task, TaskError
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"

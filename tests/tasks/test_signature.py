@@ -4,7 +4,7 @@ import json
 
 from htam.tasks import FAMILIES, Signature, signature
 from htam.tasks.families import families, op_family
-from htam.tasks.signature import compute_signature
+from htam.tasks.signatures import compute_signature
 
 
 def test_matmul_flops_are_2mnk_at_small_size(by_name):
@@ -109,3 +109,19 @@ def test_family_patterns():
     ]
     assert families(["linear", "softmax", "linear"]) == ["gemm", "softmax"]  # not batched
     assert families(["view", "permute"]) == []
+
+
+def test_package_exports_the_function_not_the_module():
+    import htam.tasks
+    import htam.tasks.loader  # noqa: F401 - imports the signatures module
+
+    assert callable(htam.tasks.signature) and htam.tasks.signature is signature
+
+
+def test_importing_task_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = "import sys\nfrom htam.tasks import Task, TaskError\nprint('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
