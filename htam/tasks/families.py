@@ -3,7 +3,8 @@
 The vocabulary is fixed (``FAMILIES``); other parts key templates, memory triggers and prompts on
 it. Op names come from torch.fx (module class names, function and method names) or from aten
 dispatch (``addmm``, ``native_layer_norm``...), lower-cased, without leading or trailing
-underscores. Layout and bookkeeping ops (views, transposes, constants) belong to no family.
+underscores. Layout and bookkeeping ops (views, transposes, constants) belong to no family;
+whole attention or transformer modules (``MultiheadAttention``, fx leaves) are ``attention``.
 Three patterns over the op sequence add a family the single ops do not show: batched matmul,
 softmax, batched matmul is ``attention``; a mean/var followed by a (r)sqrt is ``normalization``
 (a hand-written RMS or layer norm); exp, sum, div is ``softmax``.
@@ -45,6 +46,7 @@ ELEMENTWISE = {
     "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "bitwise_and",
     "sigmoid_backward", "to", "float", "half", "bfloat16", "type_as", "copysign", "hypot",
     "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "xlogy", "nan_to_num",
+    "to_copy", "native_dropout", "isnan", "isinf", "bitwise_or", "bitwise_not",
 }  # fmt: skip
 LAYOUT = {
     "view", "reshape", "permute", "transpose", "t", "contiguous", "flatten", "unflatten",
@@ -54,6 +56,7 @@ LAYOUT = {
     "empty", "empty_like", "ones_like", "zeros_like", "full_like", "arange", "triu", "tril",
     "lift_fresh", "lift_fresh_copy", "scalar_tensor", "new_ones", "new_zeros", "new_empty",
     "new_full", "as_strided", "movedim", "identity", "numel",
+    "fill", "zero", "repeat", "roll", "flip", "pad", "constant_pad_nd",
 }  # fmt: skip
 NOT_NORMALIZATION = {"norm", "vector_norm", "linalg_vector_norm", "frobenius_norm"}
 
@@ -63,7 +66,7 @@ def op_family(op: str) -> str | None:
     name = op.lower().strip("_")
     if name in LAYOUT:
         return None
-    if "attention" in name or "sdpa" in name:
+    if "attention" in name or "sdpa" in name or "transformer" in name:
         return "attention"
     if name in SOFTMAX:
         return "softmax"

@@ -93,6 +93,10 @@ def test_op_family_mapping():
         "leakyrelu": "elementwise",
         "_scaled_dot_product_flash_attention_for_cpu": "attention",
         "max_pool2d": "other",
+        "TransformerEncoderLayer": "attention",
+        "MultiheadAttention": "attention",
+        "_to_copy": "elementwise",
+        "fill_": None,
         "transpose": None,
         "view": None,
     }
