@@ -64,7 +64,7 @@ def init(path: Annotated[Path, typer.Argument(help="New bank file (must not exis
     """Create a bank from the packaged seed knowledge."""
     try:
         with MemoryBank.create(path) as bank:
-            console.print(
+            typer.echo(
                 f"created {path}: {len(bank.direction_ids)} directions, "
                 f"{len(bank.parent_of)} strategies, {len(bank.edges())} prior transitions"
             )
@@ -80,7 +80,7 @@ def export(
     """Write a bank as versioned JSON."""
     with _open(path) as bank:
         _write_json(bank.export_json(), out)
-    console.print(f"exported {path} -> {out}")
+    typer.echo(f"exported {path} -> {out}")
 
 
 @memory_app.command("import")
@@ -94,7 +94,7 @@ def import_(
         MemoryBank.import_json(data, path).close()
     except (MemoryBankError, KeyError, ValueError) as error:
         _fail(f"{source}: {error}")
-    console.print(f"imported {source} -> {path}")
+    typer.echo(f"imported {source} -> {path}")
 
 
 @memory_app.command("merge")
@@ -112,7 +112,7 @@ def merge_cmd(
             MemoryBank.import_json(merged, out).close()
     except (MemoryBankError, KeyError, ValueError) as error:
         _fail(str(error))
-    console.print(f"merged {a} + {b} -> {out} ({len(merged['steps'])} steps)")
+    typer.echo(f"merged {a} + {b} -> {out} ({len(merged['steps'])} steps)")
 
 
 @memory_app.command("show")
@@ -125,7 +125,7 @@ def show(
         console.print(_directions_table(bank))
         console.print(_edges_table(bank, top))
         console.print(_locals_table(bank))
-        console.print(f"{bank.step_count()} recorded steps")
+        typer.echo(f"{bank.step_count()} recorded steps")
 
 
 def _fmt(value: float | None) -> str:
@@ -196,4 +196,4 @@ def plot(
             plot_bank(bank, out)
         except ValueError as error:
             _fail(str(error))
-    console.print(f"wrote {out}")
+    typer.echo(f"wrote {out}")

@@ -145,10 +145,19 @@ def _add_edge_stats(a: EdgeStats, b: EdgeStats) -> EdgeStats:
     )
 
 
-def _union(a: list[dict], b: list[dict], key) -> dict[Any, dict]:
-    merged = {key(item): item for item in b}
-    merged.update({key(item): item for item in a})
-    return merged
+def _union(a: list[dict], b: list[dict], stamp: str) -> list[dict]:
+    """Union by (run, task, step), sorted by key; of two copies the earlier-recorded one wins,
+    so merge(a, b) and merge(b, a) keep the same records."""
+    merged: dict[tuple, dict] = {}
+    for item in [*a, *b]:
+        key = _key(item)
+        kept = merged.get(key)
+        if kept is None or (item[stamp], json.dumps(item, sort_keys=True)) < (
+            kept[stamp],
+            json.dumps(kept, sort_keys=True),
+        ):
+            merged[key] = item
+    return [merged[key] for key in sorted(merged)]
 
 
 def merge(
@@ -159,16 +168,17 @@ def merge(
     check_export(b)
     config = config or PolicyConfig()
     overlap = sorted(set(map(_key, a["steps"])) & set(map(_key, b["steps"])))
-    a_steps = {_key(s): s for s in a["steps"]}
+    steps = _union(a["steps"], b["steps"], "recorded_at")
+    chosen = {_key(step): step for step in steps}  # the copy that stays is the one subtracted
     globals_ = _merge_nodes(
         a["globals"], b["globals"], codec.global_from_dict, codec.global_to_dict
     )
     locals_ = _merge_nodes(a["locals"], b["locals"], codec.local_from_dict, codec.local_to_dict)
     edges = _merge_edges(a["edges"], b["edges"])
     for key in overlap:
-        _subtract_step(a_steps[key], globals_, locals_, edges)
+        _subtract_step(chosen[key], globals_, locals_, edges)
     evidence = _bound_evidence(
-        list(_union(a["evidence"], b["evidence"], _key).values()), config.evidence_keep
+        _union(a["evidence"], b["evidence"], "recorded_at"), config.evidence_keep
     )
     return {
         "format": EXPORT_FORMAT,
@@ -178,8 +188,8 @@ def merge(
         "locals": [codec.local_to_dict(n) for n in locals_.values()],
         "edges": [codec.edge_to_dict(e) for _, e in sorted(edges.items())],
         "evidence": evidence,
-        "steps": [s for _, s in sorted(_union(a["steps"], b["steps"], _key).items())],
-        "flat": [f for _, f in sorted(_union(a["flat"], b["flat"], _key).items())],
+        "steps": steps,
+        "flat": _union(a["flat"], b["flat"], "added_at"),
     }
 
 

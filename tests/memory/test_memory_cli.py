@@ -1,0 +1,67 @@
+"""``htam memory``: init, show, export, import, merge and plot through the real CLI app."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from htam.cli import app
+from htam.memory import MemoryBank, StepRecord
+from htam.status import Status
+
+runner = CliRunner()
+
+
+def _run(*args: str):
+    return runner.invoke(app, ["memory", *map(str, args)])
+
+
+def _learn(path, run: str) -> None:
+    with MemoryBank.open(path) as bank:
+        for step in range(3):
+            bank.record_step(
+                StepRecord(run, "t", "sig", step, ["fusion"] * step, "memory_access",
+                           "memory_access.vectorized_access", Status.OK, 1.0, 1.5, 0.4)
+            )  # fmt: skip
+
+
+def test_init_show_export_import_merge_plot(tmp_path):
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    result = _run("init", a)
+    assert result.exit_code == 0 and "8 directions, 32 strategies" in result.output
+    assert _run("init", b).exit_code == 0
+    _learn(a, "ra")
+    _learn(b, "rb")
+    shown = _run("show", a, "--top", "3")
+    assert shown.exit_code == 0 and "Directions" in shown.output
+    assert "fusion -> memory_access" in shown.output and "3 recorded steps" in shown.output
+    assert _run("export", a, tmp_path / "a.json").exit_code == 0
+    exported = json.loads((tmp_path / "a.json").read_text())
+    assert exported["format"] == "htam-memory-export" and len(exported["steps"]) == 3
+    assert _run("import", tmp_path / "a.json", tmp_path / "c.db").exit_code == 0
+    assert _run("merge", a, b, tmp_path / "m.db").exit_code == 0
+    assert _run("merge", tmp_path / "a.json", b, tmp_path / "m.json").exit_code == 0
+    with MemoryBank.open(tmp_path / "m.db") as merged:
+        assert merged.direction("memory_access").stats.tries == 6
+    assert len(json.loads((tmp_path / "m.json").read_text())["steps"]) == 6
+    for name in ("g.png", "g.svg"):
+        assert _run("plot", a, tmp_path / name).exit_code == 0
+    assert (tmp_path / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "<svg" in (tmp_path / "g.svg").read_text()
+
+
+def test_errors_exit_non_zero_and_touch_nothing(tmp_path):
+    text = tmp_path / "notes.txt"
+    text.write_text("not a bank")
+    for args in (("init", text), ("show", text), ("export", text, tmp_path / "x.json")):
+        result = _run(*args)
+        assert result.exit_code == 2, args
+    assert "not a memory bank" in _run("show", text).output
+    assert text.read_text() == "not a bank"
+    bank = tmp_path / "a.db"
+    _run("init", bank)
+    assert _run("export", bank, text).exit_code == 2 and text.read_text() == "not a bank"
+    assert _run("plot", bank, tmp_path / "g.gif").exit_code == 2
+    assert _run("import", text, tmp_path / "n.db").exit_code == 2
+    assert not (tmp_path / "n.db").exists()
