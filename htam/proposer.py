@@ -42,6 +42,7 @@ class ProposalRequest:
     language: str  # "cuda" | "triton" | "cpp"
     base_code: str | None  # best correct implementation so far; None before the first success
     feedback: EvalResult | None  # feedback on the most recent attempt
+    last_code: str | None = None  # the code of the most recent attempt (what feedback is about)
     direction: str | None = None  # chosen global direction id; None for direction-free methods
     strategy: Strategy | None = None  # chosen local strategy
     guidance: str = ""  # rendered memory (direction, strategy, incoming edge) for prompts

@@ -1,4 +1,5 @@
 import os
+import tempfile
 
 import pytest
 
@@ -20,8 +21,10 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-@pytest.fixture(autouse=True)
-def _isolated_home(tmp_path_factory, monkeypatch):
-    """Keep caches of every test run out of the user's home."""
-    cache = tmp_path_factory.getbasetemp() / "htam-cache"
-    monkeypatch.setenv("HTAM_CACHE_DIR", os.environ.get("HTAM_TEST_CACHE_DIR", str(cache)))
+def pytest_configure(config):
+    """Keep the caches of a test session out of the user's home (HTAM_TEST_CACHE_DIR reuses
+    one across sessions, e.g. to keep compiled extensions)."""
+    if "HTAM_TEST_CACHE_DIR" in os.environ:
+        os.environ["HTAM_CACHE_DIR"] = os.environ["HTAM_TEST_CACHE_DIR"]
+    else:
+        os.environ["HTAM_CACHE_DIR"] = tempfile.mkdtemp(prefix="htam-test-cache-")

@@ -1,8 +1,25 @@
-"""The evaluator: strict, isolated verification and honest timing of candidate implementations."""
+"""The evaluator: strict, isolated verification and honest timing of candidate implementations.
 
-from htam.evaluate.config import EvalConfig
-from htam.evaluate.evaluator import Evaluator, EvaluatorError, Reference
-from htam.evaluate.result import EvalResult, Timing
-from htam.status import Status
+Names are imported lazily: ``htam.evaluate.result`` is needed by light modules (the LLM client,
+the proposer protocol) that must not pay for importing torch.
+"""
 
-__all__ = ["EvalConfig", "EvalResult", "Evaluator", "EvaluatorError", "Reference", "Status", "Timing"]
+import importlib
+
+_EXPORTS = {
+    "EvalConfig": "htam.evaluate.config",
+    "Evaluator": "htam.evaluate.evaluator",
+    "EvaluatorError": "htam.evaluate.evaluator",
+    "Reference": "htam.evaluate.evaluator",
+    "CachedEvaluator": "htam.evaluate.cache",
+    "EvalResult": "htam.evaluate.result",
+    "Timing": "htam.evaluate.result",
+    "Status": "htam.status",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'htam.evaluate' has no attribute {name!r}")

@@ -51,7 +51,9 @@ class Evaluator:
         self._workroot = Path(tempfile.mkdtemp(prefix="htam-eval-"))
         self._jobs = 0
         self._references: dict[str, Reference] = {}
-        self.server = ForkServer()
+        # Triton decides at import whether its own library functions (tl.sigmoid, tl.zeros, ...)
+        # are interpreted, so the server that preloads Triton must already see the variable.
+        self.server = ForkServer(env={"TRITON_INTERPRET": "1"} if self.device == "cpu" else None)
         outcome = self._run(self._job("probe"))
         probe = outcome.result or {}
         if "device" not in probe:
@@ -158,7 +160,8 @@ class Evaluator:
         )
         violations = check_source(code, language, allow_torch=allow)
         if violations:
-            result.status = Status.REJECTED
+            syntax = any(v.rule == "syntax" for v in violations)
+            result.status = Status.COMPILE_ERROR if syntax else Status.REJECTED
             result.messages = [str(v) for v in violations]
             return result
         ref = self.reference(task)

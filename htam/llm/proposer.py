@@ -133,8 +133,10 @@ class LLMProposer:
         feedback = request.feedback
         if feedback is None or feedback.correct:
             return self.prompts.render("implement.j2", direction=request.direction, **common)
-        with self._lock:
-            failing = self._last_code.get(key)
+        failing = request.last_code
+        if failing is None:
+            with self._lock:
+                failing = self._last_code.get(key)
         return self.prompts.render(
             "repair.j2",
             status=str(feedback.status),

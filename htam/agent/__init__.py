@@ -1,0 +1,6 @@
+"""The optimization loop and its run directories."""
+
+from htam.agent.loop import ALL_METHODS, BASELINES, OptimizeConfig, Optimizer
+from htam.agent.rundir import RunDir, RunDirError
+
+__all__ = ["ALL_METHODS", "BASELINES", "OptimizeConfig", "Optimizer", "RunDir", "RunDirError"]

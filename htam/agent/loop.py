@@ -1,0 +1,235 @@
+"""The HTAM loop (DESIGN §1): state -> direction -> local strategy -> code -> feedback -> memory,
+for T steps, always continuing from the best correct implementation so far."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from htam.agent.rundir import RunDir
+from htam.agent.state import Progress, features, outcome_text, summary_text
+from htam.evaluate import roofline
+from htam.evaluate.result import EvalResult
+from htam.llm.render import PathStep, Prompts
+from htam.memory import FlatMemory, MemoryBank, StepRecord, guidance
+from htam.policy import FLAT_DIRECTION, METHODS, PolicyConfig, make_policy, reward
+from htam.proposer import Choice, Proposal, ProposalRequest, Proposer, Usage
+from htam.status import Status
+from htam.tasks import Task, signature
+
+BASELINES = ("flat", "refine", "oneshot")
+ALL_METHODS = METHODS + BASELINES
+NO_DIRECTION = "none"  # the direction recorded by methods that choose none
+
+
+@dataclass
+class OptimizeConfig:
+    method: str = "htam"
+    steps: int = 6
+    seed: int = 0
+    target: str = "cpu"
+    language: str = "cpp"
+    flat_k: int = 4  # experiences retrieved by the flat-memory baseline
+    run_id: str | None = None  # default: derived from method, task and seed (stable on resume)
+
+    def __post_init__(self) -> None:
+        if self.method not in ALL_METHODS:
+            raise ValueError(f"unknown method {self.method!r}; known: {', '.join(ALL_METHODS)}")
+        if self.method == "oneshot":
+            self.steps = 1
+        if self.steps < 1:
+            raise ValueError("steps must be at least 1")
+
+
+StepCallback = Callable[[dict[str, Any]], None]
+
+
+class Optimizer:
+    def __init__(
+        self,
+        proposer: Proposer,
+        evaluator: Any,  # Evaluator or CachedEvaluator: evaluate(task, code, language), reference(task)
+        bank: MemoryBank | None,
+        config: OptimizeConfig,
+        policy_config: PolicyConfig | None = None,
+        on_step: StepCallback | None = None,
+    ):
+        self.proposer, self.evaluator, self.bank, self.config = proposer, evaluator, bank, config
+        self.policy_config = policy_config or (bank.config if bank else PolicyConfig())
+        self.on_step = on_step
+        self.prompts = Prompts()
+        uses_memory = config.method in METHODS or config.method == "flat"
+        if uses_memory and bank is None:
+            raise ValueError(f"method {config.method} needs a memory bank")
+        self.policy = make_policy(config.method, self.policy_config, bank) if config.method in METHODS else None
+        self.flat = FlatMemory(bank) if config.method == "flat" else None
+
+    # ------------------------------------------------------------------ one run
+
+    def run(self, task: Task, out_dir, resume: bool = False) -> dict[str, Any]:
+        cfg = self.config
+        run_id = cfg.run_id or f"{cfg.method}:{task.id}:s{cfg.seed}"
+        rundir = RunDir(out_dir)
+        rundir.start({"task_id": task.id, "task_digest": task.digest, "method": cfg.method,
+                      "seed": cfg.seed, "steps": cfg.steps, "target": cfg.target,
+                      "language": cfg.language, "proposer": self.proposer.name, "run_id": run_id},
+                     resume)
+        started = time.monotonic()
+        sig = signature(task, "small")
+        ref = self.evaluator.reference(task)
+        bound = roofline.lower_bound(ref.flops, ref.nbytes, ref.dtypes, self._peaks())
+        progress = Progress(ref_ms=ref.timing["median_ms"] if ref.timing else None)
+        usage = Usage()
+        for record in rundir.finished_steps():
+            self._replay(record, rundir, progress, usage, task, sig, run_id)
+        for step in range(len(progress.path), cfg.steps):
+            state_text = summary_text(self.prompts, task.id, sig, bound.kind, bound.time_ms,
+                                      progress, self.policy_config.K)
+            record, code = self._step(task, sig, bound.kind, step, state_text, progress, run_id)
+            usage.add(Usage(**record["usage"]))
+            rundir.save_step(record, code)
+            if record["new_best"]:
+                rundir.save_best(code)
+            rundir.save_summary(self._summary(task, progress, usage, ref, time.monotonic() - started))
+            if self.on_step:
+                self.on_step(record)
+        summary = self._summary(task, progress, usage, ref, time.monotonic() - started)
+        rundir.save_summary(summary)
+        return summary
+
+    def _peaks(self) -> dict:
+        evaluator = getattr(self.evaluator, "evaluator", self.evaluator)
+        return evaluator.peaks()
+
+    # ------------------------------------------------------------------ one step
+
+    def _decide(self, progress: Progress, state, step: int):
+        if self.policy is None:
+            return NO_DIRECTION, {"method": self.config.method, "note": "no direction decision"}
+        rng = random.Random(f"{self.config.seed}:{step}")
+        prefix = self._prefix(progress)
+        decision = self.policy.decide(prefix, state, rng)
+        return decision.direction, decision.breakdown
+
+    def _prefix(self, progress: Progress) -> list[str]:
+        return [d for d in progress.directions if d != NO_DIRECTION][-self.policy_config.K :]
+
+    def _candidates(self, direction: str, state):
+        if self.policy is not None:
+            return self.policy.candidates(direction, state)
+        if self.config.method == "flat":
+            return [n.strategy() for n in self.bank.all_locals()]
+        return []  # refine and oneshot: feedback only, no strategies
+
+    def _step(self, task, sig, bound_kind, step, state_text, progress, run_id):
+        cfg = self.config
+        t0 = time.monotonic()
+        state = features(sig, bound_kind, progress)
+        direction, breakdown = self._decide(progress, state, step)
+        request = ProposalRequest(task=task, target=cfg.target, language=cfg.language,
+                                  base_code=progress.best_code, feedback=progress.last_result,
+                                  last_code=progress.last_code,
+                                  direction=None if direction == NO_DIRECTION else direction,
+                                  state_summary=state_text, step=step, seed=cfg.seed)
+        candidates = self._candidates(direction, state)
+        choice = self.proposer.choose_strategy(request, candidates) if candidates else Choice(None)
+        request.strategy = choice.strategy
+        if direction == FLAT_DIRECTION and choice.strategy:
+            direction = choice.strategy.direction
+        request.guidance = self._guidance(direction, choice, progress, state_text)
+        proposal = self.proposer.propose(request)
+        result = self._evaluate(task, proposal, cfg.language)
+        speedup_before = progress.best_speedup or None
+        value = reward(result.status, progress.best_ms, result.runtime_ms, self.policy_config)
+        prefix = self._prefix(progress)
+        strategy_id = choice.strategy.id if choice.strategy else None
+        new_best = progress.observe(result, proposal.code, direction,
+                                    PathStep(direction, strategy_id, outcome_text(result)))
+        usage = Usage()
+        usage.add(choice.usage)
+        usage.add(proposal.usage)
+        memory_record = StepRecord(
+            run_id=run_id, task_id=task.id, task_signature=sig.text, step=step, prefix=prefix,
+            direction=direction, local_id=strategy_id, status=result.status,
+            speedup_before=speedup_before, speedup_after=result.speedup, reward=value,
+            error_excerpt="" if result.correct else " ".join(result.messages)[:300],
+            lesson=_lesson(result, strategy_id))
+        memory_updated = self._learn(memory_record, state_text)
+        record = {
+            "step": step, "method": cfg.method, "direction": direction, "strategy": strategy_id,
+            "prefix": prefix, "decision": breakdown,
+            "choice": {"rationale": choice.rationale, "prompt": choice.prompt, "response": choice.response},
+            "proposal": {"prompt": proposal.prompt, "response": proposal.response,
+                         "reasoning": proposal.reasoning, "error": proposal.error},
+            "feedback": result.to_dict(), "reward": value, "usage": asdict(usage),
+            "new_best": new_best, "best_speedup": progress.best_speedup,
+            "memory_updated": memory_updated, "wall_s": time.monotonic() - t0,
+            "state_text": state_text,
+            "memory_record": {**asdict(memory_record), "status": str(memory_record.status)},
+        }
+        return record, proposal.code
+
+    def _guidance(self, direction: str, choice: Choice, progress: Progress, state_text: str) -> str:
+        if self.flat is not None:
+            hits = self.flat.retrieve(state_text, self.config.flat_k)
+            return "\n\n".join(f"Past experience:\n{h.text}" for h in hits)
+        if self.policy is None or direction == NO_DIRECTION:
+            return ""
+        prev = self._prefix(progress)[-1:] or [None]
+        local_id = choice.strategy.id if choice.strategy else None
+        return guidance(self.bank, direction, local_id, prev[0])
+
+    def _evaluate(self, task: Task, proposal: Proposal, language: str) -> EvalResult:
+        if proposal.code is None:
+            return EvalResult(Status.REJECTED, messages=[proposal.error or "the reply held no code"])
+        return self.evaluator.evaluate(task, proposal.code, language)
+
+    def _learn(self, record: StepRecord, state_text: str) -> bool:
+        if self.flat is not None:
+            return self.flat.add(f"{state_text}\nOutcome: {record.lesson}", record)
+        if self.policy is not None and record.direction != NO_DIRECTION:
+            return self.policy.record(record)
+        return False
+
+    def _replay(self, record: dict, rundir: RunDir, progress: Progress, usage: Usage,
+                task: Task, sig, run_id: str) -> None:
+        """Rebuild the state from a persisted step; re-apply its (idempotent) memory update."""
+        result = EvalResult.from_dict(record["feedback"])
+        progress.observe(result, rundir.step_code(record["step"]), record["direction"],
+                         PathStep(record["direction"], record["strategy"], outcome_text(result)))
+        usage.add(Usage(**record["usage"]))
+        self._learn(StepRecord(**record["memory_record"]), record["state_text"])
+
+    def _summary(self, task: Task, progress: Progress, usage: Usage, ref, wall_s: float) -> dict:
+        best = progress.best_result
+        last = progress.last_result
+        return {
+            "task_id": task.id, "method": self.config.method, "seed": self.config.seed,
+            "proposer": self.proposer.name, "target": self.config.target,
+            "language": self.config.language, "steps": len(progress.path),
+            "steps_planned": self.config.steps,
+            "best_status": str(best.status if best else (last.status if last else "none")),
+            "best_speedup": best.speedup if best else None,
+            "best_speedup_vs_compile": best.speedup_vs_compile if best else None,
+            "best_runtime_ms": best.runtime_ms if best else None,
+            "best_sol_fraction": best.sol_fraction if best else None,
+            "ref_runtime_ms": ref.timing["median_ms"] if ref.timing else None,
+            "ref_compile_runtime_ms": ref.compile_timing["median_ms"] if ref.compile_timing else None,
+            "timing_meaningful": best.timing.meaningful if best and best.timing else None,
+            "curve": progress.curve, "statuses": [p.outcome for p in progress.path],
+            "path": [[p.direction, p.strategy] for p in progress.path],
+            "cost_usd": usage.cost_usd,
+            "tokens": {"prompt": usage.prompt_tokens, "completion": usage.completion_tokens},
+            "calls": usage.calls, "cached_calls": usage.cached_calls, "wall_s": wall_s,
+        }
+
+
+def _lesson(result: EvalResult, strategy_id: str | None) -> str:
+    what = strategy_id or "the change"
+    if result.correct and result.speedup:
+        return f"{what}: correct, {result.speedup:.2f}x vs eager"
+    first = result.messages[0][:160] if result.messages else ""
+    return f"{what}: {result.status} {first}".strip()

@@ -1,0 +1,75 @@
+"""A run directory: every step persisted as it ends, so a crashed run resumes where it stopped.
+
+Layout::
+
+    run.json            what was asked (task, method, seed, steps, target, language, proposer)
+    steps/step_NN.json  one record per finished step (decision, prompts, responses, feedback, cost)
+    steps/step_NN.py    the code that step produced, if any
+    best.py             the best correct ModelNew so far
+    summary.json        the outcome (rewritten after every step)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    tmp.replace(path)
+
+
+class RunDirError(Exception):
+    pass
+
+
+class RunDir:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.steps_dir = self.path / "steps"
+
+    def start(self, spec: dict[str, Any], resume: bool) -> None:
+        """Create the run, or check that ``resume`` continues the same run."""
+        run_file = self.path / "run.json"
+        if run_file.exists():
+            if not resume:
+                raise RunDirError(
+                    f"{self.path} already holds a run; pass --resume to continue it or choose "
+                    "another --out"
+                )
+            old = json.loads(run_file.read_text())
+            changed = [k for k in spec if k in old and old[k] != spec[k]]
+            if changed:
+                raise RunDirError(f"cannot resume {self.path}: {', '.join(changed)} changed")
+            return
+        write_atomic(run_file, json.dumps(spec, indent=2))
+
+    def finished_steps(self) -> list[dict[str, Any]]:
+        if not self.steps_dir.exists():
+            return []
+        records = [json.loads(p.read_text()) for p in sorted(self.steps_dir.glob("step_*.json"))]
+        return sorted(records, key=lambda r: r["step"])
+
+    def save_step(self, record: dict[str, Any], code: str | None) -> None:
+        stem = f"step_{record['step']:02d}"
+        if code is not None:
+            write_atomic(self.steps_dir / f"{stem}.py", code)
+        write_atomic(self.steps_dir / f"{stem}.json", json.dumps(record, indent=2, default=str))
+
+    def step_code(self, step: int) -> str | None:
+        path = self.steps_dir / f"step_{step:02d}.py"
+        return path.read_text() if path.exists() else None
+
+    def save_best(self, code: str) -> None:
+        write_atomic(self.path / "best.py", code)
+
+    def save_summary(self, summary: dict[str, Any]) -> None:
+        write_atomic(self.path / "summary.json", json.dumps(summary, indent=2))

@@ -1,0 +1,85 @@
+"""The state summary s_t: task analysis, feedback on the current code, and the recent path."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from htam.evaluate.result import EvalResult
+from htam.llm.render import PathStep, Prompts, StateView
+from htam.policy import StateFeatures
+from htam.tasks import Signature
+
+
+@dataclass
+class Progress:
+    """What the loop knows after some steps (rebuilt step by step on resume)."""
+
+    ref_ms: float | None
+    best_code: str | None = None
+    best_result: EvalResult | None = None
+    last_result: EvalResult | None = None
+    last_code: str | None = None
+    path: list[PathStep] = field(default_factory=list)
+    directions: list[str] = field(default_factory=list)  # global direction of every step
+    curve: list[float] = field(default_factory=list)  # best speedup after each step
+
+    @property
+    def best_ms(self) -> float | None:
+        return self.best_result.runtime_ms if self.best_result else self.ref_ms
+
+    @property
+    def best_speedup(self) -> float:
+        if self.best_result and self.best_result.speedup:
+            return self.best_result.speedup
+        return 1.0 if self.best_result else 0.0
+
+    def observe(self, result: EvalResult, code: str | None, direction: str, step: PathStep) -> bool:
+        """Take one step's result in; True when it is the new best."""
+        self.last_result, self.last_code = result, code
+        self.path.append(step)
+        self.directions.append(direction)
+        better = (
+            result.correct
+            and result.runtime_ms is not None
+            and (self.best_result is None or result.runtime_ms < self.best_result.runtime_ms)
+        )
+        if better:
+            self.best_code, self.best_result = code, result
+        self.curve.append(self.best_speedup)
+        return better
+
+
+def outcome_text(result: EvalResult) -> str:
+    if result.correct and result.speedup:
+        return f"ok {result.speedup:.2f}x"
+    return str(result.status)
+
+
+def features(signature: Signature, bound: str | None, progress: Progress) -> StateFeatures:
+    best = progress.best_result
+    last = progress.last_result
+    return StateFeatures(
+        op_families=list(signature.families),
+        bound=bound,
+        sol_fraction=best.sol_fraction if best else None,
+        last_status=last.status if last else None,
+        speedup=best.speedup if best else None,
+    )
+
+
+def summary_text(
+    prompts: Prompts, task_id: str, signature: Signature, bound: str | None,
+    roofline_ms: float | None, progress: Progress, k: int,
+) -> str:
+    view = StateView(
+        task_id=task_id,
+        signature=signature.text,
+        shapes=[f"{'x'.join(map(str, shape))} {dtype}" for shape, dtype in signature.inputs],
+        flops=signature.flops,
+        bytes=signature.bytes,
+        bound=bound,
+        roofline_ms=roofline_ms,
+        feedback=progress.last_result,
+        path=progress.path[-k:],
+    )
+    return prompts.state_summary(view)

@@ -1,0 +1,3 @@
+from htam.cli import main
+
+main()

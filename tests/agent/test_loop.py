@@ -1,0 +1,77 @@
+"""The loop driven by a scripted model on a real loopback server: faults never abort a run, the
+memory learns every step, the trajectory and the costs are persisted."""
+
+import json
+
+import pytest
+
+from htam.agent import OptimizeConfig, Optimizer, RunDirError
+from htam.evaluate import CachedEvaluator, EvalConfig, Evaluator
+from htam.llm import LLMClient, LLMProposer, resolve_config
+from htam.llm.replay_server import ReplayServer
+from htam.memory import MemoryBank
+from tests.agent.conftest import CHAIN, scripted_replies
+from tests.evaluate.conftest import task_for
+
+
+def _client(server) -> LLMClient:
+    config = resolve_config(None, server.base_url, server.model, backoff_s=0.01, backoff_max_s=0.02,
+                            timeout_s=5.0)
+    return LLMClient(config)
+
+
+@pytest.fixture(scope="module")
+def evaluator():
+    config = EvalConfig(timing_budget_ms=20.0, min_timed=3, max_timed=10, run_timeout_s=30.0)
+    with Evaluator("cpu", config) as ev:
+        yield ev
+
+
+def _run(server, evaluator, bank, out, resume=False, steps=6):
+    config = OptimizeConfig(method="htam", steps=steps, seed=7, target="cpu", language="triton")
+    records = []
+    optimizer = Optimizer(LLMProposer(_client(server)), CachedEvaluator(evaluator), bank, config,
+                          on_step=records.append)
+    return optimizer.run(task_for(CHAIN + ".py"), out, resume=resume), records
+
+
+def test_scripted_run_survives_faults_and_updates_memory(tmp_path, evaluator, prices):
+    with ReplayServer(scripted_replies()) as server, MemoryBank.open(tmp_path / "m.db", create=True) as bank:
+        summary, records = _run(server, evaluator, bank, tmp_path / "run")
+        statuses = [r["feedback"]["status"] for r in records]
+        assert statuses == ["ok", "rejected", "compile_error", "incorrect", "ok", "ok"]
+        assert records[1]["proposal"]["error"]  # the reply without code is a recorded failed step
+        assert summary["steps"] == 6 and summary["best_status"] == "ok"
+        assert bank.step_count() == 6
+        tries = sum(d.stats.tries for d in bank.directions())
+        assert tries == 6
+        failed = [r["direction"] for r in records if r["feedback"]["status"] != "ok"]
+        assert all(bank.direction(d).stats.status_counts for d in failed)
+        # every step persisted with its decision breakdown, prompts and responses
+        steps = sorted((tmp_path / "run" / "steps").glob("step_*.json"))
+        assert len(steps) == 6
+        first = json.loads(steps[0].read_text())
+        assert first["decision"]["probabilities"] and "ModelNew" in first["proposal"]["response"]
+        assert (tmp_path / "run" / "best.py").read_text().count("class ModelNew") == 1
+        # cost: 1 USD / 1M prompt tokens, 2 USD / 1M completion tokens, summed over every call
+        total = sum(r["usage"]["cost_usd"] for r in records)
+        tokens = sum(r["usage"]["prompt_tokens"] for r in records)
+        completion = sum(r["usage"]["completion_tokens"] for r in records)
+        assert summary["cost_usd"] == pytest.approx(total)
+        assert total == pytest.approx((tokens * 1.0 + completion * 2.0) / 1e6)
+        assert summary["tokens"] == {"prompt": tokens, "completion": completion}
+        saved = json.loads((tmp_path / "run" / "summary.json").read_text())
+        assert saved["best_speedup"] == summary["best_speedup"] and len(saved["curve"]) == 6
+
+
+def test_existing_run_needs_resume(tmp_path, evaluator, prices):
+    with ReplayServer(scripted_replies()) as server, MemoryBank.open(tmp_path / "m.db", create=True) as bank:
+        _run(server, evaluator, bank, tmp_path / "run", steps=2)
+        with pytest.raises(RunDirError, match="--resume"):
+            _run(server, evaluator, bank, tmp_path / "run", steps=2)
+        with pytest.raises(RunDirError, match="steps changed"):
+            _run(server, evaluator, bank, tmp_path / "run", steps=3, resume=True)
+        requests = len(server.chat_requests)
+        summary, records = _run(server, evaluator, bank, tmp_path / "run", steps=2, resume=True)
+        assert records == [] and summary["steps"] == 2  # nothing left to do, nothing redone
+        assert len(server.chat_requests) == requests and bank.step_count() == 2

@@ -1,0 +1,63 @@
+"""Kill -9 a real `htam optimize` during step 3, resume it, and get exactly the memory of an
+uninterrupted run with the same seed and caches: no step is counted twice."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from htam.llm.replay_server import ReplayServer, Scripted
+from tests.agent.conftest import CHAIN, FIXTURES, choice, fenced
+
+
+def _optimize(server, tmp_path, name, extra=()):
+    cmd = [sys.executable, "-m", "htam.cli", "optimize", CHAIN, "--base-url", server.base_url,
+           "--model", server.model, "--target", "cpu", "--language", "triton", "--seed", "3",
+           "--steps", "6", "--memory", str(tmp_path / f"{name}.db"), "--out", str(tmp_path / name),
+           *extra]
+    env = {**os.environ, "HTAM_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "120"}
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _export(tmp_path, name):
+    out = subprocess.run([sys.executable, "-m", "htam.cli", "memory", "export",
+                          str(tmp_path / f"{name}.db"), str(tmp_path / f"{name}.json")],
+                         capture_output=True, text=True, check=True)
+    assert out.returncode == 0
+    data = json.loads((tmp_path / f"{name}.json").read_text())
+    for section in ("steps", "evidence"):  # when a record was written is not what it says
+        for item in data[section]:
+            item.pop("recorded_at")
+    return data
+
+
+@pytest.mark.slow
+def test_kill_during_step_3_then_resume(tmp_path, prices):
+    good = fenced((FIXTURES / "chain_triton.py").read_text())
+    replies = [Scripted(content=choice("not.a.strategy"), when="strategy_id", repeat=True),
+               Scripted(content=good, when="ModelNew", repeat=True, delay_s=0.4)]
+    with ReplayServer(replies) as server:
+        run = _optimize(server, tmp_path, "b")
+        steps = tmp_path / "b" / "steps"
+        deadline = time.monotonic() + 240
+        while not (steps / "step_01.json").exists():
+            assert run.poll() is None, run.stdout.read()
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait()
+        done = len(list(steps.glob("step_*.json")))
+        assert 2 <= done < 6, f"the kill should land inside the run, {done} steps were done"
+        resumed = _optimize(server, tmp_path, "b", ["--resume"])
+        assert resumed.wait(timeout=300) == 0, resumed.stdout.read()
+        full = _optimize(server, tmp_path, "a")
+        assert full.wait(timeout=300) == 0, full.stdout.read()
+    summary = json.loads((tmp_path / "b" / "summary.json").read_text())
+    assert summary["steps"] == 6
+    a, b = _export(tmp_path, "a"), _export(tmp_path, "b")
+    assert a == b
+    assert sum(d["stats"]["tries"] for d in a["directions"]) == 6
