@@ -1,0 +1,123 @@
+"""Evaluator bars on a GPU (issue: Foundation): device peaks, timing stability, the reference
+against itself, per-candidate overhead, and a table of the built-in suite.
+
+    python3 scripts/gpu_bars.py OUT_DIR [core,suite]
+
+Writes OUT_DIR/gpu_bars_<parts>.json and prints the tables.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from htam.evaluate import EvalConfig, Evaluator
+from htam.tasks import builtin_suite
+
+ROOT = Path(__file__).resolve().parents[1]
+FIX = ROOT / "tests" / "evaluate" / "fixtures"
+AGENT_FIX = ROOT / "tests" / "agent" / "fixtures"
+
+
+def passthrough(source: str) -> str:
+    """The reference itself as a solution: Model renamed ModelNew (timed with allow_torch)."""
+    return re.sub(r"\bModel\b", "ModelNew", source)
+
+
+def row(name, r):
+    return {
+        "task": name,
+        "status": str(r.status),
+        "runtime_ms": r.runtime_ms,
+        "ref_ms": r.ref_runtime_ms,
+        "ref_compile_ms": r.ref_compile_runtime_ms,
+        "speedup": r.speedup,
+        "speedup_vs_compile": r.speedup_vs_compile,
+        "sol_pct": None if r.sol_fraction is None else 100 * r.sol_fraction,
+        "bound": r.bound,
+        "messages": r.messages[:2],
+        "breakdown_s": r.breakdown_s,
+    }
+
+
+def fmt(v, d=3):
+    return "-" if v is None else f"{v:.{d}g}"
+
+
+def main(out: Path, parts: set[str]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    report: dict = {}
+    tasks = {t.id.removeprefix("builtin/"): t for t in builtin_suite()}
+    with Evaluator("cuda", EvalConfig(size="large")) as ev:
+        report["peaks"] = ev.peaks()
+        print("peaks", json.dumps(report["peaks"]), flush=True)
+        table = []
+        if "core" in parts:
+            core(ev, tasks, report, table)
+        if "suite" in parts:
+            suite(ev, tasks, table)
+        report["table"] = table
+    (out / f"gpu_bars_{'_'.join(sorted(parts))}.json").write_text(
+        json.dumps(report, indent=2, default=str)
+    )
+
+
+def core(ev, tasks, report, table) -> None:
+    relu = tasks["level1/1_ReLU"]
+    honest = (FIX / "honest_relu_cuda.py").read_text()
+    runs = [ev.evaluate(relu, honest, "cuda") for _ in range(5)]
+    medians = [r.runtime_ms for r in runs]
+    report["stability"] = {
+        "medians_ms": medians,
+        "spread": max(medians) / min(medians),
+        "statuses": [str(r.status) for r in runs],
+        "breakdowns": [r.breakdown_s for r in runs],
+    }
+    print("stability", json.dumps(report["stability"]), flush=True)
+    selfs = [
+        ev.evaluate(relu, passthrough(relu.source), "cuda", allow_torch=True) for _ in range(5)
+    ]
+    report["self"] = [r.speedup for r in selfs]
+    print("reference vs itself", report["self"], flush=True)
+    print("spread of medians", report["stability"]["spread"])
+    print("self speedups mean", statistics.mean(report["self"]))
+    honest(ev, tasks, table)
+
+
+def suite(ev, tasks, table) -> None:
+    for name, task in tasks.items():
+        t0 = time.time()
+        r = ev.evaluate(task, passthrough(task.source), "cuda", allow_torch=True)
+        table.append(row(name + " [self]", r))
+        print(
+            f"{name:38s} self  {str(r.status):8s} {fmt(r.runtime_ms)} ms  x{fmt(r.speedup)}"
+            f"  vs compile x{fmt(r.speedup_vs_compile)}  sol {fmt(table[-1]['sol_pct'])}%"
+            f"  ({time.time() - t0:.1f} s) {r.messages[:1]}",
+            flush=True,
+        )
+
+
+def honest(ev, tasks, table) -> None:
+    honest_cases = [
+        ("level1/1_ReLU", FIX / "honest_relu_cuda.py", "cuda"),
+        ("level1/1_ReLU", FIX / "honest_relu_triton.py", "triton"),
+        ("level2/5_Elementwise_Chain", AGENT_FIX / "chain_cuda.py", "cuda"),
+        ("level2/5_Elementwise_Chain", AGENT_FIX / "chain_triton.py", "triton"),
+    ]
+    for name, path, lang in honest_cases:
+        r = ev.evaluate(tasks[name], path.read_text(), lang)
+        table.append(row(f"{name} [{path.stem}]", r))
+        print(
+            f"{name:38s} {path.stem:18s} {str(r.status):8s} {fmt(r.runtime_ms)} ms x{fmt(r.speedup)}"
+            f" vs compile x{fmt(r.speedup_vs_compile)} sol {fmt(table[-1]['sol_pct'])}% "
+            f"{r.messages[:1]} {r.breakdown_s}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), set(sys.argv[2].split(",")) if len(sys.argv) > 2 else {"core", "suite"})
