@@ -160,7 +160,7 @@ def _edges_table(bank: MemoryBank, top: int) -> Table:
         e = edges[key]
         outcomes = ", ".join(f"{k}={v}" for k, v in sorted(e.stats.status_counts.items()))
         table.add_row(
-            f"{e.src} -> {e.dst}", _fmt(utilities[key]), _fmt(e.stats.utility),
+            f"{e.src} -> {e.dst}", _fmt(utilities[key]), _fmt(e.stats.observed),
             str(e.stats.count), _fmt(e.prior_utility), outcomes or "-",
         )  # fmt: skip
     return table

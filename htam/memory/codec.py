@@ -26,7 +26,7 @@ LOCAL_COLUMNS = (
 )
 EDGE_COLUMNS = (
     "src, dst, applies_when, rationale, risks, prior_utility, "
-    "count, weight_sum, reward_wsum, status_counts"
+    "count, weight_sum, reward_wsum, fit, status_counts"
 )
 EVIDENCE_COLUMNS = (
     "run_id, task_id, step, local_id, polarity, task_signature, status, "
@@ -78,7 +78,7 @@ def edge_from_row(row: sqlite3.Row) -> Edge:
         rationale=row[3],
         risks=json.loads(row[4]),
         prior_utility=row[5],
-        stats=EdgeStats(row[6], row[7], row[8], json.loads(row[9])),
+        stats=EdgeStats(row[6], row[7], row[8], row[9], json.loads(row[10])),
     )
 
 
@@ -155,14 +155,17 @@ def edge_to_dict(edge: Edge) -> dict[str, Any]:
 
 
 def edge_from_dict(data: dict[str, Any]) -> Edge:
+    prior = float(data.get("prior_utility", 0.0))
+    stats = data.get("stats")
     return Edge(
         src=data["src"],
         dst=data["dst"],
         applies_when=data.get("applies_when", ""),
         rationale=data.get("rationale", ""),
         risks=list(data.get("risks", [])),
-        prior_utility=float(data.get("prior_utility", 0.0)),
-        stats=EdgeStats.from_dict(data.get("stats")),
+        prior_utility=prior,
+        # a seed edge has no statistics yet: its fit starts at the prior
+        stats=EdgeStats.from_dict(stats) if stats else EdgeStats(fit=prior),
     )
 
 
@@ -216,7 +219,7 @@ def insert_local(conn: sqlite3.Connection, node: LocalNode, ord_: int) -> None:
 def insert_edge(conn: sqlite3.Connection, edge: Edge) -> None:
     s = edge.stats
     conn.execute(
-        "INSERT INTO edges (" + EDGE_COLUMNS + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO edges (" + EDGE_COLUMNS + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             edge.src,
             edge.dst,
@@ -227,6 +230,7 @@ def insert_edge(conn: sqlite3.Connection, edge: Edge) -> None:
             s.count,
             s.weight_sum,
             s.reward_wsum,
+            s.fit,
             json.dumps(s.status_counts, sort_keys=True),
         ),
     )

@@ -82,13 +82,14 @@ def _edge_lines(edge: Edge | None, src: str, dst: str) -> list[str]:
         lines.append(f"  rationale: {edge.rationale}.")
     if edge.risks:
         lines.append("  risks: " + "; ".join(edge.risks) + ".")
-    utility = edge.stats.utility
-    observed = (
-        f"observed utility {utility:+.2f} over {edge.stats.count} steps"
-        if utility is not None
+    observed = edge.stats.observed
+    seen = (
+        f"mean reward {observed:+.2f} over {edge.stats.count} steps, "
+        f"learned advantage {edge.stats.fit:+.2f}"
+        if observed is not None
         else "not observed yet"
     )
-    lines.append(f"  {observed} (prior {edge.prior_utility:+.2f}).")
+    lines.append(f"  {seen} (prior {edge.prior_utility:+.2f}).")
     return lines
 
 

@@ -46,10 +46,11 @@ class EdgeStats:
     count: int = 0
     weight_sum: float = 0.0  # sum of the position weights w_k of every update
     reward_wsum: float = 0.0  # sum of w_k * reward
+    fit: float = 0.0  # learned advantage over V(dst): U~(src -> dst) = V(dst) + fit
     status_counts: dict[str, int] = field(default_factory=dict)
 
     @property
-    def utility(self) -> float | None:
+    def observed(self) -> float | None:
         """Observed (position-weighted) mean reward; None before any observation."""
         return self.reward_wsum / self.weight_sum if self.weight_sum > 0 else None
 
@@ -103,7 +104,7 @@ class Edge:
     applies_when: str = ""
     rationale: str = ""
     risks: list[str] = field(default_factory=list)
-    prior_utility: float = 0.0  # seed belief, added to V(dst) as the shrinkage target
+    prior_utility: float = 0.0  # seed belief: the fit an edge starts from
     stats: EdgeStats = field(default_factory=EdgeStats)
 
 

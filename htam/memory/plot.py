@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from htam.policy.config import PolicyConfig
-from htam.policy.scoring import shrunk_utility
 
 if TYPE_CHECKING:
     from htam.memory.store import MemoryBank
@@ -17,12 +16,7 @@ FORMATS = (".png", ".svg")
 def edge_utilities(bank: MemoryBank, config: PolicyConfig) -> dict[tuple[str, str], float]:
     """U~(src -> dst) of every stored edge, as the policy would score it."""
     values = {g.id: g.stats.value(config.value_shrink) for g in bank.directions()}
-    return {
-        (e.src, e.dst): shrunk_utility(
-            e.stats.reward_wsum, e.stats.weight_sum, e.prior_utility, values[e.dst], config.shrink
-        )
-        for e in bank.edges()
-    }
+    return {(e.src, e.dst): values[e.dst] + e.stats.fit for e in bank.edges()}
 
 
 def plot_bank(bank: MemoryBank, out: str | Path, config: PolicyConfig | None = None) -> Path:

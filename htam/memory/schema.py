@@ -39,7 +39,8 @@ CREATE TABLE edges (
     applies_when TEXT NOT NULL DEFAULT '', rationale TEXT NOT NULL DEFAULT '',
     risks TEXT NOT NULL DEFAULT '[]', prior_utility REAL NOT NULL DEFAULT 0,
     count INTEGER NOT NULL DEFAULT 0, weight_sum REAL NOT NULL DEFAULT 0,
-    reward_wsum REAL NOT NULL DEFAULT 0, status_counts TEXT NOT NULL DEFAULT '{}',
+    reward_wsum REAL NOT NULL DEFAULT 0, fit REAL NOT NULL DEFAULT 0,
+    status_counts TEXT NOT NULL DEFAULT '{}',
     PRIMARY KEY (src, dst)
 ) WITHOUT ROWID;
 CREATE TABLE steps (

@@ -156,7 +156,7 @@ class MemoryBank:
             return {}
         marks = ", ".join("?" * len(sources))
         rows = self._conn.execute(
-            "SELECT src, dst, prior_utility, count, weight_sum, reward_wsum FROM edges "
+            "SELECT src, dst, fit, count, weight_sum, reward_wsum FROM edges "
             f"WHERE src IN ({marks})",
             list(sources),
         )
@@ -182,29 +182,35 @@ class MemoryBank:
 
     # -- learning --------------------------------------------------------------------------
 
-    def record_step(self, record: StepRecord, *, weights: list[float] | None = None) -> bool:
+    def record_step(
+        self,
+        record: StepRecord,
+        *,
+        weights: list[float] | None = None,
+        config: PolicyConfig | None = None,
+    ) -> bool:
         """Learn from one step; False when (run_id, task_id, step) was already recorded.
 
         ``weights`` align with ``record.prefix`` (most recent last). Without them the prefix
-        keeps its last K elements and gets the position weights w_k of ``self.config``.
+        keeps its last K elements and gets the position weights w_k. The update constants come
+        from ``config`` (a policy passes its own), else from the bank's config.
         """
-        record, weights = self._prepare(record, weights)
+        config = config or self.config
+        record, weights = self._prepare(record, weights, config)
         with self.transaction() as conn:
-            return updates.apply_step(conn, record, weights, self.config, time.time())
+            return updates.apply_step(conn, record, weights, config, time.time())
 
     def record_steps(self, records: list[StepRecord]) -> int:
         """Record many steps in one transaction (bulk loads); return how many were new."""
-        prepared = [self._prepare(record, None) for record in records]
+        prepared = [self._prepare(record, None, self.config) for record in records]
         now = time.time()
         with self.transaction() as conn:
             return sum(updates.apply_step(conn, r, w, self.config, now) for r, w in prepared)
 
     def _prepare(
-        self, record: StepRecord, weights: list[float] | None
+        self, record: StepRecord, weights: list[float] | None, config: PolicyConfig
     ) -> tuple[StepRecord, list[float]]:
-        prefix = (
-            list(record.prefix) if weights is not None else list(record.prefix)[-self.config.K :]
-        )
+        prefix = list(record.prefix) if weights is not None else list(record.prefix)[-config.K :]
         direction = record.direction
         if direction == FLAT_DIRECTION and record.local_id is not None:
             direction = self.parent_of.get(record.local_id, direction)
@@ -216,7 +222,7 @@ class MemoryBank:
                 f"step {record.key}: local {record.local_id!r} is not a strategy of {direction!r}"
             )
         if weights is None:
-            weights = list(reversed(position_weights(len(prefix), self.config.tau_pos)))
+            weights = list(reversed(position_weights(len(prefix), config.tau_pos)))
         elif len(weights) != len(prefix) or any(w < 0 for w in weights):
             raise ValueError(f"step {record.key}: need {len(prefix)} non-negative weights")
         fixed = StepRecord(**{**record.__dict__, "prefix": prefix, "direction": direction})

@@ -2,7 +2,9 @@
 
 Merging adds the statistics of both sides and unions their ledgers and evidence; a step present
 in both ledgers (the two banks share history) is counted once, by subtracting its contribution
-from the sum. The EMA trend is the tries-weighted mean of both trends (an EMA cannot be added).
+from the sum. The EMA trend is the tries-weighted mean of both trends and an edge's fitted
+advantage the weight-weighted mean of both fits: neither can be added, and for shared steps
+neither can be un-added, so these two are approximations.
 """
 
 from __future__ import annotations
@@ -139,9 +141,16 @@ def _add_node_stats(a: NodeStats, b: NodeStats) -> NodeStats:
 
 
 def _add_edge_stats(a: EdgeStats, b: EdgeStats) -> EdgeStats:
+    """Sums add; the fitted advantage is the evidence-weighted mean of both fits."""
     counts = Counter(a.status_counts) + Counter(b.status_counts)
+    weight = a.weight_sum + b.weight_sum
+    fit = (a.fit * a.weight_sum + b.fit * b.weight_sum) / weight if weight > 0 else a.fit
     return EdgeStats(
-        a.count + b.count, a.weight_sum + b.weight_sum, a.reward_wsum + b.reward_wsum, dict(counts)
+        a.count + b.count,
+        weight,
+        a.reward_wsum + b.reward_wsum,
+        fit,
+        dict(counts),
     )
 
 

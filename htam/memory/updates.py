@@ -1,5 +1,13 @@
 """Learning from one step: statistics, bounded evidence and position-weighted edge updates.
 
+Edges learn by least mean squares on the score's own model of the reward: the prefix part of
+the score predicts ``V(g) + sum_k w_k * fit(p_k -> g)``, and every prefix edge moves by
+``w_k * error * step``, ``step = max(edge_lr, 1 / (W + shrink))`` where W is the edge's total
+weight. So a lone edge starts as a shrunk running mean and later tracks a moving policy, and an
+older prefix element only gets the credit the more recent ones do not already explain. (A plain
+w_k-weighted mean of rewards per edge would credit a -> c with the reward of a good b -> c in
+the path a, b, c, and the policy would keep trying a bad a -> c.)
+
 Everything here runs inside the caller's write transaction, so a step is recorded entirely or
 not at all, and the ``steps`` ledger's primary key makes recording idempotent per
 (run, task, step).
@@ -12,6 +20,7 @@ import sqlite3
 
 from htam.memory.model import StepRecord
 from htam.policy.config import PolicyConfig
+from htam.policy.scoring import shrunk_value
 from htam.status import Status
 
 EXCERPT_LIMIT = 600  # characters of an error excerpt kept in evidence
@@ -70,6 +79,7 @@ def apply_step(
     )
     if cursor.rowcount == 0:
         return False
+    error = _prediction_error(conn, record, weights, config)  # before the statistics move
     params = {
         "success": int(record.success),
         "reward": record.reward,
@@ -87,19 +97,56 @@ def apply_step(
         _add_evidence(conn, record, status, now, config.evidence_keep)
     for src, weight in zip(record.prefix, weights, strict=True):
         if weight > 0:
-            _update_edge(conn, src, record.direction, weight, record.reward, status)
+            _update_edge(conn, src, record.direction, weight, record, error, config)
     return True
 
 
+def _prediction_error(
+    conn: sqlite3.Connection, record: StepRecord, weights: list[float], config: PolicyConfig
+) -> float:
+    """The reward minus what the direction's value and the prefix edges predicted."""
+    tries, reward_sum = conn.execute(
+        "SELECT tries, reward_sum FROM global_nodes WHERE id = ?", (record.direction,)
+    ).fetchone()
+    marks = ", ".join("?" * len(record.prefix))
+    fits = dict(
+        conn.execute(
+            f"SELECT src, fit FROM edges WHERE dst = ? AND src IN ({marks})",
+            [record.direction, *record.prefix],
+        ).fetchall()
+    )
+    predicted = shrunk_value(tries, reward_sum, config.value_shrink) + sum(
+        w * fits.get(src, 0.0) for src, w in zip(record.prefix, weights, strict=True)
+    )
+    return record.reward - predicted
+
+
 def _update_edge(
-    conn: sqlite3.Connection, src: str, dst: str, weight: float, reward: float, status: str
+    conn: sqlite3.Connection,
+    src: str,
+    dst: str,
+    weight: float,
+    record: StepRecord,
+    error: float,
+    config: PolicyConfig,
 ) -> None:
     conn.execute("INSERT OR IGNORE INTO edges (src, dst) VALUES (?, ?)", (src, dst))
     conn.execute(
         "UPDATE edges SET count = count + 1, weight_sum = weight_sum + :w, "
-        f"reward_wsum = reward_wsum + :w * :reward, {_COUNT_STATUS} "
-        "WHERE src = :src AND dst = :dst",
-        {"w": weight, "reward": reward, "status": status, "src": src, "dst": dst},
+        "reward_wsum = reward_wsum + :w * :reward, "
+        # the right-hand sides read the old row: weight_sum + :w is the new total weight
+        "fit = fit + :w * :error * max(:lr, 1.0 / (weight_sum + :w + :shrink)), "
+        f"{_COUNT_STATUS} WHERE src = :src AND dst = :dst",
+        {
+            "w": weight,
+            "reward": record.reward,
+            "error": error,
+            "lr": config.edge_lr,
+            "shrink": config.shrink,
+            "status": str(record.status),
+            "src": src,
+            "dst": dst,
+        },
     )
 
 

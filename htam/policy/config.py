@@ -30,7 +30,12 @@ class PolicyConfig(BaseModel):
     lam: float = Field(1.0, ge=0, description="weight of the direction value V(g)")
     c: float = Field(0.2, ge=0, description="exploration weight of sqrt(ln N / (1 + n_g))")
     shrink: float = Field(
-        2.0, ge=0, description="pseudo-observations pulling an edge's utility toward V(g)"
+        2.0,
+        ge=0,
+        description="pseudo-observations of an edge's prior: early fit steps are w/(W + shrink)",
+    )
+    edge_lr: float = Field(
+        0.3, gt=0, le=1, description="floor of an edge's fit step, so fits track a moving policy"
     )
     value_shrink: float = Field(
         1.0, ge=0, description="pseudo-tries pulling V(g) (and a local's value) toward 0"

@@ -153,7 +153,7 @@ class DirectionPolicy:
             return False
         used, weights = self.weights(record.prefix)
         trimmed = type(record)(**{**record.__dict__, "prefix": used})
-        return self.bank.record_step(trimmed, weights=weights)
+        return self.bank.record_step(trimmed, weights=weights, config=self.config)
 
 
 def _sample(probabilities: dict[str, float], rng: random.Random) -> str:

@@ -3,9 +3,10 @@
     score(g) = sum_k w_k * U~(p_{t-k+1} -> g) + lam * V(g) + prior(g | s_t) + c * sqrt(ln N / (1 + n_g))
     pi(g)    = softmax(score / T_g)
 
-``V(g)`` is g's mean reward shrunk toward 0 by ``value_shrink`` pseudo-tries. ``U~`` is the
-edge's position-weighted mean reward shrunk toward ``V(g) + prior_utility`` by ``shrink``
-pseudo-observations, so a transition seen once barely moves the score.
+``V(g)`` is g's mean reward shrunk toward 0 by ``value_shrink`` pseudo-tries, and
+``U~(p -> g) = V(g) + fit(p -> g)``: the edge's learned advantage over V(g). The memory fits the
+advantages so that the score's prefix part predicts the reward (htam.memory.updates); an edge
+starts at its seed prior and, while it has few observations, stays near V(g) + prior.
 
 This module works on plain numbers: htam.policy never imports htam.memory at runtime (the
 memory imports the policy's config), which keeps the two packages free of import cycles.
@@ -18,16 +19,6 @@ from dataclasses import dataclass, field
 
 from htam.policy.config import PolicyConfig
 from htam.policy.features import StateFeatures, Trigger, trigger_prior
-
-
-def shrunk_utility(
-    reward_wsum: float, weight_sum: float, prior_utility: float, value: float, shrink: float
-) -> float:
-    """U~(p -> g): observed utility pulled toward V(g) + the seed prior while data is scarce."""
-    target = value + prior_utility
-    if weight_sum + shrink <= 0:
-        return target
-    return (reward_wsum + shrink * target) / (weight_sum + shrink)
 
 
 def shrunk_value(tries: int, reward_sum: float, shrink: float) -> float:
@@ -48,7 +39,7 @@ class DirectionView:
 
 @dataclass
 class EdgeView:
-    prior_utility: float = 0.0
+    fit: float = 0.0  # learned advantage of the transition over V(dst)
     count: int = 0
     weight_sum: float = 0.0
     reward_wsum: float = 0.0
@@ -98,9 +89,7 @@ def score_terms(
             zip(reversed(prefix), reversed(weights), strict=True), 1
         ):
             edge = edges.get((src, view.id), _NO_EDGE)
-            utility = shrunk_utility(
-                edge.reward_wsum, edge.weight_sum, edge.prior_utility, value, config.shrink
-            )
+            utility = value + edge.fit
             prefix_sum += weight * utility
             prefix_terms.append(
                 {
@@ -108,6 +97,7 @@ def score_terms(
                     "src": src,
                     "weight": weight,
                     "utility": utility,
+                    "advantage": edge.fit,
                     "observed": edge.observed,
                     "observations": edge.count,
                     "contribution": weight * utility,

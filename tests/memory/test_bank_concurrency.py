@@ -85,13 +85,13 @@ KILLED = textwrap.dedent(
     path, pause_at = sys.argv[1], int(sys.argv[2])
     original = updates._update_edge
 
-    def slow_edge(conn, src, dst, weight, reward, status):
+    def slow_edge(*args):
         # The ledger row, the node statistics and the evidence are written; the edge
         # updates are not. Announce it and wait for the kill inside the open transaction.
         if current == pause_at:
             print("IN_UPDATE", flush=True)
             time.sleep(120)
-        original(conn, src, dst, weight, reward, status)
+        original(*args)
 
     updates._update_edge = slow_edge
     with MemoryBank.open(path) as bank:

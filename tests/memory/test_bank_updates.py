@@ -34,16 +34,37 @@ def test_correct_but_slower_is_not_a_success(bank, make_step):
 
 
 def test_edges_get_every_prefix_position_weighted(bank, make_step):
+    config = PolicyConfig()
     prefix = ["memory_access", "precision", "parallel_mapping"]  # most recent last
+    priors = {"memory_access": 0.1, "precision": 0.15, "parallel_mapping": 0.0}  # seed fits
     bank.record_step(make_step(0, prefix=prefix, reward=0.8))
-    w = position_weights(3, PolicyConfig().tau_pos)  # w[0] is the most recent
+    w = position_weights(3, config.tau_pos)  # w[0] is the most recent
+    assert w[0] > w[1] > w[2]
+    # V(fusion) was 0 before the step: the error is the reward minus the weighted prior fits
+    error = 0.8 - sum(wk * priors[src] for src, wk in zip(reversed(prefix), w, strict=True))
     for src, weight in zip(reversed(prefix), w, strict=True):
         stats = bank.edge(src, "fusion").stats
         assert stats.count == 1
         assert stats.weight_sum == pytest.approx(weight)
         assert stats.reward_wsum == pytest.approx(weight * 0.8)
-        assert stats.utility == pytest.approx(0.8)
-    assert w[0] > w[1] > w[2]
+        assert stats.observed == pytest.approx(0.8)
+        step = max(config.edge_lr, 1 / (weight + config.shrink))
+        assert stats.fit == pytest.approx(priors[src] + weight * error * step)
+
+
+def test_an_older_step_gets_only_the_credit_the_recent_one_leaves(make_step):
+    """In paths x -> b -> c the recent edge b -> c explains the reward, so x -> c stays small."""
+    with MemoryBank.in_memory(config=PolicyConfig(K=2)) as bank:
+        for i in range(60):
+            bank.record_step(
+                make_step(i, prefix=["memory_access", "precision"], local=None, reward=0.8)
+            )
+        for i in range(60, 80):  # the direct x -> c transition is bad
+            bank.record_step(make_step(i, prefix=["data_reuse", "memory_access"], local=None,
+                                       reward=-0.6))  # fmt: skip
+        direct = bank.edge("memory_access", "fusion").stats
+        assert direct.observed > 0.2  # the raw mean is flattered by the x -> b -> c paths
+        assert direct.fit < bank.edge("precision", "fusion").stats.fit
 
 
 def test_prefix_longer_than_k_keeps_the_last_k(make_step):

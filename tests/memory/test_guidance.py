@@ -26,7 +26,8 @@ def test_guidance_renders_every_part(bank, make_step):
     assert "Worked on sig-task: 1.00x -> 1.40x (reward +0.60); lesson: fold log2e" in text
     assert "Failed on sig-task: incorrect (reward -0.50); error: max abs diff 3e-2" in text
     assert "Transition algorithmic_rewrite -> instruction_throughput:" in text
-    assert "observed utility +0.05 over 2 steps (prior +0.10)" in text
+    # fit: 0.1 + (0.6 - 0.1) / 3 = 0.267, then 0.267 + 0.3 * (-0.5 - (0.3 + 0.267)) = -0.053
+    assert "mean reward +0.05 over 2 steps, learned advantage -0.05 (prior +0.10)" in text
     assert len(text) < 3000
 
 

@@ -1,0 +1,69 @@
+"""The reward and the position weights: defined once, in PolicyConfig."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from htam.policy import PolicyConfig, position_weights, reward, uniform_weights
+from htam.status import Status
+
+
+def test_reward_of_a_correct_step_is_the_clipped_log2_speed_ratio():
+    config = PolicyConfig()
+    assert reward(Status.OK, 2.0, 1.0, config) == 1.0  # twice as fast
+    assert reward(Status.OK, 1.0, 1.0, config) == 0.0
+    assert reward(Status.OK, 1.0, 0.8, config) == pytest.approx(math.log2(1.25))
+    assert reward(Status.OK, 1.0, 4.0, config) == -1.0  # clipped
+    assert reward(Status.OK, 10.0, 1.0, config) == 1.0
+    assert reward(Status.OK, 10.0, 1.0, PolicyConfig(reward_clip=3.0)) == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize(
+    ("status", "value"),
+    [
+        (Status.INCORRECT, -0.5),
+        (Status.RUNTIME_ERROR, -0.6),
+        (Status.COMPILE_ERROR, -0.6),
+        (Status.TIMEOUT, -0.8),
+        (Status.REJECTED, -1.0),
+    ],
+)
+def test_failures_earn_fixed_values_from_the_config(status, value):
+    assert reward(status, 1.0, None, PolicyConfig()) == value
+    assert reward(status, None, None, PolicyConfig(reward_timeout=-0.1, reward_rejected=-0.2,
+                  reward_incorrect=-0.3, reward_compile_error=-0.4,
+                  reward_runtime_error=-0.5)) in (-0.1, -0.2, -0.3, -0.4, -0.5)  # fmt: skip
+
+
+def test_a_correct_step_needs_both_times():
+    with pytest.raises(ValueError, match="positive times"):
+        reward(Status.OK, None, 1.0, PolicyConfig())
+    with pytest.raises(ValueError, match="positive times"):
+        reward(Status.OK, 1.0, 0.0, PolicyConfig())
+
+
+def test_config_is_validated_and_frozen():
+    for bad in ({"K": 0}, {"T_g": 0}, {"tau_pos": -1}, {"reward_timeout": 0.5}, {"typo": 1}):
+        with pytest.raises(ValidationError):
+            PolicyConfig(**bad)
+    with pytest.raises(ValidationError):
+        PolicyConfig().K = 5
+    assert PolicyConfig().T == 6
+
+
+@given(st.integers(1, 12), st.floats(0.05, 50))
+def test_position_weights_sum_to_one_and_favour_recent_steps(n, tau):
+    w = position_weights(n, tau)
+    assert len(w) == n and math.isclose(sum(w), 1.0, rel_tol=1e-12)
+    assert all(a >= b for a, b in zip(w, w[1:], strict=False))
+    assert all(a / b == pytest.approx(math.exp(1 / tau)) for a, b in zip(w, w[1:], strict=False))
+    assert math.isclose(sum(uniform_weights(n)), 1.0) and len(set(uniform_weights(n))) == 1
+
+
+def test_empty_prefix_has_no_weights():
+    assert position_weights(0, 1.0) == [] == uniform_weights(0)

@@ -1,0 +1,150 @@
+"""The transition-aware direction policy: scores, explanations, seeding and learning."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from htam.memory import MemoryBank
+from htam.policy import PolicyConfig, StateFeatures, make_policy, position_weights
+from htam.status import Status
+
+CONFIG = PolicyConfig()
+IDS = ["d0", "d1", "d2", "d3"]
+
+
+def test_explain_is_json_and_its_terms_add_up(seed_bank):
+    policy = make_policy("htam", CONFIG, seed_bank)
+    state = StateFeatures(op_families=["softmax"], bound="memory", sol_fraction=0.4)
+    info = json.loads(json.dumps(policy.explain(["fusion", "memory_access"], state)))
+    assert info["prefix"] == ["fusion", "memory_access"]
+    assert info["weights"] == pytest.approx(list(reversed(position_weights(2, CONFIG.tau_pos))))
+    assert sum(info["probabilities"].values()) == pytest.approx(1.0)
+    top = max(t["score"] for t in info["directions"].values())
+    for g, t in info["directions"].items():
+        parts = t["prefix"] + t["value_term"] + t["prior"] + t["exploration"]
+        assert t["score"] == pytest.approx(parts)
+        assert t["prefix"] == pytest.approx(sum(p["contribution"] for p in t["prefix_terms"]))
+        assert [p["src"] for p in t["prefix_terms"]] == ["memory_access", "fusion"]  # k = 1, 2
+        z = sum(math.exp((u["score"] - top) / CONFIG.T_g) for u in info["directions"].values())
+        assert info["probabilities"][g] == pytest.approx(
+            math.exp((t["score"] - top) / CONFIG.T_g) / z
+        )
+    ma = info["directions"]["memory_access"]
+    assert ma["prior"] == pytest.approx(0.8) and len(ma["prior_reasons"]) == 2
+    # the seeded prior fusion -> memory_access (0.15) is the k = 2 term
+    assert ma["prefix_terms"][1]["utility"] == pytest.approx(0.15)
+
+
+def test_state_triggers_shape_the_prior(seed_bank):
+    policy = make_policy("htam", CONFIG, seed_bank)
+    wrong = policy.explain([], StateFeatures(last_status=Status.INCORRECT))
+    assert max(wrong["probabilities"], key=wrong["probabilities"].get) == "boundary_handling"
+    gemm = policy.explain([], StateFeatures(op_families=["gemm"], bound="compute"))
+    assert max(gemm["probabilities"], key=gemm["probabilities"].get) in ("precision", "data_reuse")
+    unknown = policy.explain([], StateFeatures())
+    assert all(t["prior"] == 0 for t in unknown["directions"].values())
+
+
+def test_directions_without_a_suitable_strategy_are_penalised(toy_bank):
+    policy = make_policy("htam", CONFIG, toy_bank)
+    terms = policy.explain([], StateFeatures(op_families=["softmax"]))["directions"]
+    assert terms["d0"]["prior"] == 0  # d0.b suits softmax
+    assert terms["d1"]["prior"] == -CONFIG.off_family_penalty
+    assert terms["d1"]["prior_reasons"] == ["no strategy for softmax"]
+
+
+def _trained(seed_data: dict, make_record) -> MemoryBank:
+    bank = MemoryBank.in_memory(seed_data)
+    for i in range(12):
+        bank.record_step(make_record(i, [IDS[i % 4], IDS[(i + 1) % 4]], IDS[(i + 2) % 4],
+                                     (i % 5) / 5 - 0.3))  # fmt: skip
+    return bank
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32), prefix=st.lists(st.sampled_from(IDS), max_size=4))
+def test_decisions_are_reproducible_with_a_seed(toy_seed, make_record, seed, prefix):
+    with _trained(toy_seed, make_record) as one, _trained(toy_seed, make_record) as two:
+        state = StateFeatures(op_families=["gemm"])
+        p1, p2 = make_policy("htam", CONFIG, one), make_policy("htam", CONFIG, two)
+        first = [p1.decide(prefix, state, random.Random(seed)) for _ in range(3)]
+        second = [p2.decide(prefix, state, random.Random(seed)) for _ in range(3)]
+        assert [d.direction for d in first] == [d.direction for d in second]
+        assert first[0].probabilities == second[0].probabilities
+        assert first[0].breakdown == second[0].breakdown
+        rng = random.Random(seed)
+        sequence = [p1.decide(prefix, state, rng).direction for _ in range(40)]
+        rng = random.Random(seed)
+        assert sequence == [p1.decide(prefix, state, rng).direction for _ in range(40)]
+
+
+def test_sampling_follows_the_probabilities(toy_bank, make_record):
+    for i in range(10):
+        toy_bank.record_step(make_record(i, ["d0"], "d1", 0.9))
+    policy = make_policy("htam", CONFIG, toy_bank)
+    rng = random.Random(0)
+    decisions = [policy.decide(["d0"], StateFeatures(), rng) for _ in range(2000)]
+    expected = decisions[0].probabilities
+    share = sum(d.direction == "d1" for d in decisions) / len(decisions)
+    assert expected["d1"] > 0.5 and share == pytest.approx(expected["d1"], abs=0.03)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n=st.integers(4, 25),
+    gain=st.floats(0.1, 1.0),
+    loss=st.floats(-1.0, -0.1),
+    src=st.sampled_from(IDS),
+)
+def test_a_paying_transition_ends_more_likely_than_a_failing_one(
+    toy_seed, make_record, n, gain, loss, src
+):
+    good, bad = [g for g in IDS if g != src][:2]
+    with MemoryBank.in_memory(toy_seed) as bank:
+        policy = make_policy("htam", CONFIG, bank)
+        before = policy.explain([src], StateFeatures())["probabilities"]
+        assert before[good] == pytest.approx(before[bad])
+        for i in range(n):
+            policy.record(make_record(2 * i, [src], good, gain))
+            policy.record(make_record(2 * i + 1, [src], bad, loss))
+        after = policy.explain([src], StateFeatures())["probabilities"]
+        assert after[good] > after[bad] and after[bad] < before[bad]
+        # (untried directions gain exploration bonus meanwhile; without it the good one rises)
+        greedy = make_policy("htam", PolicyConfig(c=0), bank).explain([src], StateFeatures())
+        assert greedy["probabilities"][good] > before[good]
+        terms = policy.explain([src], StateFeatures())["directions"]
+        assert terms[good]["prefix_terms"][0]["utility"] > terms[bad]["prefix_terms"][0]["utility"]
+
+
+def test_the_prefix_matters_after_learning(toy_bank, make_record):
+    """d1 pays after d0 and fails after d2: the same direction, two different prefixes."""
+    policy = make_policy("htam", CONFIG, toy_bank)
+    for i in range(30):
+        policy.record(make_record(2 * i, ["d0"], "d1", 0.8))
+        policy.record(make_record(2 * i + 1, ["d2"], "d1", -0.8))
+    after_d0 = policy.explain(["d0"], StateFeatures())["probabilities"]["d1"]
+    after_d2 = policy.explain(["d2"], StateFeatures())["probabilities"]["d1"]
+    assert after_d0 > 0.5 > 0.05 > after_d2
+
+
+def test_exploration_favours_untried_directions(toy_bank, make_record):
+    for i in range(20):
+        toy_bank.record_step(make_record(i, [], "d0", 0.0))
+    terms = make_policy("htam", CONFIG, toy_bank).explain([], StateFeatures())["directions"]
+    assert terms["d1"]["exploration"] == pytest.approx(CONFIG.c * math.sqrt(math.log(20)))
+    assert terms["d0"]["exploration"] == pytest.approx(CONFIG.c * math.sqrt(math.log(20) / 21))
+
+
+def test_random_method_is_uniform(seed_bank):
+    policy = make_policy("random", CONFIG, seed_bank)
+    rng = random.Random(3)
+    picks = [policy.decide([], StateFeatures(), rng).direction for _ in range(800)]
+    assert set(picks) == set(seed_bank.direction_ids)
+    assert max(picks.count(g) for g in set(picks)) < 150  # 100 expected per direction
+    assert set(policy.explain([], StateFeatures())["probabilities"].values()) == {1 / 8}
