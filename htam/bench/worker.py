@@ -1,0 +1,104 @@
+"""A bench worker: one process per GPU (or CPU slot) with its own evaluator and proposer.
+
+Started with the ``spawn`` context, so the first thing it does -- before anything imports torch --
+is to pin its device through ``CUDA_VISIBLE_DEVICES``. Then it takes units from its inbox one at
+a time and reports each outcome to the parent. A unit that raises is reported as failed with its
+traceback; only the death of the process itself is left to the parent to notice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from htam.bench.config import FIXED_ENV, BenchConfig, Unit
+
+PARENT_POLL_S = 1.0
+
+
+def device_env(target: str, device: str) -> dict[str, str]:
+    env = dict(FIXED_ENV)
+    if target == "cuda":
+        env["CUDA_VISIBLE_DEVICES"] = device.removeprefix("cuda:")
+    return env
+
+
+def status_path(out: Path, slot: int) -> Path:
+    return Path(out) / "workers" / f"w{slot}.json"
+
+
+def _write_status(out: Path, slot: int, data: dict[str, Any]) -> None:
+    from htam.agent.rundir import write_atomic
+
+    write_atomic(status_path(out, slot), json.dumps(data))
+
+
+def _watch_parent(parent: int) -> None:
+    """Exit when the parent is gone (killed with SIGKILL it cannot tell us): an orphaned worker
+    would otherwise keep running units nobody records."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_S)
+    os._exit(3)
+
+
+def worker_main(slot: int, device: str, config: BenchConfig, inbox, outbox) -> None:
+    os.environ.update(device_env(config.target, device))
+    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
+    from htam.evaluate import EvalConfig, Evaluator, EvaluatorError
+
+    pid = os.getpid()
+    try:
+        evaluator = Evaluator(config.target, EvalConfig(size=config.size, **config.eval_overrides))
+    except EvaluatorError as exc:
+        outbox.put(("fatal", slot, pid, f"the evaluator on {device} cannot start: {exc}"))
+        return
+    with evaluator:
+        from htam.bench.banks import frozen_source
+
+        proposer = config.proposer.build(config.target, config.language)
+        frozen = frozen_source(config)
+        outbox.put(("ready", slot, pid, evaluator.device_name))
+        while (message := inbox.get()) is not None:
+            unit, task, attempt = message
+            _write_status(config.out, slot, {"slot": slot, "pid": pid, "device": device,
+                                             "unit": unit.key, "attempt": attempt})
+            record = _run_unit(unit, task, attempt, config, evaluator, proposer, frozen)
+            record.update(worker=slot, pid=pid, device=device, device_name=evaluator.device_name)
+            outbox.put(("finished", slot, pid, record))
+            _write_status(config.out, slot, {"slot": slot, "pid": pid, "device": device,
+                                             "unit": None})
+
+
+def _run_unit(unit: Unit, task, attempt: int, config: BenchConfig, evaluator, proposer,
+              frozen: dict | None) -> dict[str, Any]:
+    from htam.agent import OptimizeConfig, Optimizer
+    from htam.bench.banks import open_bank
+    from htam.evaluate import CachedEvaluator
+
+    started = time.monotonic()
+    record: dict[str, Any] = {"unit": unit.key, "attempt": attempt}
+    try:
+        bank = open_bank(unit, config, frozen)
+        try:
+            opt_config = OptimizeConfig(method=unit.method, steps=unit.steps, seed=unit.seed,
+                                        target=config.target, language=config.language)
+            optimizer = Optimizer(proposer, CachedEvaluator(evaluator), bank, opt_config)
+            # Always resume: a retried or resumed unit continues from its last persisted step.
+            summary = optimizer.run(task, unit.run_dir(config.out), resume=True)
+        finally:
+            if bank is not None:
+                bank.close()
+        record.update(status="done", best_status=summary["best_status"],
+                      best_speedup=summary["best_speedup"])
+    # Any error of one unit (a broken task, an evaluator fault, a bad reply) must not end the
+    # worker: it is recorded, with its traceback, as the unit's failure.
+    except Exception as exc:  # noqa: BLE001
+        record.update(status="failed", error=f"{type(exc).__name__}: {exc}",
+                      traceback=traceback.format_exc(limit=8))
+    record["wall_s"] = time.monotonic() - started
+    return record
