@@ -1,0 +1,90 @@
+"""Read a bench directory back into unit rows: the plan, each unit's summary and step records,
+and the attempt log. Used by the bench at its end and by ``htam report`` / ``htam compare``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from htam.bench.config import Unit
+from htam.bench.metrics import UnitRow, compute_metrics
+
+
+class ResultsError(Exception):
+    pass
+
+
+def load_plan(out: Path) -> list[Unit]:
+    path = Path(out) / "plan.json"
+    if not path.exists():
+        raise ResultsError(f"{out}: not a bench directory (no plan.json)")
+    return [Unit(d["method"], d["seed"], d["task_id"], d["level"], d["steps"])
+            for d in json.loads(path.read_text())]
+
+
+def load_log(out: Path) -> dict[str, dict[str, Any]]:
+    """The last attempt record of every unit in units.jsonl."""
+    path = Path(out) / "units.jsonl"
+    last: dict[str, dict[str, Any]] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                record = json.loads(line)
+                last[record["unit"]] = record
+    return last
+
+
+def _steps(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted((run_dir / "steps").glob("step_*.json"))]
+
+
+def unit_row(unit: Unit, out: Path, last: dict[str, Any] | None) -> UnitRow | None:
+    """The row of ``unit``, or None when it never ran."""
+    run_dir = unit.run_dir(out)
+    summary_path = run_dir / "summary.json"
+    row = UnitRow(key=unit.key, method=unit.method, seed=unit.seed, task_id=unit.task_id,
+                  level=unit.level, steps_planned=unit.steps, state="failed",
+                  device=last.get("device") if last else None,
+                  error=last.get("error") if last else None)
+    if not summary_path.exists():
+        return row if last and last["status"] == "failed" else None
+    s = json.loads(summary_path.read_text())
+    steps = _steps(run_dir)
+    walls = [st["feedback"].get("breakdown_s", {}).get("wall") for st in steps]
+    walls = [w for w in walls if w is not None]
+    row.state = "complete" if s["steps"] == unit.steps else "partial"
+    row.correct = s["best_status"] == "ok"
+    row.speedup = s["best_speedup"] if row.correct else None
+    row.speedup_vs_compile = s["best_speedup_vs_compile"] if row.correct else None
+    row.curve = list(s["curve"])
+    row.cost_usd = s["cost_usd"]
+    row.tokens = s["tokens"]["prompt"] + s["tokens"]["completion"]
+    # The summary's wall time covers only the last invocation of a resumed unit; the steps'
+    # times cover every step but not the reference timing: take the larger.
+    row.wall_s = max(s["wall_s"], sum(st["wall_s"] for st in steps))
+    row.eval_s = sum(walls) if walls else row.wall_s
+    row.timing_meaningful = s["timing_meaningful"]
+    if row.state == "complete":
+        row.error = None
+    return row
+
+
+def load_rows(out: Path) -> list[UnitRow]:
+    out = Path(out)
+    log = load_log(out)
+    rows = [unit_row(u, out, log.get(u.key)) for u in load_plan(out)]
+    return [r for r in rows if r is not None]
+
+
+def bench_metrics(out: Path) -> dict[str, Any]:
+    """Metrics of the bench in ``out``, with the unit counts of its plan."""
+    out = Path(out)
+    plan = load_plan(out)
+    rows = load_rows(out)
+    metrics = compute_metrics(rows)
+    metrics["planned_units"] = len(plan)
+    metrics["not_run"] = len(plan) - len(rows)
+    bench = out / "bench.json"
+    metrics["bench"] = json.loads(bench.read_text())["identity"] if bench.exists() else {}
+    return metrics
