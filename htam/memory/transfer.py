@@ -98,6 +98,13 @@ def load_into(conn: sqlite3.Connection, data: dict[str, Any]) -> None:
     loose = [(e.src, e.dst) for e in edges if e.src not in ids or e.dst not in ids]
     if loose:
         raise ValueError(f"edges between unknown directions: {loose}")
+    for kind, keys in (
+        ("local", [n.id for n in locals_]),
+        ("edge", [(e.src, e.dst) for e in edges]),
+    ):
+        repeated = sorted(k for k, n in Counter(keys).items() if n > 1)
+        if repeated:
+            raise ValueError(f"duplicate {kind} ids: {repeated}")
     for ord_, node in enumerate(globals_):
         codec.insert_global(conn, node, ord_)
     for ord_, node in enumerate(locals_):

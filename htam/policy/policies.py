@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from htam.policy.config import PolicyConfig, position_weights, uniform_weights
 from htam.policy.features import FLAT_DIRECTION, StateFeatures, trigger_prior
-from htam.policy.scoring import DirectionView, score_terms, shrunk_value, softmax
+from htam.policy.scoring import DirectionView, prior, score_terms, shrunk_value, softmax
 
 if TYPE_CHECKING:
     from htam.memory.model import LocalNode, StepRecord
@@ -69,6 +69,7 @@ class DirectionPolicy:
             )
             for node in bank.directions()
         }
+        self._prior_cache: dict[tuple, dict[str, tuple[float, list[str]]]] = {}
 
     @property
     def updates_memory(self) -> bool:
@@ -104,7 +105,7 @@ class DirectionPolicy:
         used, weights = self.weights(prefix)
         views = self._views()
         edges = self.bank.edge_views(sorted(set(used)))
-        terms = score_terms(views, edges, used, weights, state, self.config)
+        terms = score_terms(views, edges, used, weights, self._priors(state), self.config)
         probabilities = softmax({g: t["score"] for g, t in terms.items()}, self.config.T_g)
         return {
             "method": self.method,
@@ -121,6 +122,23 @@ class DirectionPolicy:
         breakdown = self.explain(prefix, state)
         probabilities = breakdown["probabilities"]
         return Decision(_sample(probabilities, rng), probabilities, breakdown)
+
+    def _priors(self, state: StateFeatures) -> dict[str, tuple[float, list[str]]]:
+        """prior(g | s_t) for every direction; static priors, so cached per state."""
+        key = (
+            tuple(state.op_families), state.bound, state.sol_fraction,
+            state.last_status, state.speedup,
+        )  # fmt: skip
+        cached = self._prior_cache.get(key)
+        if cached is None:
+            if len(self._prior_cache) >= 1024:  # states vary per task: keep the cache bounded
+                self._prior_cache.clear()
+            cached = {
+                g: prior(DirectionView(g, 0, 0.0, *static), state, self.config)
+                for g, static in self._static.items()
+            }
+            self._prior_cache[key] = cached
+        return cached
 
     def _views(self) -> list[DirectionView]:
         stats = self.bank.direction_stats()

@@ -37,7 +37,7 @@ class DirectionView:
     families: frozenset[str] = frozenset()  # union of the op families of its local strategies
 
 
-@dataclass
+@dataclass(slots=True)
 class EdgeView:
     fit: float = 0.0  # learned advantage of the transition over V(dst)
     count: int = 0
@@ -75,10 +75,13 @@ def score_terms(
     edges: dict[tuple[str, str], EdgeView],
     prefix: list[str],
     weights: list[float],
-    state: StateFeatures,
+    priors: dict[str, tuple[float, list[str]]],
     config: PolicyConfig,
 ) -> dict[str, dict]:
-    """Every term of every direction's score; ``weights`` align with ``prefix`` (recent last)."""
+    """Every term of every direction's score; ``weights`` align with ``prefix`` (recent last).
+
+    ``priors`` holds prior(g | s_t) and its reasons per direction (see :func:`prior`).
+    """
     total_tries = sum(v.tries for v in views)
     log_n = math.log(total_tries) if total_tries > 1 else 0.0
     terms: dict[str, dict] = {}
@@ -103,7 +106,7 @@ def score_terms(
                     "contribution": weight * utility,
                 }
             )
-        prior_value, reasons = prior(view, state, config)
+        prior_value, reasons = priors[view.id]
         exploration = config.c * math.sqrt(log_n / (1 + view.tries))
         terms[view.id] = {
             "prefix_terms": prefix_terms,
@@ -111,7 +114,7 @@ def score_terms(
             "value": value,
             "value_term": config.lam * value,
             "prior": prior_value,
-            "prior_reasons": reasons,
+            "prior_reasons": list(reasons),
             "exploration": exploration,
             "score": prefix_sum + config.lam * value + prior_value + exploration,
         }
