@@ -1,0 +1,30 @@
+"""Benchmarks: suites x methods x seeds on one worker per device, metrics and reports.
+
+Names are imported lazily: a spawned worker imports ``htam.bench.worker`` and should not pay for
+jinja2 or matplotlib.
+"""
+
+import importlib
+
+_EXPORTS = {
+    "BenchConfig": "htam.bench.config",
+    "ProposerSpec": "htam.bench.config",
+    "Unit": "htam.bench.config",
+    "MEMORY_MODES": "htam.bench.config",
+    "BenchError": "htam.bench.runner",
+    "BenchOutcome": "htam.bench.runner",
+    "run_bench": "htam.bench.runner",
+    "compute_metrics": "htam.bench.metrics",
+    "UnitRow": "htam.bench.metrics",
+    "ResultsError": "htam.bench.results",
+    "bench_metrics": "htam.bench.results",
+    "load_rows": "htam.bench.results",
+    "write_report": "htam.bench.report",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'htam.bench' has no attribute {name!r}")

@@ -14,7 +14,7 @@ app = typer.Typer(
 )
 
 # Command modules, each registering its commands on ``app``. Add a module here to add commands.
-COMMAND_MODULES: list[str] = ["tasks_cmd", "eval_cmd", "memory_cmd", "optimize_cmd"]
+COMMAND_MODULES: list[str] = ["tasks_cmd", "eval_cmd", "memory_cmd", "optimize_cmd", "bench_cmd"]
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"htam.cli.{_name}").register(app)

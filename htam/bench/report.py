@@ -1,0 +1,170 @@
+"""Bench reports: OUT/metrics.json, OUT/report.md (+ OUT/plots/*.png) and a self-contained
+OUT/report.html (figures inlined as base64 PNG data URIs; no external resource of any kind)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from htam.bench import plots
+from htam.bench.metrics import FAST_PS, UnitRow
+from htam.bench.results import bench_metrics, load_rows
+
+TEMPLATES = Path(__file__).parent / "templates"
+MAX_MEMORY_GRAPHS = 4
+
+
+@dataclass
+class Table:
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+
+
+@dataclass
+class Figure:
+    name: str
+    caption: str
+    png: bytes
+
+
+@dataclass
+class ReportFiles:
+    metrics: Path
+    markdown: Path
+    html: Path
+    figures: list[Path]
+
+
+def pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def times(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3g}x"
+
+
+def method_table(metrics: dict[str, Any]) -> Table:
+    headers = ["method", "units", "failed", "correct", "fast@1",
+               *[f"fast_{p:g}" for p in FAST_PS],
+               "geomean eager (fail=1 / excl)", "geomean compile (fail=1 / excl)",
+               "cost $", "tokens", "wall s", "eval s"]
+    rows = []
+    for method, m in metrics["methods"].items():
+        rows.append([method, str(m["units"]), str(m["failed"]), pct(m["correctness"]),
+                     pct(m["fast_1"]), *[pct(m["fast_p"][str(p)]) for p in FAST_PS],
+                     f"{times(m['geomean_eager_fail1'])} / {times(m['geomean_eager_excl'])}",
+                     f"{times(m['geomean_compile_fail1'])} / {times(m['geomean_compile_excl'])}",
+                     f"{m['cost_usd']:.4f}", str(m["tokens"]), f"{m['wall_s']:.1f}",
+                     f"{m['eval_s']:.1f}"])
+    return Table("Per method", headers, rows)
+
+
+def level_table(metrics: dict[str, Any]) -> Table:
+    headers = ["method", "level", "units", "correct", "fast@1", "fast_2",
+               "geomean eager (fail=1 / excl)"]
+    rows = []
+    for method, levels in metrics["by_level"].items():
+        for level, m in levels.items():
+            rows.append([method, level, str(m["units"]), pct(m["correctness"]), pct(m["fast_1"]),
+                         pct(m["fast_p"]["2.0"]),
+                         f"{times(m['geomean_eager_fail1'])} / {times(m['geomean_eager_excl'])}"])
+    return Table("Per level", headers, rows)
+
+
+def curve_table(metrics: dict[str, Any]) -> Table:
+    length = max((len(m["curve"]) for m in metrics["methods"].values()), default=0)
+    rows = [[method, *[times(v) for v in m["curve"]]] for method, m in metrics["methods"].items()]
+    return Table("Discovery curves (mean best speedup after each step)",
+                 ["method", *[f"step {t + 1}" for t in range(length)]], rows)
+
+
+def unit_table(rows: list[UnitRow]) -> Table:
+    headers = ["unit", "state", "best", "speedup", "vs compile", "cost $", "device", "error"]
+    body = [[r.key, r.state, "correct" if r.correct else "not correct", times(r.speedup),
+             times(r.speedup_vs_compile), f"{r.cost_usd:.4f}", r.device or "-",
+             (r.error or "")[:120]] for r in rows]
+    return Table("Units", headers, body)
+
+
+def memory_banks(out: Path) -> list[Path]:
+    """The shared banks of the bench (frozen-mode private copies are not drawn)."""
+    return sorted((Path(out) / "memory").glob("*.db"))[:MAX_MEMORY_GRAPHS]
+
+
+def make_figures(out: Path, rows: list[UnitRow], metrics: dict[str, Any]) -> list[Figure]:
+    methods = list(metrics["methods"])
+    if not methods:
+        return []
+    figures = [
+        Figure("speedup_distribution", "Best speedup vs eager per unit (correct units; log scale)",
+               plots.speedup_distribution(rows, methods)),
+        Figure("levels", "Correctness, fast@1 and geomean speedup (failures as 1.0) per level",
+               plots.level_bars(metrics["by_level"], methods)),
+        Figure("discovery_curves", "Mean best speedup after each step",
+               plots.discovery_curves(metrics["methods"])),
+    ]
+    for bank in memory_banks(out):
+        figures.append(Figure(f"memory_{bank.stem}", f"Memory graph of {bank.name}",
+                              plots.memory_graph(bank)))
+    return figures
+
+
+def _subtitle(metrics: dict[str, Any]) -> str:
+    ident = metrics.get("bench", {})
+    parts = [f"{k}: {v}" for k, v in ident.items() if v is not None]
+    return (f"{metrics['planned_units']} planned units, {metrics['not_run']} not run. "
+            + "; ".join(parts))
+
+
+def _markdown(title: str, metrics: dict[str, Any], tables: list[Table], figures: list[Figure]) -> str:
+    lines = [f"# {title}", "", _subtitle(metrics), ""]
+    lines += [f"> **Note:** {n}\n" for n in metrics["notes"]]
+    for table in tables:
+        lines += [f"## {table.title}", "", "| " + " | ".join(table.headers) + " |",
+                  "|" + "---|" * len(table.headers)]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in table.rows]
+        lines.append("")
+    lines += ["## Figures", ""]
+    lines += [f"![{f.caption}](plots/{f.name}.png)\n" for f in figures]
+    lines += ["## Definitions", ""]
+    lines += [f"- **{k}**: {v}" for k, v in metrics["definitions"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def _html(title: str, metrics: dict[str, Any], tables: list[Table], figures: list[Figure]) -> str:
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["j2"]))
+    inline = [{"caption": f.caption, "data": base64.b64encode(f.png).decode("ascii")}
+              for f in figures]
+    return env.get_template("report.html.j2").render(
+        title=title, subtitle=_subtitle(metrics), notes=metrics["notes"], tables=tables,
+        figures=inline, definitions=metrics["definitions"])
+
+
+def write_report(out: Path, title: str | None = None) -> ReportFiles:
+    """(Re)compute metrics from the unit summaries in ``out`` and write every report file."""
+    out = Path(out)
+    rows = load_rows(out)
+    metrics = bench_metrics(out)
+    title = title or f"HTAM bench: {out.name}"
+    metrics_path = out / "metrics.json"
+    metrics_path.write_text(json.dumps(metrics, indent=2))
+    figures = make_figures(out, rows, metrics)
+    plot_dir = out / "plots"
+    plot_dir.mkdir(exist_ok=True)
+    paths = []
+    for fig in figures:
+        path = plot_dir / f"{fig.name}.png"
+        path.write_bytes(fig.png)
+        paths.append(path)
+    tables = [method_table(metrics), level_table(metrics), curve_table(metrics), unit_table(rows)]
+    markdown = out / "report.md"
+    markdown.write_text(_markdown(title, metrics, tables, figures))
+    html = out / "report.html"
+    html.write_text(_html(title, metrics, tables, figures))
+    return ReportFiles(metrics_path, markdown, html, paths)

@@ -1,0 +1,193 @@
+"""``htam bench``, ``htam report`` and ``htam compare``: suites x methods x seeds, one worker per
+GPU (or CPU slot), resumable; reports in Markdown and self-contained HTML."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from htam.cli.common import console, default_size, fail, resolve_target
+
+
+def _csv(text: str) -> list[str]:
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def load_tasks(suites: list[str], levels: list[int] | None, pattern: str | None) -> list:
+    from htam.tasks import TaskError, load_suite
+
+    tasks, seen = [], set()
+    for spec in suites:
+        try:
+            loaded = load_suite(spec, levels, pattern)
+        except (TaskError, ValueError, FileNotFoundError) as exc:
+            fail(str(exc))
+        for task in loaded:
+            if task.id not in seen:
+                seen.add(task.id)
+                tasks.append(task)
+    if not tasks:
+        fail(f"no task in {', '.join(suites)} matches the levels and pattern given")
+    return tasks
+
+
+def gpu_devices(gpus: str) -> list[str]:
+    """Worker devices for ``--gpus``: indices into the GPUs this process sees."""
+    visible_env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible_env is not None:
+        visible = _csv(visible_env)
+    else:
+        import torch
+
+        visible = [str(i) for i in range(torch.cuda.device_count())]
+    if not visible:
+        fail("no GPU is visible; use --target cpu")
+    if gpus == "all":
+        chosen = visible
+    else:
+        try:
+            chosen = [visible[int(i)] for i in _csv(gpus)]
+        except (ValueError, IndexError):
+            fail(f"--gpus {gpus!r}: give 'all' or indices among the {len(visible)} visible GPUs")
+    return [f"cuda:{g}" for g in chosen]
+
+
+def _progress(kind: str, record: dict) -> None:
+    if kind == "unit_end":
+        speed = record.get("best_speedup")
+        extra = f" {speed:.2f}x" if speed else ""
+        console.print(f"[{record.get('device') or '-'}] {record['unit']}: {record['status']}"
+                      f" ({record.get('best_status', record.get('error', ''))}{extra})",
+                      highlight=False)
+    elif kind == "unit_lost":
+        console.print(f"[yellow]{record['error']}[/]: {record['unit']} -> {record['status']}")
+    elif kind == "worker_fatal":
+        console.print(f"[red]worker {record['worker']}:[/] {record['error']}")
+
+
+def bench_command(
+    suites: list[str] = typer.Argument(..., help="builtin, a KernelBench checkout, a task directory or file"),
+    methods: str = typer.Option("htam", help="comma list: htam,no-prefix,random,flat,refine,oneshot,..."),
+    steps: int = typer.Option(6, min=1, help="optimization steps T per unit"),
+    seeds: int = typer.Option(1, min=1, help="seeds 0..N-1 per (method, task)"),
+    llm: str | None = typer.Option(None, help="LLM preset (default: the offline proposer)"),
+    base_url: str | None = typer.Option(None, help="any OpenAI-compatible endpoint (with --model)"),
+    model: str | None = typer.Option(None, help="model name for --llm or --base-url"),
+    target: str | None = typer.Option(None, help="cuda or cpu (default: cuda when a GPU is visible)"),
+    language: str | None = typer.Option(None, help="cuda | triton (cuda); cpp | triton (cpu)"),
+    size: str | None = typer.Option(None, help="task size: small (CPU) or large (GPU)"),
+    gpus: str = typer.Option("all", help="all, or indices of visible GPUs: 0,1 (one worker each)"),
+    workers: int = typer.Option(1, min=1, help="worker processes when --target cpu"),
+    tasks: str | None = typer.Option(None, help="fnmatch pattern on task id or name"),
+    levels: str | None = typer.Option(None, help="comma list of levels, e.g. 1,2"),
+    memory: Path | None = typer.Option(None, help="starting bank for accumulate/frozen modes"),
+    memory_mode: str = typer.Option("fresh", help="fresh | accumulate | frozen"),
+    out: Path = typer.Option(Path("runs/bench"), help="bench directory"),
+    resume: bool = typer.Option(False, "--resume", help="continue the bench in --out"),
+) -> None:
+    """Run every (method, seed, task) unit; writes OUT/metrics.json, report.md and report.html."""
+    from htam.bench import BenchConfig, BenchError, ProposerSpec, run_bench, write_report
+
+    target, language = resolve_target(target, language)
+    level_list = [int(x) for x in _csv(levels)] if levels else None
+    the_tasks = load_tasks(suites, level_list, tasks)
+    devices = gpu_devices(gpus) if target == "cuda" else [f"cpu{i}" for i in range(workers)]
+    spec = ProposerSpec(llm=llm, base_url=base_url, model=model)
+    if llm or base_url:
+        _check_llm(llm, base_url, model)
+    try:
+        config = BenchConfig(out=out, methods=_csv(methods), seeds=seeds, steps=steps,
+                             target=target, language=language, size=default_size(target, size),
+                             devices=devices, memory=memory, memory_mode=memory_mode,
+                             proposer=spec)
+    except ValueError as exc:
+        fail(str(exc))
+    console.print(f"{len(the_tasks)} tasks x {len(config.methods)} methods x {seeds} seeds on "
+                  f"{len(devices)} worker(s) ({', '.join(devices)}) · {spec.describe()} · "
+                  f"{target}/{language} · memory {memory_mode}")
+    try:
+        outcome = run_bench(config, the_tasks, resume=resume, on_event=_progress)
+    except BenchError as exc:
+        fail(str(exc))
+    files = write_report(out)
+    console.print(f"{len(outcome.done)} done, {len(outcome.failed)} failed, {len(outcome.retried)} "
+                  f"retried, {len(outcome.skipped)} already finished · {outcome.wall_s:.1f} s")
+    _print_metrics(files.metrics)
+    console.print(f"report: {files.markdown} · {files.html}")
+
+
+def _check_llm(llm: str | None, base_url: str | None, model: str | None) -> None:
+    """Fail before any worker starts when the LLM settings cannot work."""
+    from htam.llm import LLMError, resolve_config
+
+    try:
+        resolve_config(llm, base_url, model)
+    except LLMError as exc:
+        fail(str(exc))
+
+
+def _fmt(value: float | None, kind: str) -> str:
+    if value is None:
+        return "n/a"
+    return {"pct": f"{100 * value:.1f}%", "x": f"{value:.3g}x", "usd": f"${value:.4f}"}[kind]
+
+
+def _print_metrics(path: Path) -> None:
+    import json
+
+    metrics = json.loads(path.read_text())
+    table = Table(title="bench")
+    for name in ("method", "units", "correct", "fast@1", "geomean (fail=1)", "geomean (excl)",
+                 "cost"):
+        table.add_column(name)
+    for method, m in metrics["methods"].items():
+        table.add_row(method, str(m["units"]), _fmt(m["correctness"], "pct"),
+                      _fmt(m["fast_1"], "pct"), _fmt(m["geomean_eager_fail1"], "x"),
+                      _fmt(m["geomean_eager_excl"], "x"), _fmt(m["cost_usd"], "usd"))
+    console.print(table)
+    for note in metrics["notes"]:
+        console.print(f"[yellow]note:[/] {note}")
+
+
+def report_command(run_dir: Path = typer.Argument(..., help="a bench directory (--out of htam bench)")) -> None:
+    """Recompute metrics.json, report.md and report.html from the unit summaries in RUN_DIR."""
+    from htam.bench import ResultsError, write_report
+
+    try:
+        files = write_report(run_dir)
+    except ResultsError as exc:
+        fail(str(exc))
+    _print_metrics(files.metrics)
+    console.print(f"report: {files.markdown} · {files.html}")
+
+
+def compare_command(run_a: Path = typer.Argument(..., help="first bench directory"),
+                    run_b: Path = typer.Argument(..., help="second bench directory")) -> None:
+    """Print two benches side by side, per method: correctness, fast@1, geomean, cost."""
+    from htam.bench import ResultsError, bench_metrics
+
+    try:
+        a, b = bench_metrics(run_a), bench_metrics(run_b)
+    except ResultsError as exc:
+        fail(str(exc))
+    table = Table(title=f"A = {run_a}  vs  B = {run_b}")
+    table.add_column("method")
+    for name in ("correct", "fast@1", "geomean (fail=1)", "cost"):
+        table.add_column(f"{name}\nA / B", justify="right")
+    for method in dict.fromkeys([*a["methods"], *b["methods"]]):
+        ma, mb = a["methods"].get(method, {}), b["methods"].get(method, {})
+        cells = [method]
+        for key, kind in (("correctness", "pct"), ("fast_1", "pct"),
+                          ("geomean_eager_fail1", "x"), ("cost_usd", "usd")):
+            cells.append(f"{_fmt(ma.get(key), kind)} / {_fmt(mb.get(key), kind)}")
+        table.add_row(*cells)
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("bench")(bench_command)
+    app.command("report")(report_command)
+    app.command("compare")(compare_command)
