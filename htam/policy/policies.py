@@ -169,7 +169,9 @@ class DirectionPolicy:
         """Update the memory as this variant learns; False if frozen or already recorded."""
         if not self.updates_memory:
             return False
-        used, weights = self.weights(record.prefix)
+        if record.direction == FLAT_DIRECTION and record.local_id is None:
+            return False  # a no-hierarchy step without a strategy says nothing about directions
+        used, weights = self.weights([d for d in record.prefix if d != FLAT_DIRECTION])
         trimmed = type(record)(**{**record.__dict__, "prefix": used})
         return self.bank.record_step(trimmed, weights=weights, config=self.config)
 

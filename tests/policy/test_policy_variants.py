@@ -88,6 +88,15 @@ def test_no_hierarchy_makes_no_direction_decision(seed_bank):
     assert decision.breakdown["method"] == "no-hierarchy"
 
 
+def test_no_hierarchy_steps_record_under_the_strategy_parent(seed_bank, make_record):
+    policy = make_policy("no-hierarchy", CONFIG, seed_bank)
+    assert not policy.record(make_record(0, ["fusion"], FLAT_DIRECTION, 0.5))  # no strategy
+    assert policy.record(make_record(1, [FLAT_DIRECTION, "fusion"], FLAT_DIRECTION, 0.5,
+                                     local="precision.tensor_core_dot"))  # fmt: skip
+    assert seed_bank.direction("precision").stats.tries == 1 == seed_bank.step_count()
+    assert seed_bank.edge("fusion", "precision").stats.count == 1
+
+
 def test_candidates_put_what_worked_and_what_fits_first(seed_bank, make_record):
     policy = make_policy("htam", CONFIG, seed_bank)
     late = "fusion.multi_output_fusion"
