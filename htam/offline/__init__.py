@@ -1,0 +1,24 @@
+"""The offline proposer: parameterized kernel templates for patterns found in the reference.
+
+Three families are recognized in the reference's torch.fx graph: elementwise chains, row-wise
+reductions and normalizations, and one GEMM with an elementwise epilogue. Each local strategy of
+the memory is a transformation of a template's parameters; code is Triton (GPU, or the Triton
+interpreter on CPU) or C++ with OpenMP (CPU). Tasks outside the families get a plain
+"no applicable strategy: <why>" instead of code.
+"""
+
+from htam.offline.ir import Match
+from htam.offline.match import explain_no_match, match
+from htam.offline.params import STRATEGIES
+from htam.offline.proposer import OfflineProposer, supported_strategies
+from htam.offline.trace import NoMatch
+
+__all__ = [
+    "Match",
+    "NoMatch",
+    "OfflineProposer",
+    "STRATEGIES",
+    "explain_no_match",
+    "match",
+    "supported_strategies",
+]

@@ -1,0 +1,180 @@
+"""Turn canonical nodes into an SSA :class:`Program` of primitives, checking broadcasting.
+
+Composite operations (softmax, layer norm, variance, norms, logsumexp...) are decomposed into
+reductions (``rsum``/``rmax``/...) and elementwise primitives here, so the code generators, the
+online-softmax and the Welford rewrites see one vocabulary however the reference spelled it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from htam.offline.elementwise import lower_elementwise
+from htam.offline.ir import Arg, Op, Operand, Program
+from htam.offline.lower import CNode, ShapeVal
+from htam.offline.rows import RowSpec, lower_row_op
+from htam.offline.trace import NoMatch
+
+ROW_OPS = {
+    "sum",
+    "mean",
+    "amax",
+    "amin",
+    "argmax",
+    "argmin",
+    "logsumexp",
+    "var",
+    "std",
+    "norm",
+    "softmax",
+    "log_softmax",
+    "layer_norm",
+    "rms_norm",
+    "normalize",
+}
+GEMM_OPS = {"linear", "matmul", "addmm"}
+
+
+def classify(shape: tuple[int, ...], full: tuple[int, ...], what: str) -> tuple[str, int, int]:
+    """(pattern, tail, head) of an operand of ``shape`` read at ``full`` resolution."""
+    rank = len(full)
+    if len(shape) > rank:
+        raise NoMatch(f"{what} of shape {list(shape)} is larger than the output {list(full)}")
+    s = (1,) * (rank - len(shape)) + tuple(shape)
+    pad = rank - len(shape)
+    real = [d for d in range(pad, rank) if s[d] == full[d]]
+    if not real or all(s[d] == 1 for d in range(rank)):
+        return "scalar", 0, 0
+    a, b = real[0], real[-1]
+    for d in range(rank):
+        inside = a <= d <= b
+        if (inside and s[d] != full[d]) or (not inside and s[d] != 1):
+            raise NoMatch(
+                f"{what} of shape {list(shape)} broadcasts against {list(full)} "
+                "in a pattern other than one contiguous block of dims"
+            )
+    tail, lead = rank - 1 - b, a > 0
+    if not lead and tail == 0:
+        return "full", 0, 0
+    return ("trail" if tail == 0 else "lead" if not lead else "mid"), tail, a
+
+
+def param_name(path: str) -> str:
+    return "p_" + path.replace(".", "_")
+
+
+class Builder:
+    """Builds one program. ``stop`` maps special nodes (the GEMM) to an argument."""
+
+    def __init__(
+        self,
+        full: tuple[int, ...],
+        rows: RowSpec | None = None,
+        stop: Callable[[CNode], Arg | None] | None = None,
+    ):
+        self.full = full
+        self.rows = rows
+        self.stop = stop or (lambda node: None)
+        self.prog = Program()
+        self.operands: dict[str, Operand] = {}
+        self.memo: dict[int, Arg] = {}
+
+    # -- arguments and kinds -------------------------------------------------------------
+    def kind(self, a: Arg) -> str:
+        if isinstance(a, int):
+            return self.prog.ops[a].kind
+        if isinstance(a, str):
+            op = self.operands.get(a)
+            return "row" if op is not None and op.pattern == "scalar" else "elem"
+        return "const"
+
+    def op(self, name: str, *args: Arg, **attrs) -> int:
+        kinds = {self.kind(a) for a in args}
+        kind = (
+            "row"
+            if self.rows is not None and "elem" not in kinds and ("row" in kinds or name == "rsize")
+            else "elem"
+        )
+        return self.prog.add(Op(name, tuple(args), tuple(sorted(attrs.items())), kind))
+
+    def reduce(self, name: str, a: Arg) -> int:
+        if self.kind(a) == "row":
+            raise NoMatch("a reduction of per-row values (nested reductions) is not supported")
+        return self.prog.add(Op(name, (a,), (), "row"))
+
+    def arg(self, value) -> Arg:
+        if isinstance(value, CNode):
+            key = id(value)
+            if key not in self.memo:
+                self.memo[key] = self._node(value)
+            return self.memo[key]
+        if isinstance(value, bool | int | float):
+            return float(value)
+        if isinstance(value, ShapeVal):
+            raise NoMatch(
+                "a size read from a tensor's shape is used as a number; it would be "
+                "frozen at the traced size"
+            )
+        raise NoMatch(f"unsupported argument {value!r}")
+
+    def build(self, out: CNode) -> Program:
+        self.prog.out = self.arg(out)
+        return self.prog
+
+    # -- nodes ---------------------------------------------------------------------------
+    def _node(self, n: CNode) -> Arg:
+        special = self.stop(n)
+        if special is not None:
+            return special
+        if n.op in ("input", "param"):
+            return self._leaf(n)
+        if not isinstance(n.value, torch.Tensor):
+            raise NoMatch(f"{n.name} ({n.op}) does not produce a tensor")
+        if n.value.dtype not in (torch.float32, torch.int64) or (
+            n.value.dtype == torch.int64 and n.op not in ("argmax", "argmin")
+        ):
+            raise NoMatch(f"{n.name} ({n.op}) produces {n.value.dtype}; only float32 is supported")
+        if n.op in ROW_OPS:
+            if self.rows is None:
+                raise NoMatch(f"reduction {n.op} ({n.name}) outside a row-wise pattern")
+            return lower_row_op(self, n)
+        if n.op in GEMM_OPS:
+            raise NoMatch(f"a second matrix product ({n.name}); one GEMM per task is supported")
+        self._check_row_broadcast(n)
+        return lower_elementwise(self, n)
+
+    def _leaf(self, n: CNode) -> str:
+        if not isinstance(n.value, torch.Tensor):
+            raise NoMatch(f"input {n.name} is not a tensor ({type(n.value).__name__})")
+        if n.value.dtype != torch.float32:
+            raise NoMatch(f"input {n.name} is {n.value.dtype}; only float32 is supported")
+        is_input = n.op == "input"
+        name = n.attrs["name"] if is_input else param_name(n.attrs["path"])
+        source = name if is_input else f"_attr(self, {n.attrs['path']!r})"
+        pattern, tail, head = classify(n.shape, self.full, f"operand {name}")
+        key = name if pattern == "full" else f"{name}_{pattern}{tail}"
+        self.operands.setdefault(key, Operand(key, source, pattern, tail, head))
+        return key
+
+    def _check_row_broadcast(self, n: CNode) -> None:
+        """A per-row value meets a full tensor: it must broadcast along the reduced dims."""
+        if self.rows is None:
+            return
+        args = [a for a in n.args + list(n.attrs.values()) if isinstance(a, CNode)]
+        kinds = {id(a): self.kind(self.arg(a)) for a in args}
+        if "elem" not in kinds.values():
+            return  # per-row values only: the result is per-row too
+        for a in args:
+            if kinds[id(a)] != "row":
+                continue
+            aligned = (1,) * (len(self.rows.shape) - len(a.shape)) + a.shape
+            if len(a.shape) > len(self.rows.shape) or aligned not in (
+                self.rows.keep_shape,
+                tuple(1 for _ in self.rows.shape),
+            ):
+                raise NoMatch(
+                    f"per-row value {a.name} of shape {list(a.shape)} does not "
+                    f"broadcast along the reduced dims of {list(self.rows.shape)}"
+                )

@@ -1,0 +1,147 @@
+"""C++/OpenMP GEMM: dot products over K, register blocking over rows of A, packed B panels.
+
+``mr`` rows of A share each loaded column of B (rows per program); the tiling strategy packs a
+panel of ``nc`` columns of B contiguously, so the K loop streams it from cache for every row.
+"""
+
+from __future__ import annotations
+
+from htam.offline.cpp_common import HEADER, CppProgram, operand_args, operand_params, pointers
+from htam.offline.cpp_ew import ew_code
+from htam.offline.expr import Math
+from htam.offline.ir import GemmIR
+from htam.offline.params import TILES
+from htam.offline.render import cpp_names
+from htam.offline.triton_gemm import GEMM_OUT, gemm_prelude, separate_epilogue
+
+
+def _store(ir: GemmIR, m: Math, fused: bool, target: str) -> list[str]:
+    """Write ``acc[r]`` for output row i0 + r, column j0 + jj (through the epilogue if fused)."""
+    lines = ["const int64_t f = (bt * M + i0 + r) * N + j0 + jj;", "const float acc = acc_r[r];"]
+    if not fused or not ir.has_epilogue:
+        return lines + [f"{target}[f] = acc;"]
+    cp = CppProgram(ir.epilogue, ir.operands, m, acc="acc")
+    ops = list(range(len(ir.epilogue.ops)))
+    lines += cp.loads(cp.used_operands(ops, [ir.epilogue.out]))
+    lines += [cp.stmt(i) for i in ops]
+    return lines + [f"{target}[f] = {cp.ref(ir.epilogue.out)};"]
+
+
+def _kernel(ir: GemmIR, p: dict, m: Math, target: str) -> list[str]:
+    fused = p["epilogue"] == "fused"
+    tiled = p["tile"] > 0
+    nc = TILES[p["tile"]][1] * 2 if tiled else 0
+    simd = ["#pragma omp simd reduction(+:acc_r[:MR])"] if p["vec"] > 1 else []
+    lines = [f"constexpr int64_t MR = {p['mr']};"]
+    if tiled:
+        lines.append("std::vector<float> panel((size_t)K * " + str(nc) + ");")
+    lines += [
+        "for (int64_t bt = 0; bt < batch; ++bt) {",
+        f"  for (int64_t j0 = 0; j0 < N; j0 += {nc if tiled else 'N'}) {{",
+        f"    const int64_t nc = std::min<int64_t>({nc if tiled else 'N'}, N - j0);",
+    ]
+    if tiled:  # pack B[:, j0:j0+nc] column by column: the K loop then reads it contiguously
+        lines += [
+            "    #pragma omp parallel for schedule(static) if(M * nc * K >= PARALLEL_MIN)",
+            "    for (int64_t jj = 0; jj < nc; ++jj)",
+            "      for (int64_t k = 0; k < K; ++k)",
+            "        panel[jj * K + k] = B[bt * sbb + k * sbk + (j0 + jj) * sbn];",
+        ]
+    bcol = "panel.data() + jj * K" if tiled else "B + bt * sbb + (j0 + jj) * sbn"
+    bstep = "1" if tiled else "sbk"
+    store = _store(ir, m, fused, target)
+    lines += [
+        "    #pragma omp parallel for schedule(static) if(M * nc * K >= PARALLEL_MIN)",
+        "    for (int64_t i0 = 0; i0 < M; i0 += MR) {",
+        "      const int64_t mr = std::min<int64_t>(MR, M - i0);",
+        "      const float* arow = A + bt * sab + i0 * sam;",
+        "      for (int64_t jj = 0; jj < nc; ++jj) {",
+        f"        const float* bcol = {bcol};",
+        "        float acc_r[MR];",
+        "        for (int64_t r = 0; r < MR; ++r) acc_r[r] = 0.0f;",
+        *("        " + s for s in simd),
+        "        for (int64_t k = 0; k < K; ++k) {",
+        f"          const float bv = bcol[k * {bstep}];",
+        "          for (int64_t r = 0; r < mr; ++r) acc_r[r] += arow[r * sam + k * sak] * bv;",
+        "        }",
+        "        for (int64_t r = 0; r < mr; ++r) {",
+        *("          " + s for s in store),
+        "        }",
+        "      }",
+        "    }",
+        "  }",
+        "}",
+    ]
+    return lines
+
+
+def gemm_solution(ir: GemmIR, p: dict, m: Math) -> tuple[tuple[str, str], list[str]]:
+    fused = p["epilogue"] == "fused"
+    separate = ir.has_epilogue and not fused
+    operands = ir.operands if ir.has_epilogue else []
+    tensors, sizes = operand_params(operands)
+    params = ", ".join(
+        [
+            "torch::Tensor out",
+            "torch::Tensor ga",
+            "torch::Tensor gb",
+            *tensors,
+            "int64_t batch",
+            "int64_t M",
+            "int64_t N",
+            "int64_t K",
+            "int64_t sab",
+            "int64_t sam",
+            "int64_t sak",
+            "int64_t sbb",
+            "int64_t sbk",
+            "int64_t sbn",
+            *sizes,
+        ]
+    )
+    body = [
+        "const float* __restrict__ A = ga.data_ptr<float>();",
+        "const float* __restrict__ B = gb.data_ptr<float>();",
+        "float* __restrict__ out_p = out.data_ptr<float>();",
+        *pointers(operands),
+    ]
+    if separate:
+        body += [
+            f"torch::Tensor {GEMM_OUT} = torch::empty_like(out);",
+            f"float* __restrict__ {GEMM_OUT}_p = {GEMM_OUT}.data_ptr<float>();",
+        ]
+    body += _kernel(ir, p, m, f"{GEMM_OUT}_p" if separate else "out_p")
+    if separate:
+        prog, ops = separate_epilogue(ir)
+        ew = {
+            "fuse": p["epilogue"] == "kernel",
+            "block": 1024,
+            "vec": p["vec"],
+            "split_tail": p["split_tail"],
+        }
+        body += ["const int64_t n = out.numel();", *ew_code(prog, ops, ew, m, "out_p")]
+    src = HEADER + f"\nvoid HTAM_FN({params}) {{\n" + "\n".join("  " + s for s in body) + "\n}\n"
+    fn, src = cpp_names("gemm", src)
+    lines = [f"t_{op.name} = {op.source}.contiguous()" for op in operands]
+    lines += gemm_prelude(ir)
+    t_args, s_args = operand_args(operands, "out")
+    call = ", ".join(
+        [
+            "out",
+            "ga3",
+            "gb3",
+            *t_args,
+            "batch",
+            "M",
+            "N",
+            "K",
+            "ga_sb",
+            "ga_sr",
+            "ga_sc",
+            "gb_sb",
+            "gb_sr",
+            "gb_sc",
+            *s_args,
+        ]
+    )
+    return (fn, src), lines + [f"_ext.{fn}({call})", "return out"]

@@ -1,0 +1,116 @@
+"""The matched task in a form the code generators read: SSA programs over kernel operands.
+
+A :class:`Program` is a list of primitive operations in SSA form. An argument is an ``int``
+(the index of an earlier op), a ``str`` (the name of a kernel operand, or ``"acc"`` for a GEMM
+accumulator) or a ``float`` (a constant). Every op is evaluated at the resolution of the output
+element (elementwise ops commute with broadcasting), except ops of kind ``"row"`` in the row
+family, which hold one value per reduced row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Arg = int | str | float
+
+REDUCTIONS = ("rsum", "rmax", "rmin", "rargmax", "rargmin")
+ACC = "@acc"  # the GEMM accumulator in an epilogue program (never an operand's name)
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    args: tuple[Arg, ...] = ()
+    attrs: tuple[tuple[str, Any], ...] = ()
+    kind: str = "elem"  # "elem" or "row"
+
+    def attr(self, key: str, default: Any = None) -> Any:
+        return dict(self.attrs).get(key, default)
+
+
+@dataclass
+class Program:
+    ops: list[Op] = field(default_factory=list)
+    out: Arg = 0
+
+    def add(self, op: Op) -> int:
+        self.ops.append(op)
+        return len(self.ops) - 1
+
+    def describe(self) -> str:
+        return " -> ".join(op.name for op in self.ops) or "identity"
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A tensor the kernel reads, indexed from the flat output index of the program.
+
+    The operand's non-broadcast dims form one block of the output dims; ``tail`` counts the
+    output dims after that block, so at run time ``inner = prod(out.shape[rank - tail:])`` and
+    the element read is ``(flat // inner) % numel``. ``pattern`` names the cheaper special cases:
+    ``full`` (same shape), ``scalar`` (one element), ``lead`` (``flat // inner``), ``trail``
+    (``flat % numel``) and ``mid`` (both).
+    """
+
+    name: str
+    source: str  # Python expression in ModelNew.forward that yields the tensor
+    pattern: str
+    tail: int = 0
+    head: int = 0  # first output dim of the block
+
+
+@dataclass
+class EwIR:
+    prog: Program
+    operands: list[Operand]
+    primary: str  # operand with the output's shape: sizes are read from it at run time
+    rank: int
+
+
+@dataclass
+class RowIR:
+    prog: Program
+    operands: list[Operand]
+    primary: str  # operand with the reduced tensor's shape
+    rank: int
+    d0: int  # first reduced dim
+    d1: int  # last reduced dim (the reduced dims are d0..d1, contiguous)
+    out_kind: str  # "elem": same shape as the input; "row": one value per row
+    keepdim: bool
+    out_dtype: str  # "float32" or "int64"
+
+
+@dataclass(frozen=True)
+class GemmSide:
+    source: str  # forward expression of the stored tensor
+    transposed: bool  # the product reads it with its last two dims swapped
+    rank: int
+
+
+@dataclass
+class GemmIR:
+    a: GemmSide
+    b: GemmSide
+    fold_batch: bool  # A's leading dims fold into M (B is one matrix, A not transposed)
+    epilogue: Program  # over ACC; an empty program is the plain product
+    operands: list[Operand]
+    out_rank: int
+
+    @property
+    def has_epilogue(self) -> bool:
+        return bool(self.epilogue.ops)
+
+
+@dataclass
+class Match:
+    family: str  # "elementwise" | "row" | "gemm"
+    summary: str
+    inputs: list[str]  # forward argument names, in order
+    ir: EwIR | RowIR | GemmIR
+    init_source: str  # ModelNew's __init__ method, copied from the reference
+    preamble: str = ""  # imports and module-level helpers that __init__ needs
+    features: dict[str, bool] = field(default_factory=dict)  # e.g. online_softmax, welford
+
+    def describe(self) -> str:
+        return f"{self.family}: {self.summary}"

@@ -1,0 +1,173 @@
+"""Lower a traced fx graph to canonical nodes: one spelling per operation.
+
+``torch.relu(x)``, ``F.relu(x)``, ``x.relu()``, ``x.relu_()`` and ``nn.ReLU()`` all become
+``CNode("relu", [x])``, with default arguments filled in, so the matcher sees operations, not
+spellings. Anything outside the tables raises :class:`NoMatch` naming the operation.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx as fx
+import torch.nn.functional as F
+
+from htam.offline.modules import lower_module
+from htam.offline.specs import FUNCTION_NAMES, OPERATORS, SPECS
+from htam.offline.trace import NoMatch, Traced
+
+
+@dataclass(eq=False)
+class CNode:
+    op: str  # canonical operation, e.g. "relu", "sum", "linear", "input", "param"
+    args: list[Any]  # CNode inputs and float constants
+    attrs: dict[str, Any] = field(default_factory=dict)
+    value: Any = None  # what the reference produced here
+    name: str = ""  # fx node name, for messages
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.value.shape)
+
+
+@dataclass(frozen=True)
+class ShapeVal:
+    """A size read from a tensor's shape: fine as structure (how many dims), but baked into
+    arithmetic it would freeze the traced size, so the builder refuses it there."""
+
+    value: Any
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+
+def _function_key(target: Any) -> str | None:
+    if target in FUNCTION_NAMES:
+        return FUNCTION_NAMES[target]
+    name = getattr(target, "__name__", "")
+    owner = getattr(target, "__module__", "") or ""
+    is_torch = target is getattr(torch, name, None) or target is getattr(F, name, None)
+    if is_torch or owner.startswith("torch"):
+        return name.rstrip("_") if name.rstrip("_") in SPECS else name
+    return None
+
+
+def _bind(node: fx.Node, names: list[str], defaults: dict[str, Any], skip: int = 1) -> dict:
+    """Map positional and keyword arguments (after the input) to parameter names."""
+    bound = dict(defaults)
+    for name, value in zip(names, node.args[skip:], strict=False):
+        bound[name] = value
+    for key, value in node.kwargs.items():
+        bound["dim" if key == "axis" else key] = value
+    if node.target in ("view", "reshape", "permute") and len(node.args) > 2:
+        bound[names[0]] = tuple(node.args[1:])  # x.view(a, b) spelling
+    return bound
+
+
+class Lowerer:
+    def __init__(self, traced: Traced):
+        self.traced = traced
+        self.env: dict[fx.Node, Any] = {}
+
+    def run(self) -> CNode:
+        for node in self.traced.graph.graph.nodes:
+            if node.op == "output":
+                out = self._arg(node.args[0])
+                if not isinstance(out, CNode):
+                    raise NoMatch("the reference does not return a single tensor")
+                return out
+            self.env[node] = self._lower(node)
+        raise NoMatch("the traced graph has no output")
+
+    def _arg(self, a: Any) -> Any:
+        if isinstance(a, fx.Node):
+            return self.env[a]
+        if isinstance(a, (list, tuple)):
+            return type(a)(self._arg(x) for x in a)
+        return a
+
+    def _make(self, node: fx.Node, op: str, args: list, attrs: dict) -> CNode:
+        value = self.traced.values.get(node)
+        return CNode(op, args, attrs, value, node.name)
+
+    def _lower(self, node: fx.Node) -> Any:
+        if node.op == "placeholder":
+            return self._make(node, "input", [], {"name": node.target})
+        if node.op == "get_attr":
+            return self._make(node, "param", [], {"path": node.target})
+        if node.op == "call_module":
+            sub = self.traced.graph.get_submodule(node.target)
+            op, attrs, params = lower_module(sub, node.target)
+            args = [self._arg(node.args[0])]
+            for key, path in params.items():
+                attrs[key] = (
+                    None
+                    if path is None
+                    else CNode("param", [], {"path": path}, self.traced.model.get_parameter(path))
+                )
+            return self._make(node, op, args, attrs)
+        if node.target in (operator.getitem, getattr):
+            return self._select(node)
+        if node.op == "call_method" and node.target in ("size", "dim"):
+            return ShapeVal(self.traced.values.get(node))
+        if node.op == "call_method":
+            key = node.target.rstrip("_") if node.target.rstrip("_") in SPECS else node.target
+        elif node.target in OPERATORS:
+            key = OPERATORS[node.target]
+        else:
+            key = _function_key(node.target)
+        if key not in SPECS:
+            raise NoMatch(f"unsupported operation {_describe(node)}")
+        op, names, defaults = SPECS[key]
+        bound = {k: self._arg(v) for k, v in _bind(node, names, defaults).items()}
+        first = self._arg(node.args[0]) if node.args else bound.pop("input", None)
+        if op in ("max", "min"):
+            op = _max_min(op, bound)
+        return self._make(node, op, [first], bound)
+
+    def _select(self, node: fx.Node) -> Any:
+        base = self._arg(node.args[0])
+        key = node.args[1]
+        if isinstance(base, ShapeVal) or (node.target is getattr and key in ("shape", "ndim")):
+            return ShapeVal(self.traced.values.get(node))
+        if isinstance(base, CNode) and base.op in ("max", "min") and "dim_pair" in base.attrs:
+            pick = {0: 0, 1: 1, "values": 0, "indices": 1}.get(key)
+            if pick is None:
+                raise NoMatch(f"unsupported selection {key!r} of {base.op}(dim=...)")
+            return self._split(node, base, pick)
+        if isinstance(base, CNode) and node.target is getattr and key in ("T", "mT"):
+            return self._make(node, "transpose", [base], {"dim0": -2, "dim1": -1})
+        raise NoMatch(f"unsupported indexing or attribute access {_describe(node)}")
+
+    def _split(self, node: fx.Node, base: CNode, pick: int) -> CNode:
+        op = ("amax", "argmax") if base.op == "max" else ("amin", "argmin")
+        return self._make(node, op[pick], base.args, dict(base.attrs))
+
+
+def _describe(node: fx.Node) -> str:
+    target = (
+        node.target
+        if isinstance(node.target, str)
+        else getattr(node.target, "__name__", repr(node.target))
+    )
+    return f"{node.op} {target!r} ({node.name})"
+
+
+def _max_min(op: str, bound: dict) -> str:
+    """torch.max has three meanings: of everything, along a dim (a pair), or of two tensors."""
+    dim = bound.get("dim")
+    if isinstance(dim, CNode):
+        bound["other"] = bound.pop("dim")
+        return "maximum" if op == "max" else "minimum"
+    if dim is None:
+        bound["dim"] = ()
+        return "amax" if op == "max" else "amin"
+    bound["dim_pair"] = True  # split into values/indices by the getitem or getattr users
+    return op
+
+
+def lower(traced: Traced) -> CNode:
+    return Lowerer(traced).run()

@@ -1,0 +1,147 @@
+"""Decide which template family a task fits, or say plainly why none does."""
+
+from __future__ import annotations
+
+import torch
+
+from htam.offline.build import GEMM_OPS, ROW_OPS, Builder
+from htam.offline.gemm_match import match_gemm
+from htam.offline.initsrc import copy_init
+from htam.offline.ir import EwIR, Match, RowIR
+from htam.offline.lower import CNode, lower
+from htam.offline.passes import row_features
+from htam.offline.rows import row_spec
+from htam.offline.trace import NoMatch, trace_task
+from htam.tasks.task import Task
+
+
+def _reachable(out: CNode) -> list[CNode]:
+    seen: dict[int, CNode] = {}
+    stack = [out]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen[id(n)] = n
+        stack.extend(a for a in n.args if isinstance(a, CNode))
+        stack.extend(a for a in n.attrs.values() if isinstance(a, CNode))
+    return list(seen.values())
+
+
+def _primary(builder: Builder, shape: tuple[int, ...], what: str) -> str:
+    full = [op.name for op in builder.operands.values() if op.pattern == "full"]
+    if not full:
+        raise NoMatch(
+            f"no input or parameter has the {what} shape {list(shape)}; "
+            "sizes could not be read at run time"
+        )
+    return full[0]
+
+
+def _elementwise(out: CNode) -> tuple[EwIR, str]:
+    builder = Builder(out.shape)
+    prog = builder.build(out)
+    if not prog.ops:
+        raise NoMatch("the reference computes nothing (it returns an input)")
+    primary = _primary(builder, out.shape, "output")
+    return EwIR(prog, list(builder.operands.values()), primary, len(out.shape)), prog.describe()
+
+
+def _row(out: CNode, first: CNode) -> tuple[RowIR, str]:
+    spec = row_spec(first)
+    builder = Builder(spec.shape, rows=spec)
+    prog = builder.build(out)
+    primary = _primary(builder, spec.shape, "reduced tensor's")
+    out_kind = builder.kind(prog.out)
+    if out_kind == "elem" and out.shape != spec.shape:
+        raise NoMatch(f"the output {list(out.shape)} is neither the input shape nor per-row")
+    if out_kind == "row" and out.shape not in (spec.keep_shape, spec.squeezed_shape):
+        raise NoMatch(
+            f"the per-row output has shape {list(out.shape)}; expected "
+            f"{list(spec.keep_shape)} or {list(spec.squeezed_shape)}"
+        )
+    if out_kind == "const" or not isinstance(prog.out, int):
+        raise NoMatch("the output is not computed from the reduced rows")
+    dtype = "int64" if out.value.dtype == torch.int64 else "float32"
+    keep = out_kind == "row" and out.shape == spec.keep_shape and len(out.shape) == len(spec.shape)
+    ir = RowIR(
+        prog,
+        list(builder.operands.values()),
+        primary,
+        len(spec.shape),
+        spec.d0,
+        spec.d1,
+        out_kind,
+        keep,
+        dtype,
+    )
+    dims = list(range(spec.d0, spec.d1 + 1))
+    return ir, f"{prog.describe()} over dims {dims} of {list(spec.shape)}"
+
+
+_CACHE: dict[str, Match | NoMatch] = {}
+
+
+def analyze(task: Task) -> Match:
+    """The match for ``task``; raises :class:`NoMatch` with the reason when there is none."""
+    if task.source not in _CACHE:
+        if len(_CACHE) > 128:
+            _CACHE.clear()
+        try:
+            _CACHE[task.source] = _analyze(task.source)
+        except NoMatch as err:
+            _CACHE[task.source] = err
+    result = _CACHE[task.source]
+    if isinstance(result, NoMatch):
+        raise result
+    return result
+
+
+def _analyze(source: str) -> Match:
+    traced = trace_task(Task(id="offline/match", name="match", source=source))
+    out = lower(traced)
+    nodes = _reachable(out)
+    inputs = [n.target for n in traced.graph.graph.nodes if n.op == "placeholder"]
+    gemms = [n for n in nodes if n.op in GEMM_OPS]
+    rows = [n for n in nodes if n.op in ROW_OPS]
+    if len(gemms) > 1:
+        raise NoMatch(f"{len(gemms)} matrix products; the GEMM template covers one")
+    if gemms and rows:
+        raise NoMatch(
+            f"a matrix product combined with the row operation {rows[0].op}; "
+            "GEMM epilogues must be elementwise"
+        )
+    features: dict[str, bool] = {}
+    if gemms:
+        ir = match_gemm(gemms[0], out)
+        family = "gemm"
+        summary = f"{gemms[0].op} + epilogue [{ir.epilogue.describe()}]"
+    elif rows:
+        first = min(rows, key=lambda n: n.name)
+        ir, summary = _row(out, first)
+        family = "row"
+        features = row_features(ir)
+    else:
+        ir, summary = _elementwise(out)
+        family = "elementwise"
+    preamble, init = copy_init(source)
+    return Match(
+        family, summary, inputs, ir, init_source=init, preamble=preamble, features=features
+    )
+
+
+def match(task: Task) -> Match | None:
+    """The family and IR that ``task`` fits, or None (see :func:`explain_no_match`)."""
+    try:
+        return analyze(task)
+    except NoMatch:
+        return None
+
+
+def explain_no_match(task: Task) -> str:
+    """Why no template applies to ``task``; the empty string when one does."""
+    try:
+        analyze(task)
+    except NoMatch as err:
+        return f"no applicable strategy: {err}"
+    return ""

@@ -1,0 +1,75 @@
+"""Canonical form of ``nn.Module`` calls: the operation, its attributes and its parameters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch.nn as nn
+
+from htam.offline.trace import NoMatch
+
+# Modules without attributes, by canonical op.
+_PLAIN: list[tuple[type, str]] = [
+    (nn.ReLU, "relu"),
+    (nn.Sigmoid, "sigmoid"),
+    (nn.Tanh, "tanh"),
+    (nn.SiLU, "silu"),
+    (nn.Mish, "mish"),
+    (nn.Hardsigmoid, "hardsigmoid"),
+    (nn.Hardswish, "hardswish"),
+    (nn.Softsign, "softsign"),
+    (nn.LogSigmoid, "logsigmoid"),
+    (nn.SELU, "selu"),
+    (nn.Identity, "identity"),
+]
+
+Lowered = tuple[str, dict[str, Any], dict[str, str | None]]
+
+
+def lower_module(module: nn.Module, path: str) -> Lowered:
+    """(op, attrs, parameter paths by role) for one module call; NoMatch when unsupported."""
+    for cls, op in _PLAIN:
+        if type(module) is cls:
+            return op, {}, {}
+    lowered = _with_attributes(module, path)
+    if lowered is None:
+        raise NoMatch(f"unsupported module {type(module).__name__} ({path})")
+    return lowered
+
+
+def _param(module: nn.Module, path: str, name: str) -> str | None:
+    return f"{path}.{name}" if getattr(module, name, None) is not None else None
+
+
+def _with_attributes(m: nn.Module, path: str) -> Lowered | None:
+    if isinstance(m, nn.GELU):
+        return "gelu", {"approximate": m.approximate}, {}
+    if isinstance(m, nn.LeakyReLU):
+        return "leaky_relu", {"negative_slope": m.negative_slope}, {}
+    if isinstance(m, (nn.ELU, nn.CELU)):
+        return "elu", {"alpha": m.alpha}, {}
+    if isinstance(m, nn.Hardtanh):  # includes ReLU6
+        return "hardtanh", {"min_val": m.min_val, "max_val": m.max_val}, {}
+    if isinstance(m, nn.Softplus):
+        return "softplus", {"beta": m.beta, "threshold": m.threshold}, {}
+    if isinstance(m, (nn.Softmax, nn.LogSoftmax)):
+        if m.dim is None:
+            raise NoMatch(
+                f"{type(m).__name__}() without dim ({path}): the implicit dim is deprecated"
+            )
+        return ("softmax" if isinstance(m, nn.Softmax) else "log_softmax"), {"dim": m.dim}, {}
+    if isinstance(m, nn.Dropout):
+        return "dropout", {"p": m.p, "training": m.training}, {}
+    if isinstance(m, nn.LayerNorm):
+        attrs = {"normalized_shape": tuple(m.normalized_shape), "eps": m.eps}
+        return (
+            "layer_norm",
+            attrs,
+            {"weight": _param(m, path, "weight"), "bias": _param(m, path, "bias")},
+        )
+    if isinstance(m, nn.RMSNorm):
+        attrs = {"normalized_shape": tuple(m.normalized_shape), "eps": m.eps}
+        return "rms_norm", attrs, {"weight": _param(m, path, "weight")}
+    if isinstance(m, nn.Linear):
+        return "linear", {}, {"weight": f"{path}.weight", "bias": _param(m, path, "bias")}
+    return None

@@ -1,0 +1,130 @@
+"""The offline proposer: local strategies realized as transformations of template parameters."""
+
+from __future__ import annotations
+
+import random
+
+from htam.offline.generate import generate
+from htam.offline.ir import Match
+from htam.offline.match import analyze
+from htam.offline.params import (
+    STRATEGIES,
+    StrategyError,
+    applicable,
+    apply_strategy,
+    baseline,
+    parse_header,
+)
+from htam.offline.trace import NoMatch
+from htam.proposer import Choice, Proposal, ProposalRequest, Strategy
+from htam.tasks.task import Task
+
+LANGUAGES = {"cpu": "cpp", "cuda": "triton"}
+NO_STRATEGY = "no applicable strategy"
+
+
+def supported_strategies(task: Task, language: str | None = None) -> list[str]:
+    """Strategy ids with a template for ``task`` (in ``language``; both when None)."""
+    try:
+        m = analyze(task)
+    except NoMatch:
+        return []
+    langs = [language] if language else ["triton", "cpp"]
+    ids = {s for lang in langs for s in applicable(m, lang)}
+    return [s for s in STRATEGIES if s in ids]
+
+
+class OfflineProposer:
+    """Same interface as the LLM proposer; writes code from templates, never calls a model."""
+
+    name = "offline"
+
+    def __init__(self, target: str = "cpu", language: str | None = None):
+        if target not in LANGUAGES:
+            raise ValueError(f"target must be one of {sorted(LANGUAGES)}, not {target!r}")
+        language = language or LANGUAGES[target]
+        if language not in ("triton", "cpp"):
+            raise ValueError(f"the offline templates write triton or cpp, not {language!r}")
+        if language == "cpp" and target == "cuda":
+            raise ValueError("the C++ templates are CPU code; use language='triton' for cuda")
+        self.target = target
+        self.language = language
+
+    # -- state carried by the code itself -------------------------------------------------
+    def _language(self, request: ProposalRequest) -> str:
+        lang = request.language or self.language
+        if lang not in ("triton", "cpp"):
+            raise StrategyError(f"the offline templates write triton or cpp, not {lang!r}")
+        return lang
+
+    def _state(self, request: ProposalRequest, m: Match, lang: str) -> tuple[dict, list[str]]:
+        """Parameters and applied strategies of the base code, or the baseline's."""
+        base = baseline(m)
+        head = parse_header(request.base_code)
+        if not head or head.get("family") != m.family or head.get("language") != lang:
+            return base, []
+        params = {k: head["params"].get(k, v) for k, v in base.items()}
+        return params, [s for s in head.get("applied", []) if isinstance(s, str)]
+
+    # -- Proposer protocol ----------------------------------------------------------------
+    def choose_strategy(self, request: ProposalRequest, candidates: list[Strategy]) -> Choice:
+        try:
+            m = analyze(request.task)
+            lang = self._language(request)
+        except (NoMatch, StrategyError) as err:
+            return Choice(None, rationale=f"{NO_STRATEGY}: {err}")
+        params, applied = self._state(request, m, lang)
+        usable = [c for c in candidates if self._changes(c.id, params, m, lang)]
+        if not usable:
+            ids = ", ".join(c.id for c in candidates) or "none"
+            return Choice(
+                None,
+                rationale=f"{NO_STRATEGY}: no candidate ({ids}) has a template "
+                f"for {m.describe()} in {lang} that changes the current code",
+            )
+        fresh = [c for c in usable if c.id not in applied]
+        pool = fresh or usable
+        rng = random.Random(f"{request.seed}:{request.step}:{request.task.id}")
+        pick = pool[rng.randrange(len(pool))]
+        why = "not applied yet" if fresh else "every usable candidate was applied before"
+        return Choice(
+            pick,
+            rationale=f"{pick.id} has a template for {m.describe()} ({why}; "
+            f"{len(usable)} of {len(candidates)} candidates usable)",
+        )
+
+    def propose(self, request: ProposalRequest) -> Proposal:
+        try:
+            m = analyze(request.task)
+            lang = self._language(request)
+        except (NoMatch, StrategyError) as err:
+            return Proposal(code=None, error=f"{NO_STRATEGY}: {err}")
+        params, applied = self._state(request, m, lang)
+        strategy = request.strategy
+        if strategy is None and request.base_code is not None:
+            pool = [Strategy(s, s.split(".")[0], s) for s in applicable(m, lang)]
+            strategy = self.choose_strategy(request, pool).strategy
+            if strategy is None:
+                return Proposal(
+                    code=None,
+                    error=f"{NO_STRATEGY}: every template strategy for "
+                    f"{m.describe()} is already applied",
+                )
+        if strategy is not None:
+            try:
+                params = apply_strategy(strategy.id, params, m, lang)
+            except StrategyError as err:
+                return Proposal(code=None, error=f"{NO_STRATEGY}: {err}")
+            applied = [*applied, strategy.id]
+        code = generate(m, lang, params, applied)
+        step = strategy.id if strategy else "baseline"
+        return Proposal(
+            code=code, prompt=f"offline template: {m.describe()}; {step}", response=code
+        )
+
+    def _changes(self, sid: str, params: dict, m: Match, lang: str) -> bool:
+        try:
+            apply_strategy(sid, params, m, lang)
+        except StrategyError:
+            return False
+        return True

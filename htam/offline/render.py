@@ -1,0 +1,99 @@
+"""Assemble a complete, self-contained KernelBench solution file (``ModelNew``)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from htam.offline.ir import Match
+from htam.offline.params import header
+
+CPP_FLAGS = ["-O3", "-fopenmp", "-march=native"]
+
+_HELPERS = '''
+def _attr(obj, path):
+    """A parameter or buffer of the module by its dotted path."""
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _inner(shape, tail):
+    """Number of elements spanned by the last ``tail`` dims of ``shape``."""
+    return math.prod(shape[len(shape) - tail:]) if tail else 1
+'''
+
+_TRITON_IMPORTS = """import math
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+"""
+
+_CPP_IMPORTS = """import math
+import os
+
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+"""
+
+
+def cpp_names(family: str, body: str) -> tuple[str, str]:
+    """(function name, full C++ source): the name is a hash of the body, so identical code
+    reuses one compiled extension, and distinct code never collides (even when combined)."""
+    digest = hashlib.sha1(body.encode()).hexdigest()[:12]
+    fn = f"htam_{family}_{digest}"
+    return fn, body.replace("HTAM_FN", fn)
+
+
+def _cpp_loader(fn: str, src: str) -> str:
+    flags = ", ".join(repr(f) for f in CPP_FLAGS)
+    return f'''
+CPP_SRC = r"""
+{src.strip()}
+"""
+
+# A precompiled torch header halves rebuilds; torch keeps it next to its headers.
+_PCH = os.access(os.path.join(os.path.dirname(torch.__file__), "include", "torch"), os.W_OK)
+_ext = load_inline(
+    name="{fn}",
+    cpp_sources=CPP_SRC,
+    functions=["{fn}"],
+    extra_cflags=[{flags}],
+    extra_ldflags=["-fopenmp"],
+    use_pch=_PCH,
+)
+'''
+
+
+def render(
+    match: Match,
+    language: str,
+    params: dict,
+    applied: list[str],
+    kernels: list[str],
+    forward: list[str],
+    cpp: tuple[str, str] | None = None,
+) -> str:
+    """The solution file. ``cpp`` is (function name, source) for the C++ path."""
+    head = header(match.family, language, params, applied)
+    doc = (
+        f'"""HTAM offline proposer ({language}): {match.family} template.\n\n'
+        f"Pattern: {match.summary}.\n"
+        f"Strategies applied: {', '.join(applied) or 'none (baseline)'}.\n"
+        '"""'
+    )
+    parts = [head, doc, "", _CPP_IMPORTS if cpp else _TRITON_IMPORTS]
+    if match.preamble:
+        parts.append(match.preamble + "\n")
+    parts.append(_HELPERS)
+    if cpp:
+        parts.append(_cpp_loader(*cpp))
+    parts += ["\n" + k + "\n" for k in kernels]
+    parts.append("\nclass ModelNew(nn.Module):")
+    parts.append(match.init_source or "    pass")
+    signature = ", ".join(["self", *match.inputs])
+    parts.append(f"\n    def forward({signature}):")
+    parts += ["        " + line if line else "" for line in forward]
+    return "\n".join(parts) + "\n"

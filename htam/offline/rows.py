@@ -1,0 +1,162 @@
+"""Row-wise operations (reductions and normalizations) decomposed into reductions + primitives.
+
+A "row" is the set of elements that one output of a reduction combines: with the input viewed
+as ``(outer, R, inner)`` for the reduced dims ``d0..d1``, row ``(o, i)`` holds the ``R`` elements
+``x[o, :, i]``. ``rsize`` is ``R`` as a float (a per-row constant known only at run time).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+
+from htam.offline.ir import Arg
+from htam.offline.lower import CNode
+from htam.offline.trace import NoMatch
+
+if TYPE_CHECKING:
+    from htam.offline.build import Builder
+
+
+@dataclass
+class RowSpec:
+    shape: tuple[int, ...]  # the reduced tensor's shape
+    d0: int
+    d1: int
+
+    @property
+    def keep_shape(self) -> tuple[int, ...]:
+        return tuple(1 if self.d0 <= d <= self.d1 else n for d, n in enumerate(self.shape))
+
+    @property
+    def squeezed_shape(self) -> tuple[int, ...]:
+        return tuple(n for d, n in enumerate(self.shape) if not self.d0 <= d <= self.d1)
+
+
+def norm_dims(dim, rank: int) -> tuple[int, ...]:
+    """Reduced dims as sorted non-negative ints; None or () means all dims."""
+    if dim is None or dim == () or dim == []:
+        return tuple(range(rank))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    return tuple(sorted({d % rank for d in dims})) if rank else ()
+
+
+def reduced_dims(node: CNode) -> tuple[int, ...]:
+    """The dims a row operation reduces over, from its canonical attributes."""
+    rank = len(node.args[0].shape)
+    if node.op in ("layer_norm", "rms_norm"):
+        k = len(tuple(node.attrs["normalized_shape"]))
+        return tuple(range(rank - k, rank))
+    if node.op in ("softmax", "log_softmax", "logsumexp") and node.attrs.get("dim") is None:
+        raise NoMatch(f"{node.op} without dim ({node.name})")
+    return norm_dims(node.attrs.get("dim"), rank)
+
+
+def row_spec(node: CNode) -> RowSpec:
+    dims = reduced_dims(node)
+    if not dims or list(dims) != list(range(dims[0], dims[-1] + 1)):
+        raise NoMatch(f"{node.op} ({node.name}) reduces non-adjacent dims {list(dims)}")
+    return RowSpec(tuple(node.args[0].shape), dims[0], dims[-1])
+
+
+def _mean(b: Builder, x: Arg) -> int:
+    return b.op("div", b.reduce("rsum", x), b.op("rsize"))
+
+
+def _var(b: Builder, x: Arg, unbiased: bool) -> tuple[int, int]:
+    """(x - mean, variance). The two-pass form; the Welford strategy makes it one pass."""
+    d = b.op("sub", x, _mean(b, x))
+    count = b.op("sub", b.op("rsize"), 1.0) if unbiased else b.op("rsize")
+    return d, b.op("div", b.reduce("rsum", b.op("square", d)), count)
+
+
+def _norm(b: Builder, x: Arg, p, name: str) -> int:
+    if p in (2, 2.0, "fro", None):
+        return b.op("sqrt", b.reduce("rsum", b.op("square", x)))
+    if p in (1, 1.0):
+        return b.reduce("rsum", b.op("abs", x))
+    if p == float("inf"):
+        return b.reduce("rmax", b.op("abs", x))
+    raise NoMatch(f"norm with p={p!r} ({name})")
+
+
+def _softmax(b: Builder, x: Arg, log: bool) -> int:
+    m = b.reduce("rmax", x)
+    d = b.op("sub", x, m)
+    e = b.op("exp", d)
+    s = b.reduce("rsum", e)
+    if log:
+        return b.op("sub", d, b.op("log", s))
+    return b.op("mul", e, b.op("reciprocal", s))
+
+
+def _layer_norm(b: Builder, n: CNode, x: Arg) -> int:
+    d, var = _var(b, x, unbiased=False)
+    y = b.op("mul", d, b.op("rsqrt", b.op("add", var, float(n.attrs["eps"]))))
+    if isinstance(n.attrs.get("weight"), CNode):
+        y = b.op("mul", y, b.arg(n.attrs["weight"]))
+    if isinstance(n.attrs.get("bias"), CNode):
+        y = b.op("add", y, b.arg(n.attrs["bias"]))
+    return y
+
+
+def _rms_norm(b: Builder, n: CNode, x: Arg) -> int:
+    eps = n.attrs.get("eps")
+    eps = float(torch.finfo(torch.float32).eps) if eps is None else float(eps)
+    ms = _mean(b, b.op("square", x))
+    y = b.op("mul", x, b.op("rsqrt", b.op("add", ms, eps)))
+    if isinstance(n.attrs.get("weight"), CNode):
+        y = b.op("mul", y, b.arg(n.attrs["weight"]))
+    return y
+
+
+def _unbiased(attrs: dict) -> bool:
+    if "correction" in attrs:
+        return bool(attrs["correction"])
+    return bool(attrs.get("unbiased", True))
+
+
+def lower_row_op(b: Builder, n: CNode) -> Arg:
+    if b.rows is None:
+        raise NoMatch(f"reduction {n.op} ({n.name}) outside a row-wise pattern")
+    spec = row_spec(n)
+    if (spec.shape, spec.d0, spec.d1) != (b.rows.shape, b.rows.d0, b.rows.d1):
+        raise NoMatch(
+            f"{n.op} ({n.name}) reduces a different block of dims or shape than the "
+            "first reduction; one row structure per task is supported"
+        )
+    if n.attrs.get("dtype") is not None:
+        raise NoMatch(f"{n.op} with dtype= ({n.name})")
+    x = b.arg(n.args[0])
+    op = n.op
+    simple = {
+        "sum": "rsum",
+        "amax": "rmax",
+        "amin": "rmin",
+        "argmax": "rargmax",
+        "argmin": "rargmin",
+    }
+    if op in simple:
+        return b.reduce(simple[op], x)
+    if op == "mean":
+        return _mean(b, x)
+    if op in ("var", "std"):
+        var = _var(b, x, _unbiased(n.attrs))[1]
+        return var if op == "var" else b.op("sqrt", var)
+    if op == "norm":
+        return _norm(b, x, n.attrs.get("p", n.attrs.get("ord")), n.name)
+    if op == "logsumexp":
+        m = b.reduce("rmax", x)
+        return b.op("add", m, b.op("log", b.reduce("rsum", b.op("exp", b.op("sub", x, m)))))
+    if op in ("softmax", "log_softmax"):
+        return _softmax(b, x, op == "log_softmax")
+    if op == "layer_norm":
+        return _layer_norm(b, n, x)
+    if op == "rms_norm":
+        return _rms_norm(b, n, x)
+    if op == "normalize":
+        norm = _norm(b, x, n.attrs.get("p", 2.0), n.name)
+        return b.op("div", x, b.op("maximum", norm, float(n.attrs.get("eps", 1e-12))))
+    raise NoMatch(f"unsupported row operation {op} ({n.name})")

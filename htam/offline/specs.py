@@ -1,0 +1,145 @@
+"""Argument tables of the operations the lowering knows, by function or method name."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+# (canonical op, parameter names after the input, defaults). Functions and method names share it.
+_UNARY = [
+    "relu",
+    "sigmoid",
+    "tanh",
+    "exp",
+    "log",
+    "abs",
+    "neg",
+    "sqrt",
+    "rsqrt",
+    "square",
+    "reciprocal",
+    "silu",
+    "mish",
+    "hardsigmoid",
+    "hardswish",
+    "softsign",
+    "logsigmoid",
+    "selu",
+    "sin",
+    "cos",
+    "erf",
+    "log1p",
+    "expm1",
+    "exp2",
+]
+SPECS: dict[str, tuple[str, list[str], dict[str, Any]]] = {n: (n, [], {}) for n in _UNARY}
+SPECS.update(
+    {
+        "relu6": ("hardtanh", [], {"min_val": 0.0, "max_val": 6.0}),
+        "log_sigmoid": ("logsigmoid", [], {}),
+        "gelu": ("gelu", ["approximate"], {"approximate": "none"}),
+        "leaky_relu": ("leaky_relu", ["negative_slope"], {"negative_slope": 0.01}),
+        "elu": ("elu", ["alpha"], {"alpha": 1.0}),
+        "celu": ("elu", ["alpha"], {"alpha": 1.0}),  # celu(x, a) == elu(x, a) for a > 0 only
+        "hardtanh": ("hardtanh", ["min_val", "max_val"], {"min_val": -1.0, "max_val": 1.0}),
+        "clamp": ("clamp", ["min", "max"], {"min": None, "max": None}),
+        "clip": ("clamp", ["min", "max"], {"min": None, "max": None}),
+        "clamp_min": ("clamp", ["min"], {"max": None}),
+        "clamp_max": ("clamp", ["max"], {"min": None}),
+        "softplus": ("softplus", ["beta", "threshold"], {"beta": 1.0, "threshold": 20.0}),
+        "add": ("add", ["other", "alpha"], {"alpha": 1}),
+        "sub": ("sub", ["other", "alpha"], {"alpha": 1}),
+        "subtract": ("sub", ["other", "alpha"], {"alpha": 1}),
+        "rsub": ("rsub", ["other", "alpha"], {"alpha": 1}),
+        "mul": ("mul", ["other"], {}),
+        "multiply": ("mul", ["other"], {}),
+        "div": ("div", ["other", "rounding_mode"], {"rounding_mode": None}),
+        "divide": ("div", ["other", "rounding_mode"], {"rounding_mode": None}),
+        "true_divide": ("div", ["other"], {}),
+        "maximum": ("maximum", ["other"], {}),
+        "minimum": ("minimum", ["other"], {}),
+        "pow": ("pow", ["exponent"], {}),
+        "sum": ("sum", ["dim", "keepdim", "dtype"], {"dim": None, "keepdim": False, "dtype": None}),
+        "mean": (
+            "mean",
+            ["dim", "keepdim", "dtype"],
+            {"dim": None, "keepdim": False, "dtype": None},
+        ),
+        "amax": ("amax", ["dim", "keepdim"], {"dim": (), "keepdim": False}),
+        "amin": ("amin", ["dim", "keepdim"], {"dim": (), "keepdim": False}),
+        "max": ("max", ["dim", "keepdim"], {"dim": None, "keepdim": False}),
+        "min": ("min", ["dim", "keepdim"], {"dim": None, "keepdim": False}),
+        "argmax": ("argmax", ["dim", "keepdim"], {"dim": None, "keepdim": False}),
+        "argmin": ("argmin", ["dim", "keepdim"], {"dim": None, "keepdim": False}),
+        "logsumexp": ("logsumexp", ["dim", "keepdim"], {"keepdim": False}),
+        "var": (
+            "var",
+            ["dim", "unbiased", "keepdim"],
+            {"dim": None, "unbiased": True, "keepdim": False},
+        ),
+        "std": (
+            "std",
+            ["dim", "unbiased", "keepdim"],
+            {"dim": None, "unbiased": True, "keepdim": False},
+        ),
+        "norm": ("norm", ["p", "dim", "keepdim"], {"p": "fro", "dim": None, "keepdim": False}),
+        "vector_norm": (
+            "norm",
+            ["ord", "dim", "keepdim"],
+            {"ord": 2, "dim": None, "keepdim": False},
+        ),
+        "softmax": ("softmax", ["dim", "_stacklevel", "dtype"], {"dim": None}),
+        "log_softmax": ("log_softmax", ["dim", "_stacklevel", "dtype"], {"dim": None}),
+        "layer_norm": (
+            "layer_norm",
+            ["normalized_shape", "weight", "bias", "eps"],
+            {"weight": None, "bias": None, "eps": 1e-5},
+        ),
+        "rms_norm": (
+            "rms_norm",
+            ["normalized_shape", "weight", "eps"],
+            {"weight": None, "eps": None},
+        ),
+        "normalize": ("normalize", ["p", "dim", "eps"], {"p": 2.0, "dim": 1, "eps": 1e-12}),
+        "linear": ("linear", ["weight", "bias"], {"bias": None}),
+        "matmul": ("matmul", ["other"], {}),
+        "mm": ("matmul", ["other"], {}),
+        "bmm": ("matmul", ["other"], {}),
+        "addmm": ("addmm", ["mat1", "mat2", "beta", "alpha"], {"beta": 1, "alpha": 1}),
+        "dropout": ("dropout", ["p", "training", "inplace"], {"p": 0.5, "training": True}),
+        "contiguous": ("identity", [], {}),
+        "clone": ("identity", [], {}),
+        "t": ("transpose", [], {"dim0": -2, "dim1": -1}),
+        "transpose": ("transpose", ["dim0", "dim1"], {}),
+        "swapaxes": ("transpose", ["dim0", "dim1"], {}),
+        "permute": ("permute", ["dims"], {}),
+        "view": ("reshape", ["shape"], {}),
+        "reshape": ("reshape", ["shape"], {}),
+        "unsqueeze": ("reshape", ["dim"], {}),
+        "squeeze": ("reshape", ["dim"], {"dim": None}),
+        "flatten": ("reshape", ["start_dim", "end_dim"], {"start_dim": 0, "end_dim": -1}),
+    }
+)
+OPERATORS = {
+    operator.add: "add",
+    operator.sub: "sub",
+    operator.mul: "mul",
+    operator.truediv: "div",
+    operator.pow: "pow",
+    operator.neg: "neg",
+    operator.matmul: "matmul",
+    operator.iadd: "add",
+    operator.isub: "sub",
+    operator.imul: "mul",
+    operator.itruediv: "div",
+}
+FUNCTION_NAMES = {
+    torch.linalg.vector_norm: "vector_norm",
+    F.relu6: "relu6",
+    F.celu: "celu",
+    torch.clamp_min: "clamp_min",
+    torch.clamp_max: "clamp_max",
+}

@@ -1,0 +1,66 @@
+"""Trace a task's reference ``Model`` at the small size and record every node's value.
+
+The recorded values (shapes, dtypes, tuple outputs) let the matcher check broadcasting and
+reductions against what PyTorch actually computed instead of re-deriving PyTorch's rules.
+"""
+
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+from htam.tasks.module import load_task_module
+from htam.tasks.task import Task
+
+
+class NoMatch(Exception):
+    """The task does not fit any template; the message says why, for the user."""
+
+
+@dataclass
+class Traced:
+    module: types.ModuleType  # the executed task source (small size)
+    model: torch.nn.Module
+    graph: fx.GraphModule
+    values: dict[fx.Node, Any]  # what each node produced on the example inputs
+    inputs: list[Any]
+
+
+class _Recorder(fx.Interpreter):
+    def __init__(self, gm: fx.GraphModule):
+        super().__init__(gm)
+        self.values: dict[fx.Node, Any] = {}
+
+    def run_node(self, n: fx.Node) -> Any:
+        out = super().run_node(n)
+        self.values[n] = out
+        return out
+
+
+def trace_task(task: Task) -> Traced:
+    """Build the reference at the small size (seed 0, caller's RNG untouched) and trace it."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        try:
+            module = load_task_module(task.source, "small", name="htam_offline_ref")
+            model = module.Model(*module.get_init_inputs())
+            inputs = list(module.get_inputs())
+        except Exception as err:  # foreign code: any failure is a non-match
+            raise NoMatch(f"the reference cannot be built: {type(err).__name__}: {err}") from err
+        try:
+            gm = fx.symbolic_trace(model)
+        except Exception as err:  # fx raises many types for untraceable code
+            raise NoMatch(
+                f"torch.fx cannot trace the reference: {type(err).__name__}: {err}"
+            ) from err
+        recorder = _Recorder(gm)
+        with torch.no_grad():
+            try:
+                recorder.run(*inputs)
+            except Exception as err:
+                raise NoMatch(f"the traced reference fails to run: {err}") from err
+    return Traced(module, model, gm, recorder.values, inputs)

@@ -1,0 +1,199 @@
+"""Triton GEMM (tl.dot on tensor cores) with the epilogue fused or run as separate kernels."""
+
+from __future__ import annotations
+
+from htam.offline.expr import Math
+from htam.offline.ir import ACC, GemmIR, Op, Operand, Program
+from htam.offline.params import TILES
+from htam.offline.triton_common import TileProgram, operand_args, operand_index, operand_params
+from htam.offline.triton_ew import ew_section
+
+GEMM_OUT = "gemm_out"  # the product, as an operand of a separate epilogue
+
+
+def _mapping(p: dict) -> list[str]:
+    if p["group_m"] > 1:  # grouped order: programs that run together share rows of A (L2 reuse)
+        return [
+            "group = GROUP_M * num_n",
+            "first = (pid // group) * GROUP_M",
+            "gsize = tl.minimum(num_m - first, GROUP_M)",
+            "pm = first + (pid % group) % gsize",
+            "pn = (pid % group) // gsize",
+        ]
+    return ["pm = pid // num_n", "pn = pid % num_n"]
+
+
+def _mainloop(p: dict) -> list[str]:
+    prec = '"tf32"' if p["tf32"] else '"ieee"'
+    lines = ["rk = tl.arange(0, BK)"]
+    if p["split_tail"]:  # wrapped indices keep every load in bounds: only K needs a mask
+        lines += ["am = rm % M", "bn = rn % N"]
+    else:
+        lines += ["am = rm", "bn = rn"]
+    if p["vec"] > 1:
+        lines += [
+            "am = tl.max_contiguous(tl.multiple_of(am, BM), BM)",
+            "bn = tl.max_contiguous(tl.multiple_of(bn, BN), BN)",
+        ]
+    lines += [
+        "a_ptrs = a_ptr + bid * s_ab + am[:, None] * s_am + rk[None, :] * s_ak",
+        "b_ptrs = b_ptr + bid * s_bb + rk[:, None] * s_bk + bn[None, :] * s_bn",
+        "acc = tl.zeros((BM, BN), dtype=tl.float32)",
+        "for k0 in range(0, K, BK):",
+    ]
+    if p["split_tail"]:
+        body = [
+            "if EVEN_K:",
+            "    a = tl.load(a_ptrs)",
+            "    b = tl.load(b_ptrs)",
+            "else:",
+            "    a = tl.load(a_ptrs, mask=(k0 + rk)[None, :] < K, other=0.0)",
+            "    b = tl.load(b_ptrs, mask=(k0 + rk)[:, None] < K, other=0.0)",
+        ]
+    else:
+        body = [
+            "a = tl.load(a_ptrs, mask=(rm[:, None] < M) & ((k0 + rk)[None, :] < K), other=0.0)",
+            "b = tl.load(b_ptrs, mask=((k0 + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)",
+        ]
+    body += [
+        f"acc = tl.dot(a, b, acc, input_precision={prec})",
+        "a_ptrs += BK * s_ak",
+        "b_ptrs += BK * s_bk",
+    ]
+    return lines + ["    " + s for s in body]
+
+
+def _epilogue(ir: GemmIR, m: Math, fused: bool, rank: int) -> list[str]:
+    lines = [
+        "flat = bid * M * N + rm[:, None] * N + rn[None, :]",
+        "cmask = (rm[:, None] < M) & (rn[None, :] < N)",
+    ]
+    if not fused:
+        return lines + ["tl.store(c_ptr + flat, acc, mask=cmask)"]
+    tp = TileProgram(ir.epilogue, ir.operands, m)
+    ops = list(range(len(ir.epilogue.ops)))
+    lines += tp.scalar_loads()
+    for op in tp.used_operands(ops, [ir.epilogue.out]):
+        if op.pattern == "scalar":
+            continue
+        if op.pattern == "trail" and op.head == rank - 1:  # along N only: a bias vector
+            lines.append(
+                f"in_{op.name} = tl.load({op.name}_ptr + rn, mask=rn < N, other=0.0)[None, :]"
+            )
+        else:
+            idx = operand_index(op, "flat")
+            lines.append(f"in_{op.name} = tl.load({op.name}_ptr + {idx}, mask=cmask, other=0.0)")
+    lines += [tp.stmt(i) for i in ops]
+    return lines + [f"tl.store(c_ptr + flat, {tp.ref(ir.epilogue.out, True)}, mask=cmask)"]
+
+
+def gemm_kernel(ir: GemmIR, p: dict, m: Math) -> str:
+    fused = p["epilogue"] == "fused"
+    extra = operand_params(ir.operands) if fused else []
+    params = [
+        "a_ptr",
+        "b_ptr",
+        "c_ptr",
+        *extra,
+        "M",
+        "N",
+        "K",
+        "s_ab",
+        "s_am",
+        "s_ak",
+        "s_bb",
+        "s_bk",
+        "s_bn",
+        "BM: tl.constexpr",
+        "BN: tl.constexpr",
+        "BK: tl.constexpr",
+        "GROUP_M: tl.constexpr",
+        "EVEN_K: tl.constexpr",
+    ]
+    lines = [
+        "pid = tl.program_id(0)",
+        "bid = tl.program_id(1)",
+        "num_m = tl.cdiv(M, BM)",
+        "num_n = tl.cdiv(N, BN)",
+        *_mapping(p),
+        "rm = pm * BM + tl.arange(0, BM)",
+        "rn = pn * BN + tl.arange(0, BN)",
+        *_mainloop(p),
+        *_epilogue(ir, m, fused, ir.out_rank),
+    ]
+    return "\n".join(
+        ["@triton.jit", f"def htam_gemm({', '.join(params)}):", *("    " + s for s in lines)]
+    )
+
+
+def side_lines(name: str, source: str, transposed: bool, fold: bool) -> list[str]:
+    """Forward lines giving the logical matrix dims and strides of one operand."""
+    t = f"t_{name}"
+    view = (
+        f"{t}.reshape(1, -1, {t}.shape[-1])"
+        if fold
+        else f"{t}.reshape(-1, {t}.shape[-2], {t}.shape[-1])"
+    )
+    r, c = (2, 1) if transposed else (1, 2)
+    return [
+        f"{t} = {source}.contiguous()",
+        f"{name}3 = {view}",
+        f"{name}_rows, {name}_cols = {name}3.shape[{r}], {name}3.shape[{c}]",
+        f"{name}_sb = {name}3.stride(0) if {name}3.shape[0] > 1 else 0",
+        f"{name}_sr, {name}_sc = {name}3.stride({r}), {name}3.stride({c})",
+    ]
+
+
+def gemm_prelude(ir: GemmIR) -> list[str]:
+    lines = side_lines("ga", ir.a.source, ir.a.transposed, ir.fold_batch)
+    lines += side_lines("gb", ir.b.source, ir.b.transposed, False)
+    lines += ["M, K, N = ga_rows, ga_cols, gb_cols", "batch = max(ga3.shape[0], gb3.shape[0])"]
+    if ir.fold_batch:
+        shape = "(*t_ga.shape[:-1], N)"
+    else:
+        big = "t_ga" if ir.a.rank >= ir.b.rank else "t_gb"
+        shape = f"(*{big}.shape[:-2], M, N)"
+    return lines + [
+        f"out_shape = {shape}",
+        "out = torch.empty(out_shape, dtype=torch.float32, device=t_ga.device)",
+    ]
+
+
+def separate_epilogue(ir: GemmIR) -> tuple[Program, list[Operand]]:
+    """The epilogue as an elementwise program reading the product from a buffer."""
+    ops = [
+        Op(op.name, tuple(GEMM_OUT if a == ACC else a for a in op.args), op.attrs, op.kind)
+        for op in ir.epilogue.ops
+    ]
+    return Program(ops, ir.epilogue.out), [Operand(GEMM_OUT, GEMM_OUT, "full"), *ir.operands]
+
+
+def gemm_solution(ir: GemmIR, p: dict, m: Math) -> tuple[list[str], list[str]]:
+    bm, bn, warps, stages = TILES[p["tile"]]
+    fused = p["epilogue"] == "fused"
+    lines = [f"t_{op.name} = {op.source}.contiguous()" for op in ir.operands]
+    lines += gemm_prelude(ir)
+    target = "out" if fused or not ir.has_epilogue else f"t_{GEMM_OUT}"
+    if target != "out":
+        lines.append(f"{target} = torch.empty_like(out)")
+    extra = ", ".join(operand_args(ir.operands, "out")) + ", " if fused and ir.operands else ""
+    lines += [
+        f"grid = (triton.cdiv(M, {bm}) * triton.cdiv(N, {bn}), batch)",
+        f"htam_gemm[grid](ga3, gb3, {target}, {extra}M, N, K, ga_sb, ga_sr, ga_sc, "
+        f"gb_sb, gb_sr, gb_sc, BM={bm}, BN={bn}, BK={p['bk']}, GROUP_M={p['group_m']}, "
+        f"EVEN_K=(K % {p['bk']} == 0), num_warps={warps}, num_stages={stages})",
+    ]
+    kernels = [gemm_kernel(ir, p, m)]
+    if not fused and ir.has_epilogue:
+        prog, operands = separate_epilogue(ir)
+        ew = {
+            "fuse": p["epilogue"] == "kernel",
+            "block": 1024,
+            "warps": 4,
+            "vec": p["vec"],
+            "split_tail": p["split_tail"],
+        }
+        more, ew_lines = ew_section("htam_epilogue", prog, operands, ew, m)
+        kernels += more
+        lines += ew_lines
+    return kernels, lines + ["return out"]

@@ -1,0 +1,231 @@
+"""Triton row kernels: ``ROWS`` rows per program, a loop over each row in tiles of ``BLOCK``.
+
+Two kernels may be emitted: ``_loop`` (one loop per pass, any row length) and, with the register
+row cache, ``_tile`` (the whole row held in registers, loaded once, every pass done in place),
+used when a row fits. Row ids are clamped to the last row so loads never need a row mask; only
+stores do. ``COAL`` maps a program to adjacent rows of one outer index, so that for a reduced dim
+that is not the last one, the tile's contiguous axis is the rows axis (coalesced loads).
+"""
+
+from __future__ import annotations
+
+from htam.offline import triton_reduce as red
+from htam.offline.expr import Math
+from htam.offline.ir import RowIR
+from htam.offline.passes import Schedule, schedule
+from htam.offline.triton_common import TileProgram, operand_args, operand_index, operand_params
+
+CACHE_LIMIT = 16384  # elements of a [ROWS, BLOCK] tile kept in registers
+
+
+def _col_operand(ir: RowIR, op) -> bool:
+    """An operand laid along exactly the reduced (trailing) dims: indexed by column alone."""
+    return op.pattern == "trail" and op.head == ir.d0 and ir.d1 == ir.rank - 1
+
+
+class RowKernel:
+    def __init__(self, ir: RowIR, p: dict, m: Math):
+        self.ir, self.p, self.m = ir, p, m
+        self.tp = TileProgram(ir.prog, ir.operands, m)
+        self.sched: Schedule = schedule(ir.prog, p["online"], p["welford"])
+
+    # -- pieces ---------------------------------------------------------------------------
+    def _loads(self, ops: list[int], masked: bool, extra=()) -> list[str]:
+        lines = []
+        for op in self.tp.used_operands(ops, list(extra)):
+            if op.pattern == "scalar":
+                continue
+            if _col_operand(self.ir, op):
+                mask = ", mask=cols < R, other=0.0" if masked else ""
+                lines.append(f"in_{op.name} = tl.load({op.name}_ptr + cols{mask})[None, :]")
+            else:
+                mask = ", mask=cmask, other=0.0" if masked else ""
+                idx = operand_index(op, "flat")
+                lines.append(f"in_{op.name} = tl.load({op.name}_ptr + {idx}{mask})")
+        return lines
+
+    def _prologue(self) -> list[str]:
+        plain = [
+            "rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)",
+            "rmask = rows < n_rows",
+            "rc = tl.minimum(rows, n_rows - 1)",
+            "base = (rc // INNER) * (R * INNER) + rc % INNER",
+        ]
+        lines = plain
+        if self.p["coalesce"]:  # adjacent rows of one outer index: contiguous along ROWS
+            lines = [
+                "if COAL:",
+                "    o = tl.program_id(1)",
+                "    ii = tl.program_id(0) * ROWS + tl.arange(0, ROWS)",
+                "    rmask = ii < INNER",
+                "    rows = o * INNER + ii",
+                "    base = o * (R * INNER) + tl.minimum(ii, INNER - 1)",
+                "else:",
+                *("    " + s for s in plain),
+            ]
+        lines += self.tp.scalar_loads()
+        return lines + [self.tp.stmt(i) for i in self.sched.before]
+
+    def _cols(self, start: str) -> list[str]:
+        cols = f"{start} + tl.arange(0, BLOCK)"
+        if self.p["vec"] > 1:  # tiles start at multiples of BLOCK: vector loads along the row
+            cols = f"tl.max_contiguous(tl.multiple_of({cols}, BLOCK), BLOCK)"
+        return [
+            f"cols = {cols}",
+            "cmask = cols[None, :] < R",
+            "flat = base[:, None] + cols[None, :] * INNER",
+        ]
+
+    def _loop(self, body) -> list[str]:
+        """A loop over the row's tiles running ``body(masked)``; split tails run unmasked."""
+        if not self.p["split_tail"]:
+            return [
+                "for c0 in range(0, R, BLOCK):",
+                *("    " + s for s in self._cols("c0") + body(True)),
+            ]
+        return [
+            "for c0 in range(0, R - R % BLOCK, BLOCK):",
+            *("    " + s for s in self._cols("c0") + body(False)),
+            "if R % BLOCK != 0:",
+            *("    " + s for s in self._cols("(R - R % BLOCK)") + body(True)),
+        ]
+
+    def _pass_body(self, p, masked: bool) -> list[str]:
+        lines = self._loads(p.elems, masked, [r.arg for r in p.reds])
+        lines += [self.tp.stmt(i) for i in p.elems]
+        for r in p.reds:
+            lines += red.update(r, self.tp.ref(r.arg, True), masked, self.p["lanes"], self.m)
+        return lines
+
+    def _store_body(self, masked: bool) -> list[str]:
+        final = self.sched.final
+        lines = self._loads(final, masked, [self.ir.prog.out])
+        lines += [self.tp.stmt(i) for i in final]
+        mask = "rmask[:, None] & cmask" if masked else "rmask[:, None]"
+        value = self.tp.ref(self.ir.prog.out, True)
+        return lines + [f"tl.store(out_ptr + flat, {value}, mask={mask})"]
+
+    def _store_rows(self) -> list[str]:
+        return [f"tl.store(out_ptr + rows, {self.tp.ref(self.ir.prog.out, False)}, mask=rmask)"]
+
+    # -- kernels --------------------------------------------------------------------------
+    def _signature(self, name: str) -> str:
+        params = [
+            "out_ptr",
+            *operand_params(self.ir.operands),
+            "n_rows",
+            "R",
+            "INNER",
+            "R_f",
+            "ROWS: tl.constexpr",
+            "BLOCK: tl.constexpr",
+            "COAL: tl.constexpr",
+        ]
+        return f"@triton.jit\ndef {name}({', '.join(params)}):"
+
+    def loop_kernel(self, name: str) -> str:
+        lanes = self.p["lanes"]
+        lines = self._prologue()
+        for p in self.sched.passes:
+            for r in p.reds:
+                lines += red.init(r, lanes)
+            lines += self._loop(lambda masked, p=p: self._pass_body(p, masked))
+            for r in p.reds:
+                lines += red.finish(r, lanes, self.m)
+            lines += [self.tp.stmt(i) for i in p.after]
+        lines += self._loop(self._store_body) if self.ir.out_kind == "elem" else self._store_rows()
+        return self._signature(name) + "\n" + "\n".join("    " + s for s in lines)
+
+    def tile_kernel(self, name: str) -> str:
+        """Whole rows in registers: every value is computed once, reductions are in place."""
+        lines = self._prologue() + self._cols("0")
+        ops = range(len(self.ir.prog.ops))
+        lines += self._loads(list(ops), True, [self.ir.prog.out])
+        for i in ops:
+            op = self.ir.prog.ops[i]
+            if i in self.sched.before:
+                continue
+            if op.name in ("rsum", "rmax", "rmin", "rargmax", "rargmin"):
+                lines += _tile_reduce(i, op.name, self.tp.ref(op.args[0], True))
+            else:
+                lines.append(self.tp.stmt(i))
+        if self.ir.out_kind == "elem":
+            value = self.tp.ref(self.ir.prog.out, True)
+            lines.append(f"tl.store(out_ptr + flat, {value}, mask=rmask[:, None] & cmask)")
+        else:
+            lines += self._store_rows()
+        return self._signature(name) + "\n" + "\n".join("    " + s for s in lines)
+
+
+def _tile_reduce(i: int, name: str, x: str) -> list[str]:
+    if name == "rsum":
+        return [f"r{i} = tl.sum(tl.where(cmask, {x}, 0.0), axis=1)"]
+    if name in ("rmax", "rmin"):
+        ident = red.NEG if name == "rmax" else red.POS
+        return [f"r{i} = tl.{name[1:]}(tl.where(cmask, {x}, {ident}), axis=1)"]
+    f, ident = ("max", red.NEG) if name == "rargmax" else ("min", red.POS)
+    return [
+        f"xv = tl.where(cmask, {x}, {ident})",
+        f"bv = tl.{f}(xv, axis=1)",
+        f"r{i} = tl.min(tl.where(xv == bv[:, None], cols[None, :], {red.BIG}), axis=1)",
+    ]
+
+
+def row_solution(ir: RowIR, p: dict, m: Math) -> tuple[list[str], list[str]]:
+    """(kernels, forward lines) for the row family."""
+    k = RowKernel(ir, p, m)
+    kernels = [k.loop_kernel("htam_row_loop")]
+    if p["cache"]:
+        kernels.append(k.tile_kernel("htam_row_tile"))
+    lines = [f"t_{op.name} = {op.source}.contiguous()" for op in ir.operands]
+    lines += _sizes(ir)
+    args = ", ".join(
+        ["out", *operand_args(ir.operands, f"t_{ir.primary}"), "n_rows", "R", "inner", "float(R)"]
+    )
+    rows, block = p["rows"], p["block"]
+    lines += [
+        "coal = inner > 1" if p["coalesce"] else "coal = False",
+        f"rows = min(32, triton.next_power_of_2(inner)) if coal else {rows}",
+        f"block = min({block}, triton.next_power_of_2(R))",
+        "block = min(block, 64) if coal else block",
+        "grid = (triton.cdiv(inner, rows), outer) if coal else (triton.cdiv(n_rows, rows),)",
+    ]
+    warps = f"max(1, min({p['warps']}, rows * block // {32 * p['vec']}))"
+    loop = f"htam_row_loop[grid]({args}, ROWS=rows, BLOCK=block, COAL=coal, num_warps={warps})"
+    if p["cache"]:
+        tile = triton_tile_call(args)
+        lines += [
+            "tile = triton.next_power_of_2(R)",
+            f"if rows * tile <= {CACHE_LIMIT}:",
+            f"    {tile}",
+            "else:",
+            f"    {loop}",
+        ]
+    else:
+        lines.append(loop)
+    return kernels, lines + ["return out"]
+
+
+def triton_tile_call(args: str) -> str:
+    warps = "max(1, min(16, rows * tile // 256))"
+    return f"htam_row_tile[grid]({args}, ROWS=rows, BLOCK=tile, COAL=coal, num_warps={warps})"
+
+
+def _sizes(ir: RowIR) -> list[str]:
+    """Forward lines: the (outer, R, inner) view of the primary input and the output."""
+    d0, d1 = ir.d0, ir.d1
+    lines = [
+        f"shape = tuple(t_{ir.primary}.shape)",
+        f"outer = math.prod(shape[:{d0}])",
+        f"R = math.prod(shape[{d0}:{d1 + 1}])",
+        f"inner = math.prod(shape[{d1 + 1}:])",
+        "n_rows = outer * inner",
+    ]
+    if ir.out_kind == "elem":
+        out_shape = "shape"
+    elif ir.keepdim:
+        out_shape = f"shape[:{d0}] + (1,) * {d1 - d0 + 1} + shape[{d1 + 1}:]"
+    else:
+        out_shape = f"shape[:{d0}] + shape[{d1 + 1}:]"
+    dtype = "torch.int64" if ir.out_dtype == "int64" else "torch.float32"
+    return lines + [f"out = torch.empty({out_shape}, dtype={dtype}, device=t_{ir.primary}.device)"]

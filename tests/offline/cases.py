@@ -1,0 +1,41 @@
+"""Every task the offline tests check: the builtin suite's matched tasks plus tests/offline/sources."""
+
+from __future__ import annotations
+
+from htam.offline.match import analyze, match
+from htam.offline.params import applicable
+from htam.tasks.module import extra_configs, load_task_module
+from htam.tasks.task import Task
+from tests.offline.harness import task_of
+from tests.offline.sources import CASES
+
+
+def builtin_tasks() -> list[Task]:
+    from htam.tasks import builtin_suite
+
+    return builtin_suite()
+
+
+def all_cases() -> list[tuple[Task, list[dict]]]:
+    """(task, size overrides) for every task that one of the three families should cover."""
+    out = [(task_of(name, src), shapes) for name, (src, _, shapes) in CASES.items()]
+    for task in builtin_tasks():
+        if match(task) is not None:
+            extras = extra_configs(load_task_module(task.source, "small"))
+            out.append((task, [{}, *extras]))
+    return out
+
+
+def everything(task: Task, language: str) -> tuple[str, ...]:
+    """All strategies with a template for the task, applied together (block sweep excluded:
+    it is a ladder; one step of it is checked on its own)."""
+    return tuple(
+        s for s in applicable(analyze(task), language) if s != "parallel_mapping.block_size_tuning"
+    )
+
+
+def variants(task: Task, language: str, singles: bool) -> list[tuple[str, ...]]:
+    """Baseline, all together, and (if ``singles``) each strategy alone."""
+    ids = applicable(analyze(task), language)
+    out = [(), everything(task, language)]
+    return out + ([(s,) for s in ids] if singles else [])

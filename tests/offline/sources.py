@@ -1,0 +1,455 @@
+"""Reference models written for these tests: varied spellings, names, op orders and shapes.
+
+Each is a KernelBench source; ``SHAPES[name]`` lists size overrides to check it at (ragged tails,
+non-powers of two). The builtin suite adds the project's own tasks on top of these.
+"""
+
+HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+
+EW_GELU_SIGMOID = (
+    HEAD
+    + """
+ROWS = 7
+COLS = 1000
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        y = x * 2 + 1
+        y = F.gelu(y)
+        return torch.sigmoid(y)
+
+def get_inputs():
+    return [torch.randn(ROWS, COLS)]
+
+def get_init_inputs():
+    return []
+"""
+)
+
+EW_TWO_INPUTS = (
+    HEAD
+    + """
+ROWS = 7
+COLS = 257
+
+class Model(nn.Module):
+    def __init__(self, cols):
+        super().__init__()
+        self.act = nn.LeakyReLU(0.2)
+        self.shift = nn.Parameter(torch.randn(cols))
+        self.clip = nn.Hardtanh(-1.5, 1.5)
+
+    def forward(self, inp, gate):
+        z = self.act(inp) * gate - self.shift
+        z = torch.clamp(z, min=-2.0).div(3.0)
+        z = self.clip(F.softplus(z, beta=2.0) + torch.tanh(z).abs())
+        return 1.0 - torch.rsub(z, 0.5, alpha=2.0) + z.neg().exp()
+
+def get_inputs():
+    return [torch.randn(ROWS, COLS), torch.randn(ROWS, COLS)]
+
+def get_init_inputs():
+    return [COLS]
+"""
+)
+
+EW_CHANNEL = (
+    HEAD
+    + """
+N = 2
+C = 5
+H = 7
+W = 9
+
+class Model(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(channels, 1, 1))
+        self.scale = nn.Parameter(torch.rand(1) + 0.5)
+
+    def forward(self, x):
+        x = F.silu(x + self.bias)
+        x = F.elu(x, alpha=0.7) * self.scale
+        x = F.mish(x) + x.pow(3) - torch.rsqrt(x * x + 1.0)
+        x = F.hardswish(x) + F.selu(x) + F.relu6(x * 4) + torch.exp(-x.abs())
+        x = torch.maximum(x, F.logsigmoid(x)) + F.gelu(x, approximate="tanh") / (2 ** x)
+        return F.hardsigmoid(x) + F.softsign(x) + torch.sqrt(x.square() + 0.25)
+
+def get_inputs():
+    return [torch.randn(N, C, H, W)]
+
+def get_init_inputs():
+    return [C]
+"""
+)
+
+ROW_LOG_SOFTMAX = (
+    HEAD
+    + """
+ROWS = 7
+COLS = 1000
+
+class Model(nn.Module):
+    def __init__(self, temperature):
+        super().__init__()
+        self.temperature = temperature
+
+    def forward(self, logits):
+        return F.log_softmax(logits / self.temperature, dim=-1)
+
+def get_inputs():
+    return [torch.randn(ROWS, COLS) * 5]
+
+def get_init_inputs():
+    return [0.7]
+"""
+)
+
+ROW_SOFTMAX_MODULE = (
+    HEAD
+    + """
+ROWS = 7
+COLS = 257
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.softmax = nn.Softmax(dim=1)
+
+    def forward(self, x):
+        return self.softmax(x) * 3.0 + x.softmax(dim=-1)
+
+def get_inputs():
+    return [torch.randn(ROWS, COLS) * 4]
+
+def get_init_inputs():
+    return []
+"""
+)
+
+ROW_LAYER_NORM = (
+    HEAD
+    + """
+ROWS = 7
+COLS = 257
+
+class Model(nn.Module):
+    def __init__(self, hidden):
+        super().__init__()
+        self.weight = nn.Parameter(torch.rand(hidden) + 0.5)
+        self.bias = nn.Parameter(torch.randn(hidden))
+
+    def forward(self, hidden_states):
+        y = F.layer_norm(hidden_states, (hidden_states.shape[-1],), self.weight, self.bias, 1e-5)
+        return torch.relu(y)
+
+def get_inputs():
+    return [torch.randn(ROWS, COLS) * 3 + 1]
+
+def get_init_inputs():
+    return [COLS]
+"""
+)
+
+ROW_STATS = (
+    HEAD
+    + """
+ROWS = 7
+COLS = 33
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        spread = torch.amax(x, dim=1) - x.mean(dim=1) + x.min(dim=1)[0]
+        return spread + torch.std(x, dim=1) + x.abs().sum(-1) * 0.1 + torch.logsumexp(x, 1)
+
+def get_inputs():
+    return [torch.randn(ROWS, COLS)]
+
+def get_init_inputs():
+    return []
+"""
+)
+
+ROW_L2_NORMALIZE = (
+    HEAD
+    + """
+ROWS = 7
+COLS = 1000
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return x / torch.norm(x, p=2, dim=1, keepdim=True) + torch.var(x, dim=1, keepdim=True)
+
+def get_inputs():
+    return [torch.randn(ROWS, COLS)]
+
+def get_init_inputs():
+    return []
+"""
+)
+
+ROW_ARGMIN_MIDDLE = (
+    HEAD
+    + """
+B = 3
+R = 33
+I = 10
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.argmin(x, dim=1, keepdim=True)
+
+def get_inputs():
+    return [torch.randn(B, R, I)]
+
+def get_init_inputs():
+    return []
+"""
+)
+
+ROW_LAYER_NORM_3D = (
+    HEAD
+    + """
+N = 3
+C = 4
+H = 5
+W = 7
+
+class Model(nn.Module):
+    def __init__(self, c, h, w):
+        super().__init__()
+        self.norm = nn.LayerNorm([c, h, w])
+        self.rms = nn.RMSNorm([c, h, w], eps=1e-6)
+
+    def forward(self, x):
+        return self.rms(self.norm(x).sigmoid() * x)
+
+def get_inputs():
+    return [torch.randn(N, C, H, W)]
+
+def get_init_inputs():
+    return [C, H, W]
+"""
+)
+
+GEMM_RESIDUAL = (
+    HEAD
+    + """
+BATCH = 7
+IN = 33
+OUT = 40
+
+class Model(nn.Module):
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        self.proj = nn.Linear(d_in, d_out)
+
+    def forward(self, x, residual):
+        y = F.relu(self.proj(x))
+        return y * 0.5 + residual
+
+def get_inputs():
+    return [torch.randn(BATCH, IN), torch.randn(BATCH, OUT)]
+
+def get_init_inputs():
+    return [IN, OUT]
+"""
+)
+
+GEMM_TRANSPOSED = (
+    HEAD
+    + """
+M = 19
+K = 37
+N = 21
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.scale = 0.25
+        self.bias = nn.Parameter(torch.randn(n))
+
+    def forward(self, a, b):
+        return torch.tanh(torch.matmul(a, b.t()) * self.scale + self.bias)
+
+def get_inputs():
+    return [torch.randn(M, K), torch.randn(N, K)]
+
+def get_init_inputs():
+    return [N]
+"""
+)
+
+GEMM_BMM = (
+    HEAD
+    + """
+B = 3
+M = 9
+K = 20
+N = 17
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, q, k):
+        return F.gelu(torch.bmm(q, k), approximate="tanh") - 1.0
+
+def get_inputs():
+    return [torch.randn(B, M, K), torch.randn(B, K, N)]
+
+def get_init_inputs():
+    return []
+"""
+)
+
+GEMM_ADDMM_3D = (
+    HEAD
+    + """
+B = 2
+S = 5
+K = 24
+N = 12
+
+class Model(nn.Module):
+    def __init__(self, k, n):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(k, n) * 0.2)
+        self.fc = nn.Linear(k, n, bias=False)
+
+    def forward(self, x):
+        return torch.sigmoid(self.fc(x)) * 2.0
+
+def get_inputs():
+    return [torch.randn(B, S, K)]
+
+def get_init_inputs():
+    return [K, N]
+"""
+)
+
+UNSUPPORTED = {
+    "conv": HEAD
+    + """
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+def get_inputs():
+    return [torch.randn(1, 3, 8, 8)]
+
+def get_init_inputs():
+    return []
+""",
+    "sort": HEAD
+    + """
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.sort(x, dim=-1).values
+
+def get_inputs():
+    return [torch.randn(4, 9)]
+
+def get_init_inputs():
+    return []
+""",
+    "two_gemms": HEAD
+    + """
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(8, 8)
+        self.b = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+def get_inputs():
+    return [torch.randn(4, 8)]
+
+def get_init_inputs():
+    return []
+""",
+    "gemm_softmax": HEAD
+    + """
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 6)
+
+    def forward(self, x):
+        return torch.softmax(self.fc(x), dim=-1)
+
+def get_inputs():
+    return [torch.randn(4, 8)]
+
+def get_init_inputs():
+    return []
+""",
+    "training_dropout": HEAD
+    + """
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.3)
+
+    def forward(self, x):
+        return self.drop(torch.relu(x))
+
+def get_inputs():
+    return [torch.randn(4, 8)]
+
+def get_init_inputs():
+    return []
+""",
+    "transpose_add": HEAD
+    + """
+class Model(nn.Module):
+    def forward(self, x):
+        return x.transpose(0, 1) + 1.0
+
+def get_inputs():
+    return [torch.randn(4, 8)]
+
+def get_init_inputs():
+    return []
+""",
+}
+
+# name -> (source, family, size overrides to check)
+CASES = {
+    "ew_gelu_sigmoid": (
+        EW_GELU_SIGMOID,
+        "elementwise",
+        [{}, {"ROWS": 7, "COLS": 257}, {"ROWS": 3, "COLS": 33}],
+    ),
+    "ew_two_inputs": (EW_TWO_INPUTS, "elementwise", [{}, {"ROWS": 5, "COLS": 1000}]),
+    "ew_channel": (EW_CHANNEL, "elementwise", [{}, {"N": 1, "H": 3, "W": 33}]),
+    "row_log_softmax": (ROW_LOG_SOFTMAX, "row", [{}, {"COLS": 257}, {"ROWS": 3, "COLS": 33}]),
+    "row_softmax_module": (ROW_SOFTMAX_MODULE, "row", [{}, {"ROWS": 2, "COLS": 2049}]),
+    "row_layer_norm": (ROW_LAYER_NORM, "row", [{}, {"COLS": 1000}, {"COLS": 33}]),
+    "row_stats": (ROW_STATS, "row", [{}, {"COLS": 1000}, {"ROWS": 1, "COLS": 257}]),
+    "row_l2_normalize": (ROW_L2_NORMALIZE, "row", [{}, {"COLS": 33}]),
+    "row_argmin_middle": (ROW_ARGMIN_MIDDLE, "row", [{}, {"R": 257, "I": 1}, {"I": 33}]),
+    "row_layer_norm_3d": (ROW_LAYER_NORM_3D, "row", [{}]),
+    "gemm_residual": (GEMM_RESIDUAL, "gemm", [{}, {"BATCH": 1, "IN": 65, "OUT": 3}]),
+    "gemm_transposed": (GEMM_TRANSPOSED, "gemm", [{}, {"M": 64, "K": 32}]),
+    "gemm_bmm": (GEMM_BMM, "gemm", [{}, {"B": 1, "M": 33, "N": 5}]),
+    "gemm_linear_3d": (GEMM_ADDMM_3D, "gemm", [{}, {"S": 1}]),
+}

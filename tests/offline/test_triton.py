@@ -1,0 +1,27 @@
+"""Generated Triton solutions match their references (interpreter on CPU, real GPU with -m gpu)."""
+
+import pytest
+
+from tests.offline.cases import all_cases, variants
+from tests.offline.harness import compare, load_solution, solution
+
+CASES = all_cases()
+IDS = [task.name for task, _ in CASES]
+
+
+def _check(task, shapes, strategies, tf32_ok=False):
+    code = solution(task, "triton", strategies)
+    module = load_solution(code)
+    tol = 2e-3 if tf32_ok else 1e-4
+    for overrides in shapes:
+        problem = compare(task, module, overrides, atol=tol, rtol=tol)
+        assert problem is None, f"{task.name} {strategies}: {problem}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_every_strategy_alone_and_together(case):
+    task, shapes = case
+    custom = task.id.startswith("test/")
+    for strategies in variants(task, "triton", singles=custom):
+        # Each strategy alone on every shape of the custom tasks; builtins on their own shapes.
+        _check(task, shapes, strategies, tf32_ok="precision.tensor_core_dot" in strategies)
