@@ -43,6 +43,7 @@ class BenchOutcome:
     failed: list[str] = field(default_factory=list)
     retried: list[str] = field(default_factory=list)
     wall_s: float = 0.0
+    report: Any = None  # htam.bench.report.ReportFiles, when the report was written
 
 
 @dataclass
@@ -80,8 +81,9 @@ def write_plan(config: BenchConfig, units: list[Unit]) -> None:
 
 
 def run_bench(config: BenchConfig, tasks: list, resume: bool = False,
-              on_event: Event | None = None) -> BenchOutcome:
-    """Run every (method, seed, task) unit of ``tasks``; returns what happened this time."""
+              on_event: Event | None = None, report: bool = True) -> BenchOutcome:
+    """Run every (method, seed, task) unit of ``tasks``, then (``report``) write metrics.json,
+    report.md and report.html; returns what happened this time."""
     started = time.monotonic()
     _check_resume(config, resume)
     units = plan_units(tasks, config)
@@ -99,6 +101,10 @@ def run_bench(config: BenchConfig, tasks: list, resume: bool = False,
         by_id = {t.id: t for t in tasks}
         _Dispatcher(config, by_id, pending, outcome, on_event or (lambda *_: None)).run()
     outcome.wall_s = time.monotonic() - started
+    if report:
+        from htam.bench.report import write_report
+
+        outcome.report = write_report(config.out)
     return outcome
 
 

@@ -59,8 +59,13 @@ def worker_main(slot: int, device: str, config: BenchConfig, inbox, outbox) -> N
         return
     with evaluator:
         from htam.bench.banks import frozen_source
+        from htam.llm.errors import LLMError
 
-        proposer = config.proposer.build(config.target, config.language)
+        try:
+            proposer = config.proposer.build(config.target, config.language)
+        except (ImportError, AttributeError, TypeError, ValueError, LLMError) as exc:
+            outbox.put(("fatal", slot, pid, f"cannot build the proposer: {exc}"))
+            return
         frozen = frozen_source(config)
         outbox.put(("ready", slot, pid, evaluator.device_name))
         while (message := inbox.get()) is not None:

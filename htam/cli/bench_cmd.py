@@ -76,6 +76,9 @@ def bench_command(
     llm: str | None = typer.Option(None, help="LLM preset (default: the offline proposer)"),
     base_url: str | None = typer.Option(None, help="any OpenAI-compatible endpoint (with --model)"),
     model: str | None = typer.Option(None, help="model name for --llm or --base-url"),
+    proposer: str | None = typer.Option(
+        None, help="a custom proposer factory module:attr, called with target= and language= "
+        "in each worker (e.g. a scripted proposer)"),
     target: str | None = typer.Option(None, help="cuda or cpu (default: cuda when a GPU is visible)"),
     language: str | None = typer.Option(None, help="cuda | triton (cuda); cpp | triton (cpu)"),
     size: str | None = typer.Option(None, help="task size: small (CPU) or large (GPU)"),
@@ -89,15 +92,14 @@ def bench_command(
     resume: bool = typer.Option(False, "--resume", help="continue the bench in --out"),
 ) -> None:
     """Run every (method, seed, task) unit; writes OUT/metrics.json, report.md and report.html."""
-    from htam.bench import BenchConfig, BenchError, ProposerSpec, run_bench, write_report
+    from htam.bench import BenchConfig, BenchError, ProposerSpec, run_bench
 
     target, language = resolve_target(target, language)
     level_list = [int(x) for x in _csv(levels)] if levels else None
     the_tasks = load_tasks(suites, level_list, tasks)
     devices = gpu_devices(gpus) if target == "cuda" else [f"cpu{i}" for i in range(workers)]
-    spec = ProposerSpec(llm=llm, base_url=base_url, model=model)
-    if llm or base_url:
-        _check_llm(llm, base_url, model)
+    spec = ProposerSpec(llm=llm, base_url=base_url, model=model, factory=proposer)
+    _check_proposer(spec, target, language)
     try:
         config = BenchConfig(out=out, methods=_csv(methods), seeds=seeds, steps=steps,
                              target=target, language=language, size=default_size(target, size),
@@ -112,21 +114,21 @@ def bench_command(
         outcome = run_bench(config, the_tasks, resume=resume, on_event=_progress)
     except BenchError as exc:
         fail(str(exc))
-    files = write_report(out)
+    files = outcome.report
     console.print(f"{len(outcome.done)} done, {len(outcome.failed)} failed, {len(outcome.retried)} "
                   f"retried, {len(outcome.skipped)} already finished · {outcome.wall_s:.1f} s")
     _print_metrics(files.metrics)
     console.print(f"report: {files.markdown} · {files.html}")
 
 
-def _check_llm(llm: str | None, base_url: str | None, model: str | None) -> None:
-    """Fail before any worker starts when the LLM settings cannot work."""
-    from htam.llm import LLMError, resolve_config
+def _check_proposer(spec, target: str, language: str) -> None:
+    """Build the proposer once here, so bad settings fail before any worker starts."""
+    from htam.llm.errors import LLMError
 
     try:
-        resolve_config(llm, base_url, model)
-    except LLMError as exc:
-        fail(str(exc))
+        spec.build(target, language)
+    except (ImportError, AttributeError, TypeError, ValueError, LLMError) as exc:
+        fail(f"cannot build the proposer {spec.describe()}: {exc}")
 
 
 def _fmt(value: float | None, kind: str) -> str:
