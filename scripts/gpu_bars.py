@@ -68,8 +68,8 @@ def main(out: Path, parts: set[str]) -> None:
 
 def core(ev, tasks, report, table) -> None:
     relu = tasks["level1/1_ReLU"]
-    honest = (FIX / "honest_relu_cuda.py").read_text()
-    runs = [ev.evaluate(relu, honest, "cuda") for _ in range(5)]
+    relu_cuda = (FIX / "honest_relu_cuda.py").read_text()
+    runs = [ev.evaluate(relu, relu_cuda, "cuda") for _ in range(5)]
     medians = [r.runtime_ms for r in runs]
     report["stability"] = {
         "medians_ms": medians,

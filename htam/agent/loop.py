@@ -121,7 +121,7 @@ class Optimizer:
         if self.policy is not None:
             return self.policy.candidates(direction, state)
         if self.config.method == "flat":
-            return [n.strategy() for n in self.bank.all_locals()]
+            return [n.to_strategy() for n in self.bank.all_locals()]
         return []  # refine and oneshot: feedback only, no strategies
 
     def _step(self, task, sig, bound_kind, step, state_text, progress, run_id):

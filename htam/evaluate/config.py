@@ -40,7 +40,7 @@ class EvalConfig:
     run_timeout_s: float = 120.0  # everything after the build: trials and timing
     memory_limit_mb: int = 8192  # resident host memory of the candidate's process group
     output_limit_bytes: int = 4 << 20  # captured stdout+stderr; more is an output flood
-    warmup_ms: float = 25.0
+    warmup_ms: float = 200.0  # long enough for a GPU idle since process start to reach boost clocks
     timing_budget_ms: float = 500.0  # adaptive: trials until this much measured time ...
     min_timed: int = 10  # ... but at least this many
     max_timed: int = 200  # ... and at most this many

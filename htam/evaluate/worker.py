@@ -83,8 +83,12 @@ def _module(job: dict, extra: int | None):
 
 
 def _inputs(module, seed: int, device: str) -> list:
+    """Inputs drawn on the target device (the same seed gives the same values in the reference's
+    and the candidate's process), which keeps large GPU inputs off the host."""
     torch.manual_seed(seed)
-    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
+    with torch.device(device):
+        made = module.get_inputs()
+    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in made]
 
 
 def _build(cls: type, module, seed: int, device: str):
