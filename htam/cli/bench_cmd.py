@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from htam.cli.common import console, default_size, fail, resolve_target
@@ -58,14 +59,15 @@ def gpu_devices(gpus: str) -> list[str]:
 def _progress(kind: str, record: dict) -> None:
     if kind == "unit_end":
         speed = record.get("best_speedup")
-        extra = f" {speed:.2f}x" if speed else ""
-        console.print(f"[{record.get('device') or '-'}] {record['unit']}: {record['status']}"
-                      f" ({record.get('best_status', record.get('error', ''))}{extra})",
+        extra = f" {speed:.3g}x" if speed else ""
+        console.print(escape(f"[{record.get('device') or '-'}] {record['unit']}: {record['status']}"
+                             f" ({record.get('best_status', record.get('error', ''))}{extra})"),
                       highlight=False)
     elif kind == "unit_lost":
-        console.print(f"[yellow]{record['error']}[/]: {record['unit']} -> {record['status']}")
+        console.print(f"[yellow]{escape(record['error'])}[/]: {escape(record['unit'])} -> "
+                      f"{record['status']}")
     elif kind == "worker_fatal":
-        console.print(f"[red]worker {record['worker']}:[/] {record['error']}")
+        console.print(f"[red]worker {record['worker']}:[/] {escape(record['error'])}")
 
 
 def bench_command(
