@@ -128,8 +128,12 @@ class _Dispatcher:
                 self._check_deaths()
                 if self.pending and not any(self._usable(s) for s in self.slots):
                     self._fail_pending("no worker is left to run it")
-        finally:
-            self._stop()
+        except BaseException:
+            # Interrupted (Ctrl-C) or broken: end the workers now; every finished step is
+            # persisted, so --resume continues from there.
+            self._stop(grace_s=0)
+            raise
+        self._stop(grace_s=30)
 
     # ------------------------------------------------------------------ workers
 
@@ -149,13 +153,13 @@ class _Dispatcher:
             return False
         return slot.process.is_alive() or slot.starts < self.config.max_worker_starts
 
-    def _stop(self) -> None:
+    def _stop(self, grace_s: float) -> None:
         for slot in self.slots:
             if slot.process is not None and slot.process.is_alive():
                 slot.inbox.put(None)
         for slot in self.slots:
             if slot.process is not None:
-                slot.process.join(timeout=30)
+                slot.process.join(timeout=grace_s)
                 if slot.process.is_alive():
                     slot.process.kill()
                     slot.process.join()

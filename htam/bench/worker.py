@@ -1,7 +1,8 @@
 """A bench worker: one process per GPU (or CPU slot) with its own evaluator and proposer.
 
-Started with the ``spawn`` context, so the first thing it does -- before anything imports torch --
-is to pin its device through ``CUDA_VISIBLE_DEVICES``. Then it takes units from its inbox one at
+Started with the ``spawn`` context; the first thing it does is to pin its device through
+``CUDA_VISIBLE_DEVICES`` (before any CUDA call: importing torch, which the parent's main module
+may do, does not initialize CUDA; the evaluator's processes inherit the variable). Then it takes units from its inbox one at
 a time and reports each outcome to the parent. A unit that raises is reported as failed with its
 traceback; only the death of the process itself is left to the parent to notice.
 """
