@@ -14,7 +14,8 @@ Definitions (the report prints them too):
   (oneshot, a failed unit) keeps its last value.
 - **cost** ($) and **tokens** (prompt + completion) summed over units; **wall_s** summed unit wall
   time; **eval_s** summed evaluator wall time of every candidate (the device-busy time: GPU time on
-  a GPU target), falling back to the unit's wall time where steps carry no timing breakdown.
+  a GPU target), each capped by its step's wall time (a cached result is not counted again),
+  falling back to the unit's wall time where steps carry no timing breakdown.
 """
 
 from __future__ import annotations
@@ -150,6 +151,7 @@ DEFINITIONS = {
     "cost_usd": "LLM cost in US dollars, summed over units (cached replies cost nothing)",
     "tokens": "prompt + completion tokens, summed over units",
     "wall_s": "unit wall time, summed over units (workers run in parallel)",
-    "eval_s": "evaluator wall time of every candidate, summed (GPU time on a GPU target); unit "
-              "wall time where steps carry no timing breakdown",
+    "eval_s": "evaluator wall time of every candidate, summed (GPU time on a GPU target), each "
+              "capped by its step's wall time so cached results do not count again; unit wall "
+              "time where steps carry no timing breakdown",
 }

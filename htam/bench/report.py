@@ -53,7 +53,7 @@ def method_table(metrics: dict[str, Any]) -> Table:
     headers = ["method", "units", "failed", "correct", "fast@1",
                *[f"fast_{p:g}" for p in FAST_PS],
                "geomean eager (fail=1 / excl)", "geomean compile (fail=1 / excl)",
-               "cost $", "tokens", "wall s", "eval s"]
+               "cost $", "tokens", "wall s", "eval (GPU) s"]
     rows = []
     for method, m in metrics["methods"].items():
         rows.append([method, str(m["units"]), str(m["failed"]), pct(m["correctness"]),
