@@ -101,3 +101,20 @@ def test_resume_must_keep_the_identity(tmp_path):
     other = BenchConfig(out=tmp_path, methods=["htam"], steps=4, language="triton")
     with pytest.raises(BenchError, match="steps, language changed"):
         _check_resume(other, resume=True)
+
+
+def test_cli_refuses_bad_settings_before_starting_workers(tmp_path):
+    from typer.testing import CliRunner
+
+    from htam.cli import app
+
+    base = ["bench", "builtin", "--levels", "1", "--tasks", "1_*", "--target", "cpu",
+            "--out", str(tmp_path / "out")]
+    runner = CliRunner()
+    bad = runner.invoke(app, base + ["--proposer", "tests.bench.helpers:NoSuchProposer"])
+    assert bad.exit_code == 2 and "cannot build the proposer" in bad.output
+    bad = runner.invoke(app, base + ["--methods", "htam,bogus"])
+    assert bad.exit_code == 2 and "unknown method(s) bogus" in bad.output
+    bad = runner.invoke(app, base[:4] + ["--tasks", "no_such_task*", "--target", "cpu"])
+    assert bad.exit_code == 2 and "no task" in bad.output
+    assert not (tmp_path / "out").exists()
