@@ -55,12 +55,16 @@ def time_cpu(
 
 def time_cuda(fn: Callable, input_sets: Sequence[Sequence], cfg: dict) -> dict:
     """CUDA events per call with an L2 flush before each; host wall time alongside as a check
-    that no work escaped the timed stream (side streams, deferred launches)."""
+    that no work escaped the timed stream (side streams, deferred launches). The warm-up and the
+    adaptive trial count follow host wall time, which such work cannot hide from."""
     flush = torch.empty(cfg["l2_flush_mb"] << 20, dtype=torch.uint8, device="cuda")
+    sink = torch.empty((), dtype=torch.int64, device="cuda")
 
     def once(i: int) -> tuple[float, float]:
         args = input_sets[i % len(input_sets)]
-        flush.zero_()
+        # A read evicts the L2 and leaves it clean: zeroing would leave dirty lines whose
+        # write-back lands, by chance, inside the next timed call.
+        torch.sum(flush, dtype=torch.int64, out=sink)
         _sync()
         start, end = _Event(enable_timing=True), _Event(enable_timing=True)
         t0 = _perf()
@@ -74,7 +78,7 @@ def time_cuda(fn: Callable, input_sets: Sequence[Sequence], cfg: dict) -> dict:
     warm: list[float] = []
     i = 0
     while sum(warm) < cfg["warmup_ms"] or len(warm) < 2:
-        warm.append(once(i)[0])
+        warm.append(once(i)[1])
         i += 1
     n = _count(statistics.median(warm), cfg["timing_budget_ms"], cfg["min_timed"], cfg["max_timed"])
     pairs = [once(i) for i in range(n)]
