@@ -52,14 +52,17 @@ class RowKernel:
             "base = (rc // INNER) * (R * INNER) + rc % INNER",
         ]
         lines = plain
-        if self.p["coalesce"]:  # adjacent rows of one outer index: contiguous along ROWS
+        if self.p["coalesce"]:
+            # Adjacent rows of one outer index, contiguous along ROWS. The last tile is shifted
+            # back (ROWS <= INNER) instead of clamped per row, which would hide the contiguity;
+            # rows it shares with the previous tile are computed twice, identically.
             lines = [
                 "if COAL:",
                 "    o = tl.program_id(1)",
-                "    ii = tl.program_id(0) * ROWS + tl.arange(0, ROWS)",
+                "    ii = tl.minimum(tl.program_id(0) * ROWS, INNER - ROWS) + tl.arange(0, ROWS)",
                 "    rmask = ii < INNER",
                 "    rows = o * INNER + ii",
-                "    base = o * (R * INNER) + tl.minimum(ii, INNER - 1)",
+                "    base = o * (R * INNER) + ii",
                 "else:",
                 *("    " + s for s in plain),
             ]
@@ -77,7 +80,10 @@ class RowKernel:
         ]
 
     def _loop(self, body) -> list[str]:
-        """A loop over the row's tiles running ``body(masked)``; split tails run unmasked."""
+        """A loop over the row's tiles running ``body(masked)``; split tails run unmasked.
+
+        The tail is a second loop of zero or one trip rather than an ``if``: an accumulator
+        threaded through an ``scf.if`` trips Triton's thread-locality pass (two uses)."""
         if not self.p["split_tail"]:
             return [
                 "for c0 in range(0, R, BLOCK):",
@@ -86,8 +92,8 @@ class RowKernel:
         return [
             "for c0 in range(0, R - R % BLOCK, BLOCK):",
             *("    " + s for s in self._cols("c0") + body(False)),
-            "if R % BLOCK != 0:",
-            *("    " + s for s in self._cols("(R - R % BLOCK)") + body(True)),
+            "for c0 in range(R - R % BLOCK, R, BLOCK):",
+            *("    " + s for s in self._cols("c0") + body(True)),
         ]
 
     def _pass_body(self, p, masked: bool) -> list[str]:
@@ -185,7 +191,7 @@ def row_solution(ir: RowIR, p: dict, m: Math) -> tuple[list[str], list[str]]:
     rows, block = p["rows"], p["block"]
     lines += [
         "coal = inner > 1" if p["coalesce"] else "coal = False",
-        f"rows = min(32, triton.next_power_of_2(inner)) if coal else {rows}",
+        f"rows = min(64, 1 << (inner.bit_length() - 1)) if coal else {rows}",
         f"block = min({block}, triton.next_power_of_2(R))",
         "block = min(block, 64) if coal else block",
         "grid = (triton.cdiv(inner, rows), outer) if coal else (triton.cdiv(n_rows, rows),)",
