@@ -58,13 +58,12 @@ def time_cuda(fn: Callable, input_sets: Sequence[Sequence], cfg: dict) -> dict:
     that no work escaped the timed stream (side streams, deferred launches). The warm-up and the
     adaptive trial count follow host wall time, which such work cannot hide from."""
     flush = torch.empty(cfg["l2_flush_mb"] << 20, dtype=torch.uint8, device="cuda")
-    sink = torch.empty((), dtype=torch.int64, device="cuda")
 
     def once(i: int) -> tuple[float, float]:
         args = input_sets[i % len(input_sets)]
         # A read evicts the L2 and leaves it clean: zeroing would leave dirty lines whose
         # write-back lands, by chance, inside the next timed call.
-        torch.sum(flush, dtype=torch.int64, out=sink)
+        flush.sum(dtype=torch.int64)
         _sync()
         start, end = _Event(enable_timing=True), _Event(enable_timing=True)
         t0 = _perf()
