@@ -120,7 +120,3 @@ class CppProgram:
         return [
             f"const float in_{op.name} = {op.name}_p[{operand_index(op, flat)}];" for op in operands
         ]
-
-
-def cpp_literal(x: float) -> str:
-    return literal(x, "cpp")

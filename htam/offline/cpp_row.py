@@ -14,7 +14,7 @@ from htam.offline.expr import Math
 from htam.offline.ir import RowIR
 from htam.offline.passes import elem_closure, schedule
 from htam.offline.render import cpp_names
-from htam.offline.triton_row import _sizes
+from htam.offline.triton_row import row_sizes
 
 
 class CppRow:
@@ -165,7 +165,7 @@ class CppRow:
 def row_solution(ir: RowIR, p: dict, m: Math) -> tuple[tuple[str, str], list[str]]:
     fn, src = cpp_names("row", CppRow(ir, p, m).function())
     lines = [f"t_{op.name} = {op.source}.contiguous()" for op in ir.operands]
-    lines += _sizes(ir)
+    lines += row_sizes(ir)
     t_args, s_args = operand_args(ir.operands, f"t_{ir.primary}")
     call = ", ".join(["out", *t_args, "outer", "R", "inner", *s_args])
     return (fn, src), lines + [f"_ext.{fn}({call})", "return out"]

@@ -35,8 +35,9 @@ class CNode:
 
 @dataclass(frozen=True)
 class ShapeVal:
-    """A size read from a tensor's shape: fine as structure (how many dims), but baked into
-    arithmetic it would freeze the traced size, so the builder refuses it there."""
+    """Metadata read from a tensor (a size, its device or dtype): fine as structure (how many
+    dims, where to allocate), but baked into arithmetic a size would freeze the traced size, so
+    the builder refuses it there."""
 
     value: Any
 
@@ -124,6 +125,9 @@ class Lowerer:
         op, names, defaults = SPECS[key]
         bound = {k: self._arg(v) for k, v in _bind(node, names, defaults).items()}
         first = self._arg(node.args[0]) if node.args else bound.pop("input", None)
+        if isinstance(first, ShapeVal) or not isinstance(first, CNode | float | int):
+            # Arithmetic on sizes (x.dim() - 1) stays metadata; never a tensor op.
+            return ShapeVal(self.traced.values.get(node))
         if op in ("max", "min"):
             op = _max_min(op, bound)
         return self._make(node, op, [first], bound)
@@ -131,7 +135,9 @@ class Lowerer:
     def _select(self, node: fx.Node) -> Any:
         base = self._arg(node.args[0])
         key = node.args[1]
-        if isinstance(base, ShapeVal) or (node.target is getattr and key in ("shape", "ndim")):
+        if isinstance(base, ShapeVal) or (
+            node.target is getattr and key in ("shape", "ndim", "device", "dtype")
+        ):
             return ShapeVal(self.traced.values.get(node))
         if isinstance(base, CNode) and base.op in ("max", "min") and "dim_pair" in base.attrs:
             pick = {0: 0, 1: 1, "values": 0, "indices": 1}.get(key)

@@ -97,8 +97,20 @@ def analyze(task: Task) -> Match:
     return result
 
 
+# Errors a malformed or unusual graph can raise inside the matcher: reported as the reason for
+# no match (with their text), so that an odd task ends one proposal, not the optimization loop.
+_GRAPH_ERRORS = (TypeError, ValueError, KeyError, IndexError, AttributeError)
+
+
 def _analyze(source: str) -> Match:
     traced = trace_task(Task(id="offline/match", name="match", source=source))
+    try:
+        return _match_traced(traced, source)
+    except _GRAPH_ERRORS as err:
+        raise NoMatch(f"the graph could not be read: {type(err).__name__}: {err}") from err
+
+
+def _match_traced(traced, source: str) -> Match:
     out = lower(traced)
     nodes = _reachable(out)
     inputs = [n.target for n in traced.graph.graph.nodes if n.op == "placeholder"]

@@ -44,7 +44,10 @@ class OfflineProposer:
             raise ValueError(f"target must be one of {sorted(LANGUAGES)}, not {target!r}")
         language = language or LANGUAGES[target]
         if language not in ("triton", "cpp"):
-            raise ValueError(f"the offline templates write triton or cpp, not {language!r}")
+            raise ValueError(
+                f"the offline templates write triton or cpp, not {language!r}"
+                + ("; use language 'triton' on cuda" if target == "cuda" else "")
+            )
         if language == "cpp" and target == "cuda":
             raise ValueError("the C++ templates are CPU code; use language='triton' for cuda")
         self.target = target

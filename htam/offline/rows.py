@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from htam.offline.ir import Arg
-from htam.offline.lower import CNode
+from htam.offline.lower import CNode, ShapeVal
 from htam.offline.trace import NoMatch
 
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ class RowSpec:
 
 def norm_dims(dim, rank: int) -> tuple[int, ...]:
     """Reduced dims as sorted non-negative ints; None or () means all dims."""
+    dim = dim.value if isinstance(dim, ShapeVal) else dim
     if dim is None or dim == () or dim == []:
         return tuple(range(rank))
     dims = (dim,) if isinstance(dim, int) else tuple(dim)

@@ -112,6 +112,11 @@ SPECS.update(
         "dropout": ("dropout", ["p", "training", "inplace"], {"p": 0.5, "training": True}),
         "contiguous": ("identity", [], {}),
         "clone": ("identity", [], {}),
+        "detach": ("identity", [], {}),
+        # Casts are identities here: the builder accepts float32 values only, before and after.
+        "float": ("identity", [], {}),
+        "to": ("identity", ["dtype"], {}),
+        "type_as": ("identity", ["other"], {}),
         "t": ("transpose", [], {"dim0": -2, "dim1": -1}),
         "transpose": ("transpose", ["dim0", "dim1"], {}),
         "swapaxes": ("transpose", ["dim0", "dim1"], {}),

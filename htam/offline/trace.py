@@ -1,7 +1,9 @@
-"""Trace a task's reference ``Model`` at the small size and record every node's value.
+"""Trace a task's reference ``Model`` and record every node's value (shape and dtype).
 
 The recorded values (shapes, dtypes, tuple outputs) let the matcher check broadcasting and
-reductions against what PyTorch actually computed instead of re-deriving PyTorch's rules.
+reductions against what PyTorch actually computed instead of re-deriving PyTorch's rules. All of
+it runs on fake tensors: an unmodified KernelBench file is the large size (gigabytes of inputs),
+and matching needs shapes, not numbers.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 
 import torch
 import torch.fx as fx
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 from htam.tasks.module import load_task_module
 from htam.tasks.task import Task
@@ -43,7 +46,7 @@ class _Recorder(fx.Interpreter):
 
 def trace_task(task: Task) -> Traced:
     """Build the reference at the small size (seed 0, caller's RNG untouched) and trace it."""
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]), FakeTensorMode(allow_non_fake_inputs=True):
         torch.manual_seed(0)
         try:
             module = load_task_module(task.source, "small", name="htam_offline_ref")

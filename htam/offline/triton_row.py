@@ -184,7 +184,7 @@ def row_solution(ir: RowIR, p: dict, m: Math) -> tuple[list[str], list[str]]:
     if p["cache"]:
         kernels.append(k.tile_kernel("htam_row_tile"))
     lines = [f"t_{op.name} = {op.source}.contiguous()" for op in ir.operands]
-    lines += _sizes(ir)
+    lines += row_sizes(ir)
     args = ", ".join(
         ["out", *operand_args(ir.operands, f"t_{ir.primary}"), "n_rows", "R", "inner", "float(R)"]
     )
@@ -217,7 +217,7 @@ def triton_tile_call(args: str) -> str:
     return f"htam_row_tile[grid]({args}, ROWS=rows, BLOCK=tile, COAL=coal, num_warps={warps})"
 
 
-def _sizes(ir: RowIR) -> list[str]:
+def row_sizes(ir: RowIR) -> list[str]:
     """Forward lines: the (outer, R, inner) view of the primary input and the output."""
     d0, d1 = ir.d0, ir.d1
     lines = [

@@ -134,7 +134,7 @@ def compare(
     if got.shape != expected.shape or got.dtype != expected.dtype:
         return f"got {got.dtype}{list(got.shape)}, expected {expected.dtype}{list(expected.shape)}"
     if rel_l2 is not None and got.is_floating_point():
-        rel = ((got - expected).norm() / expected.norm()).item()
+        rel = ((got - expected).norm() / expected.norm().clamp_min(1e-6)).item()
         return None if rel < rel_l2 else f"relative L2 error {rel:.3g} at {overrides}"
     if not torch.allclose(got, expected, atol=atol, rtol=rtol):
         err = (got.double() - expected.double()).abs().max().item()

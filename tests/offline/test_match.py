@@ -161,3 +161,15 @@ def test_tensor_cores_only_for_triton():
     assert "precision.tensor_core_dot" in supported_strategies(gemm, "triton")
     assert "precision.tensor_core_dot" not in supported_strategies(gemm, "cpp")
     assert "fusion.epilogue_fusion" in supported_strategies(gemm)
+
+
+def test_matching_never_materializes_kernelbench_sizes():
+    # An unmodified KernelBench file is its large size; 40 GB of input must not be allocated.
+    huge = _model("F.gelu(x) * 2.0", inputs="torch.rand(100000, 100000)")
+    m = analyze(task_of("huge", huge))
+    assert m.family == "elementwise" and m.ir.rank == 2
+
+
+def test_clone_detach_and_casts_pass_through():
+    m = analyze(task_of("cast", _model("x.clone().detach().float().to(x.device) + 1.0")))
+    assert [op.name for op in m.ir.prog.ops] == ["add"]
