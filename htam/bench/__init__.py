@@ -4,7 +4,7 @@ Names are imported lazily: a spawned worker imports ``htam.bench.worker`` and sh
 jinja2 or matplotlib.
 """
 
-import importlib
+from htam.lazy import lazy_exports
 
 _EXPORTS = {
     "BenchConfig": "htam.bench.config",
@@ -23,8 +23,4 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'htam.bench' has no attribute {name!r}")
+__getattr__ = lazy_exports('htam.bench', _EXPORTS)

@@ -4,7 +4,7 @@ Names are imported lazily: ``htam.evaluate.result`` is needed by light modules (
 the proposer protocol) that must not pay for importing torch.
 """
 
-import importlib
+from htam.lazy import lazy_exports
 
 _EXPORTS = {
     "EvalConfig": "htam.evaluate.config",
@@ -18,8 +18,4 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'htam.evaluate' has no attribute {name!r}")
+__getattr__ = lazy_exports('htam.evaluate', _EXPORTS)

@@ -16,21 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from htam.status import Status
+from htam.tasks.families import FAMILIES
 
 # The direction of a no-hierarchy decision: there is no direction choice, the chosen strategy's
 # parent is recorded instead.
 FLAT_DIRECTION = "*"
 
-OP_FAMILIES = (
-    "elementwise",
-    "reduction",
-    "normalization",
-    "softmax",
-    "gemm",
-    "conv",
-    "attention",
-    "other",
-)
+OP_FAMILIES = FAMILIES  # the task analysis's vocabulary
 
 
 @dataclass

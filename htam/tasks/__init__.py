@@ -5,7 +5,7 @@ The signature code lives in ``signatures`` (plural): a submodule named ``signatu
 once imported, shadow the ``signature`` function as an attribute of this package.
 """
 
-import importlib
+from htam.lazy import lazy_exports
 
 _EXPORTS = {
     "FAMILIES": "htam.tasks.families",
@@ -22,8 +22,4 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'htam.tasks' has no attribute {name!r}")
+__getattr__ = lazy_exports('htam.tasks', _EXPORTS)
