@@ -96,7 +96,8 @@ def bench_command(
     """Run every (method, seed, task) unit; writes OUT/metrics.json, report.md and report.html."""
     from htam.bench import BenchConfig, BenchError, ProposerSpec, run_bench
 
-    target, language = resolve_target(target, language)
+    offline = llm is None and base_url is None and proposer is None
+    target, language = resolve_target(target, language, offline=offline)
     level_list = [int(x) for x in _csv(levels)] if levels else None
     the_tasks = load_tasks(suites, level_list, tasks)
     devices = gpu_devices(gpus) if target == "cuda" else [f"cpu{i}" for i in range(workers)]

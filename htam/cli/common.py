@@ -24,11 +24,14 @@ def default_target() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def resolve_target(target: str | None, language: str | None) -> tuple[str, str]:
+def resolve_target(
+    target: str | None, language: str | None, offline: bool = False
+) -> tuple[str, str]:
+    """Target and language, defaulted; the offline proposer writes Triton on the GPU."""
     target = target or default_target()
     if target not in DEFAULT_LANGUAGE:
         fail(f"unknown target {target!r}; choose cuda or cpu")
-    language = language or DEFAULT_LANGUAGE[target]
+    language = language or ("triton" if offline and target == "cuda" else DEFAULT_LANGUAGE[target])
     allowed = {"cuda": ("cuda", "triton"), "cpu": ("cpp", "triton")}[target]
     if language not in allowed:
         fail(f"language {language!r} does not run on target {target}; choose one of {allowed}")

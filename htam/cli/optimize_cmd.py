@@ -84,7 +84,7 @@ def optimize_command(
     from htam.memory import MemoryBank, MemoryBankError
     from htam.tasks import TaskError
 
-    target, language = resolve_target(target, language)
+    target, language = resolve_target(target, language, offline=llm is None and base_url is None)
     the_task = resolve_task(task)
     try:
         config = OptimizeConfig(method=method, steps=steps, seed=seed, target=target, language=language)
