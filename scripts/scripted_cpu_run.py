@@ -20,21 +20,43 @@ def main(out: Path) -> int:
     good = (FIX / "chain_fused_cpp.py").read_text()
     broken = good.replace("std::fmin(std::fmax(v, -1.f), 2.f)", "std::fmin(std::fmax(v, -1.f), 2.f")
     replies = [
-        Scripted(content='{"strategy_id": "fusion.elementwise_chain_fusion", "rationale": "fuse"}',
-                 when="strategy_id", repeat=True),
+        Scripted(
+            content='{"strategy_id": "fusion.elementwise_chain_fusion", "rationale": "fuse"}',
+            when="strategy_id",
+            repeat=True,
+        ),
         Scripted(content=f"```python\n{good}\n```", when="ModelNew"),
         Scripted(content="No code this time.", when="ModelNew"),
         Scripted(content=f"```cpp\n{broken}\n```\n```python\n{broken}\n```", when="ModelNew"),
         Scripted(content=f"```python\n{good}\n```", when="ModelNew", repeat=True),
     ]
     with ReplayServer(replies) as server:
-        cmd = [sys.executable, "-m", "htam.cli", "optimize", "level2/5_Elementwise_Chain",
-               "--base-url", server.base_url, "--model", server.model, "--target", "cpu",
-               "--language", "cpp", "--steps", "6", "--memory", str(out / "memory.db"),
-               "--out", str(out / "run")]
+        cmd = [
+            sys.executable,
+            "-m",
+            "htam.cli",
+            "optimize",
+            "level2/5_Elementwise_Chain",
+            "--base-url",
+            server.base_url,
+            "--model",
+            server.model,
+            "--target",
+            "cpu",
+            "--language",
+            "cpp",
+            "--steps",
+            "6",
+            "--memory",
+            str(out / "memory.db"),
+            "--out",
+            str(out / "run"),
+        ]
         code = subprocess.call(cmd, env={**os.environ, "COLUMNS": "120"})
-    subprocess.call([sys.executable, "-m", "htam.cli", "memory", "show", str(out / "memory.db")],
-                    env={**os.environ, "COLUMNS": "120"})
+    subprocess.call(
+        [sys.executable, "-m", "htam.cli", "memory", "show", str(out / "memory.db")],
+        env={**os.environ, "COLUMNS": "120"},
+    )
     return code
 
 

@@ -64,7 +64,11 @@ class Optimizer:
         uses_memory = config.method in METHODS or config.method == "flat"
         if uses_memory and bank is None:
             raise ValueError(f"method {config.method} needs a memory bank")
-        self.policy = make_policy(config.method, self.policy_config, bank) if config.method in METHODS else None
+        self.policy = (
+            make_policy(config.method, self.policy_config, bank)
+            if config.method in METHODS
+            else None
+        )
         self.flat = FlatMemory(bank) if config.method == "flat" else None
 
     # ------------------------------------------------------------------ one run
@@ -73,10 +77,20 @@ class Optimizer:
         cfg = self.config
         run_id = cfg.run_id or f"{cfg.method}:{task.id}:s{cfg.seed}"
         rundir = RunDir(out_dir)
-        rundir.start({"task_id": task.id, "task_digest": task.digest, "method": cfg.method,
-                      "seed": cfg.seed, "steps": cfg.steps, "target": cfg.target,
-                      "language": cfg.language, "proposer": self.proposer.name, "run_id": run_id},
-                     resume)
+        rundir.start(
+            {
+                "task_id": task.id,
+                "task_digest": task.digest,
+                "method": cfg.method,
+                "seed": cfg.seed,
+                "steps": cfg.steps,
+                "target": cfg.target,
+                "language": cfg.language,
+                "proposer": self.proposer.name,
+                "run_id": run_id,
+            },
+            resume,
+        )
         started = time.monotonic()
         sig = signature(task, "small")
         ref = self.evaluator.reference(task)
@@ -84,16 +98,25 @@ class Optimizer:
         progress = Progress(ref_ms=ref.timing["median_ms"] if ref.timing else None)
         usage = Usage()
         for record in rundir.finished_steps():
-            self._replay(record, rundir, progress, usage, task, sig, run_id)
+            self._replay(record, rundir, progress, usage)
         for step in range(len(progress.path), cfg.steps):
-            state_text = summary_text(self.prompts, task.id, sig, bound.kind, bound.time_ms,
-                                      progress, self.policy_config.K)
+            state_text = summary_text(
+                self.prompts,
+                task.id,
+                sig,
+                bound.kind,
+                bound.time_ms,
+                progress,
+                self.policy_config.K,
+            )
             record, code = self._step(task, sig, bound.kind, step, state_text, progress, run_id)
             usage.add(Usage(**record["usage"]))
             rundir.save_step(record, code)
             if record["new_best"]:
                 rundir.save_best(code)
-            rundir.save_summary(self._summary(task, progress, usage, ref, time.monotonic() - started))
+            rundir.save_summary(
+                self._summary(task, progress, usage, ref, time.monotonic() - started)
+            )
             if self.on_step:
                 self.on_step(record)
         summary = self._summary(task, progress, usage, ref, time.monotonic() - started)
@@ -129,11 +152,18 @@ class Optimizer:
         t0 = time.monotonic()
         state = features(sig, bound_kind, progress)
         direction, breakdown = self._decide(progress, state, step)
-        request = ProposalRequest(task=task, target=cfg.target, language=cfg.language,
-                                  base_code=progress.best_code, feedback=progress.last_result,
-                                  last_code=progress.last_code,
-                                  direction=None if direction == NO_DIRECTION else direction,
-                                  state_summary=state_text, step=step, seed=cfg.seed)
+        request = ProposalRequest(
+            task=task,
+            target=cfg.target,
+            language=cfg.language,
+            base_code=progress.best_code,
+            feedback=progress.last_result,
+            last_code=progress.last_code,
+            direction=None if direction == NO_DIRECTION else direction,
+            state_summary=state_text,
+            step=step,
+            seed=cfg.seed,
+        )
         candidates = self._candidates(direction, state)
         choice = self.proposer.choose_strategy(request, candidates) if candidates else Choice(None)
         request.strategy = choice.strategy
@@ -146,27 +176,53 @@ class Optimizer:
         value = reward(result.status, progress.best_ms, result.runtime_ms, self.policy_config)
         prefix = self._prefix(progress)
         strategy_id = choice.strategy.id if choice.strategy else None
-        new_best = progress.observe(result, proposal.code, direction,
-                                    PathStep(direction, strategy_id, outcome_text(result)))
+        new_best = progress.observe(
+            result, proposal.code, direction, PathStep(direction, strategy_id, outcome_text(result))
+        )
         usage = Usage()
         usage.add(choice.usage)
         usage.add(proposal.usage)
         memory_record = StepRecord(
-            run_id=run_id, task_id=task.id, task_signature=sig.text, step=step, prefix=prefix,
-            direction=direction, local_id=strategy_id, status=result.status,
-            speedup_before=speedup_before, speedup_after=result.speedup, reward=value,
+            run_id=run_id,
+            task_id=task.id,
+            task_signature=sig.text,
+            step=step,
+            prefix=prefix,
+            direction=direction,
+            local_id=strategy_id,
+            status=result.status,
+            speedup_before=speedup_before,
+            speedup_after=result.speedup,
+            reward=value,
             error_excerpt="" if result.correct else " ".join(result.messages)[:300],
-            lesson=_lesson(result, strategy_id))
+            lesson=_lesson(result, strategy_id),
+        )
         memory_updated = self._learn(memory_record, state_text)
         record = {
-            "step": step, "method": cfg.method, "direction": direction, "strategy": strategy_id,
-            "prefix": prefix, "decision": breakdown,
-            "choice": {"rationale": choice.rationale, "prompt": choice.prompt, "response": choice.response},
-            "proposal": {"prompt": proposal.prompt, "response": proposal.response,
-                         "reasoning": proposal.reasoning, "error": proposal.error},
-            "feedback": result.to_dict(), "reward": value, "usage": asdict(usage),
-            "new_best": new_best, "best_speedup": progress.best_speedup,
-            "memory_updated": memory_updated, "wall_s": time.monotonic() - t0,
+            "step": step,
+            "method": cfg.method,
+            "direction": direction,
+            "strategy": strategy_id,
+            "prefix": prefix,
+            "decision": breakdown,
+            "choice": {
+                "rationale": choice.rationale,
+                "prompt": choice.prompt,
+                "response": choice.response,
+            },
+            "proposal": {
+                "prompt": proposal.prompt,
+                "response": proposal.response,
+                "reasoning": proposal.reasoning,
+                "error": proposal.error,
+            },
+            "feedback": result.to_dict(),
+            "reward": value,
+            "usage": asdict(usage),
+            "new_best": new_best,
+            "best_speedup": progress.best_speedup,
+            "memory_updated": memory_updated,
+            "wall_s": time.monotonic() - t0,
             "state_text": state_text,
             "memory_record": {**asdict(memory_record), "status": str(memory_record.status)},
         }
@@ -184,7 +240,9 @@ class Optimizer:
 
     def _evaluate(self, task: Task, proposal: Proposal, language: str) -> EvalResult:
         if proposal.code is None:
-            return EvalResult(Status.REJECTED, messages=[proposal.error or "the reply held no code"])
+            return EvalResult(
+                Status.REJECTED, messages=[proposal.error or "the reply held no code"]
+            )
         return self.evaluator.evaluate(task, proposal.code, language)
 
     def _learn(self, record: StepRecord, state_text: str) -> bool:
@@ -194,12 +252,15 @@ class Optimizer:
             return self.policy.record(record)
         return False
 
-    def _replay(self, record: dict, rundir: RunDir, progress: Progress, usage: Usage,
-                task: Task, sig, run_id: str) -> None:
+    def _replay(self, record: dict, rundir: RunDir, progress: Progress, usage: Usage) -> None:
         """Rebuild the state from a persisted step; re-apply its (idempotent) memory update."""
         result = EvalResult.from_dict(record["feedback"])
-        progress.observe(result, rundir.step_code(record["step"]), record["direction"],
-                         PathStep(record["direction"], record["strategy"], outcome_text(result)))
+        progress.observe(
+            result,
+            rundir.step_code(record["step"]),
+            record["direction"],
+            PathStep(record["direction"], record["strategy"], outcome_text(result)),
+        )
         usage.add(Usage(**record["usage"]))
         self._learn(StepRecord(**record["memory_record"]), record["state_text"])
 
@@ -207,9 +268,13 @@ class Optimizer:
         best = progress.best_result
         last = progress.last_result
         return {
-            "task_id": task.id, "method": self.config.method, "seed": self.config.seed,
-            "proposer": self.proposer.name, "target": self.config.target,
-            "language": self.config.language, "steps": len(progress.path),
+            "task_id": task.id,
+            "method": self.config.method,
+            "seed": self.config.seed,
+            "proposer": self.proposer.name,
+            "target": self.config.target,
+            "language": self.config.language,
+            "steps": len(progress.path),
             "steps_planned": self.config.steps,
             "best_status": str(best.status if best else (last.status if last else "none")),
             "best_speedup": best.speedup if best else None,
@@ -217,13 +282,18 @@ class Optimizer:
             "best_runtime_ms": best.runtime_ms if best else None,
             "best_sol_fraction": best.sol_fraction if best else None,
             "ref_runtime_ms": ref.timing["median_ms"] if ref.timing else None,
-            "ref_compile_runtime_ms": ref.compile_timing["median_ms"] if ref.compile_timing else None,
+            "ref_compile_runtime_ms": ref.compile_timing["median_ms"]
+            if ref.compile_timing
+            else None,
             "timing_meaningful": best.timing.meaningful if best and best.timing else None,
-            "curve": progress.curve, "statuses": [p.outcome for p in progress.path],
+            "curve": progress.curve,
+            "statuses": [p.outcome for p in progress.path],
             "path": [[p.direction, p.strategy] for p in progress.path],
             "cost_usd": usage.cost_usd,
             "tokens": {"prompt": usage.prompt_tokens, "completion": usage.completion_tokens},
-            "calls": usage.calls, "cached_calls": usage.cached_calls, "wall_s": wall_s,
+            "calls": usage.calls,
+            "cached_calls": usage.cached_calls,
+            "wall_s": wall_s,
         }
 
 

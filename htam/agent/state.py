@@ -68,8 +68,13 @@ def features(signature: Signature, bound: str | None, progress: Progress) -> Sta
 
 
 def summary_text(
-    prompts: Prompts, task_id: str, signature: Signature, bound: str | None,
-    roofline_ms: float | None, progress: Progress, k: int,
+    prompts: Prompts,
+    task_id: str,
+    signature: Signature,
+    bound: str | None,
+    roofline_ms: float | None,
+    progress: Progress,
+    k: int,
 ) -> str:
     view = StateView(
         task_id=task_id,

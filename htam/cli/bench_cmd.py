@@ -60,28 +60,41 @@ def _progress(kind: str, record: dict) -> None:
     if kind == "unit_end":
         speed = record.get("best_speedup")
         extra = f" {speed:.3g}x" if speed else ""
-        console.print(escape(f"[{record.get('device') or '-'}] {record['unit']}: {record['status']}"
-                             f" ({record.get('best_status', record.get('error', ''))}{extra})"),
-                      highlight=False)
+        console.print(
+            escape(
+                f"[{record.get('device') or '-'}] {record['unit']}: {record['status']}"
+                f" ({record.get('best_status', record.get('error', ''))}{extra})"
+            ),
+            highlight=False,
+        )
     elif kind == "unit_lost":
-        console.print(f"[yellow]{escape(record['error'])}[/]: {escape(record['unit'])} -> "
-                      f"{record['status']}")
+        console.print(
+            f"[yellow]{escape(record['error'])}[/]: {escape(record['unit'])} -> {record['status']}"
+        )
     elif kind == "worker_fatal":
         console.print(f"[red]worker {record['worker']}:[/] {escape(record['error'])}")
 
 
 def bench_command(
-    suites: list[str] = typer.Argument(..., help="builtin, a KernelBench checkout, a task directory or file"),
-    methods: str = typer.Option("htam", help="comma list: htam,no-prefix,random,flat,refine,oneshot,..."),
+    suites: list[str] = typer.Argument(
+        ..., help="builtin, a KernelBench checkout, a task directory or file"
+    ),
+    methods: str = typer.Option(
+        "htam", help="comma list: htam,no-prefix,random,flat,refine,oneshot,..."
+    ),
     steps: int = typer.Option(6, min=1, help="optimization steps T per unit"),
     seeds: int = typer.Option(1, min=1, help="seeds 0..N-1 per (method, task)"),
     llm: str | None = typer.Option(None, help="LLM preset (default: the offline proposer)"),
     base_url: str | None = typer.Option(None, help="any OpenAI-compatible endpoint (with --model)"),
     model: str | None = typer.Option(None, help="model name for --llm or --base-url"),
     proposer: str | None = typer.Option(
-        None, help="a custom proposer factory module:attr, called with target= and language= "
-        "in each worker (e.g. a scripted proposer)"),
-    target: str | None = typer.Option(None, help="cuda or cpu (default: cuda when a GPU is visible)"),
+        None,
+        help="a custom proposer factory module:attr, called with target= and language= "
+        "in each worker (e.g. a scripted proposer)",
+    ),
+    target: str | None = typer.Option(
+        None, help="cuda or cpu (default: cuda when a GPU is visible)"
+    ),
     language: str | None = typer.Option(None, help="cuda | triton (cuda); cpp | triton (cpu)"),
     size: str | None = typer.Option(None, help="task size: small (CPU) or large (GPU)"),
     gpus: str = typer.Option("all", help="all, or indices of visible GPUs: 0,1 (one worker each)"),
@@ -104,22 +117,35 @@ def bench_command(
     spec = ProposerSpec(llm=llm, base_url=base_url, model=model, factory=proposer)
     _check_proposer(spec, target, language)
     try:
-        config = BenchConfig(out=out, methods=_csv(methods), seeds=seeds, steps=steps,
-                             target=target, language=language, size=default_size(target, size),
-                             devices=devices, memory=memory, memory_mode=memory_mode,
-                             proposer=spec)
+        config = BenchConfig(
+            out=out,
+            methods=_csv(methods),
+            seeds=seeds,
+            steps=steps,
+            target=target,
+            language=language,
+            size=default_size(target, size),
+            devices=devices,
+            memory=memory,
+            memory_mode=memory_mode,
+            proposer=spec,
+        )
     except ValueError as exc:
         fail(str(exc))
-    console.print(f"{len(the_tasks)} tasks x {len(config.methods)} methods x {seeds} seeds on "
-                  f"{len(devices)} worker(s) ({', '.join(devices)}) · {spec.describe()} · "
-                  f"{target}/{language} · memory {memory_mode}")
+    console.print(
+        f"{len(the_tasks)} tasks x {len(config.methods)} methods x {seeds} seeds on "
+        f"{len(devices)} worker(s) ({', '.join(devices)}) · {spec.describe()} · "
+        f"{target}/{language} · memory {memory_mode}"
+    )
     try:
         outcome = run_bench(config, the_tasks, resume=resume, on_event=_progress)
     except BenchError as exc:
         fail(str(exc))
     files = outcome.report
-    console.print(f"{len(outcome.done)} done, {len(outcome.failed)} failed, {len(outcome.retried)} "
-                  f"retried, {len(outcome.skipped)} already finished · {outcome.wall_s:.1f} s")
+    console.print(
+        f"{len(outcome.done)} done, {len(outcome.failed)} failed, {len(outcome.retried)} "
+        f"retried, {len(outcome.skipped)} already finished · {outcome.wall_s:.1f} s"
+    )
     _print_metrics(files.metrics)
     console.print(f"report: {files.markdown} · {files.html}")
 
@@ -145,19 +171,34 @@ def _print_metrics(path: Path) -> None:
 
     metrics = json.loads(path.read_text())
     table = Table(title="bench")
-    for name in ("method", "units", "correct", "fast@1", "geomean (fail=1)", "geomean (excl)",
-                 "cost"):
+    for name in (
+        "method",
+        "units",
+        "correct",
+        "fast@1",
+        "geomean (fail=1)",
+        "geomean (excl)",
+        "cost",
+    ):
         table.add_column(name)
     for method, m in metrics["methods"].items():
-        table.add_row(method, str(m["units"]), _fmt(m["correctness"], "pct"),
-                      _fmt(m["fast_1"], "pct"), _fmt(m["geomean_eager_fail1"], "x"),
-                      _fmt(m["geomean_eager_excl"], "x"), _fmt(m["cost_usd"], "usd"))
+        table.add_row(
+            method,
+            str(m["units"]),
+            _fmt(m["correctness"], "pct"),
+            _fmt(m["fast_1"], "pct"),
+            _fmt(m["geomean_eager_fail1"], "x"),
+            _fmt(m["geomean_eager_excl"], "x"),
+            _fmt(m["cost_usd"], "usd"),
+        )
     console.print(table)
     for note in metrics["notes"]:
         console.print(f"[yellow]note:[/] {note}")
 
 
-def report_command(run_dir: Path = typer.Argument(..., help="a bench directory (--out of htam bench)")) -> None:
+def report_command(
+    run_dir: Path = typer.Argument(..., help="a bench directory (--out of htam bench)"),
+) -> None:
     """Recompute metrics.json, report.md and report.html from the unit summaries in RUN_DIR."""
     from htam.bench import ResultsError, write_report
 
@@ -169,8 +210,10 @@ def report_command(run_dir: Path = typer.Argument(..., help="a bench directory (
     console.print(f"report: {files.markdown} · {files.html}")
 
 
-def compare_command(run_a: Path = typer.Argument(..., help="first bench directory"),
-                    run_b: Path = typer.Argument(..., help="second bench directory")) -> None:
+def compare_command(
+    run_a: Path = typer.Argument(..., help="first bench directory"),
+    run_b: Path = typer.Argument(..., help="second bench directory"),
+) -> None:
     """Print two benches side by side, per method: correctness, fast@1, geomean, cost."""
     from htam.bench import ResultsError, bench_metrics
 
@@ -185,8 +228,12 @@ def compare_command(run_a: Path = typer.Argument(..., help="first bench director
     for method in dict.fromkeys([*a["methods"], *b["methods"]]):
         ma, mb = a["methods"].get(method, {}), b["methods"].get(method, {})
         cells = [method]
-        for key, kind in (("correctness", "pct"), ("fast_1", "pct"),
-                          ("geomean_eager_fail1", "x"), ("cost_usd", "usd")):
+        for key, kind in (
+            ("correctness", "pct"),
+            ("fast_1", "pct"),
+            ("geomean_eager_fail1", "x"),
+            ("cost_usd", "usd"),
+        ):
             cells.append(f"{_fmt(ma.get(key), kind)} / {_fmt(mb.get(key), kind)}")
         table.add_row(*cells)
     console.print(table)

@@ -30,7 +30,9 @@ def render(result: EvalResult) -> Table:
     table.add_row("% of speed of light", f"{_fmt(sol, '%', 3)} ({result.bound or '-'}-bound)")
     if result.timing:
         t = result.timing
-        table.add_row("timing", f"{t.trials} trials, {t.method}, min {t.min_ms:.4g} / max {t.max_ms:.4g} ms")
+        table.add_row(
+            "timing", f"{t.trials} trials, {t.method}, min {t.min_ms:.4g} / max {t.max_ms:.4g} ms"
+        )
     for name, seconds in result.breakdown_s.items():
         table.add_row(f"time: {name}", f"{seconds:.3f} s")
     for message in result.messages + [f"FLAG: {f}" for f in result.flags]:
@@ -39,12 +41,22 @@ def render(result: EvalResult) -> Table:
 
 
 def eval_command(
-    task_file: Path = typer.Argument(..., help="KernelBench-format task file (Model, get_inputs, get_init_inputs)"),
+    task_file: Path = typer.Argument(
+        ..., help="KernelBench-format task file (Model, get_inputs, get_init_inputs)"
+    ),
     solution_file: Path = typer.Argument(..., help="Python file defining ModelNew"),
-    target: str | None = typer.Option(None, help="cuda or cpu (default: cuda when a GPU is visible)"),
-    language: str | None = typer.Option(None, help="cuda | triton (target cuda), cpp | triton (target cpu)"),
-    size: str | None = typer.Option(None, help="small (CPU tests) or large (GPU); default by target"),
-    allow_torch: bool = typer.Option(False, "--allow-torch", help="accept a solution without a custom kernel"),
+    target: str | None = typer.Option(
+        None, help="cuda or cpu (default: cuda when a GPU is visible)"
+    ),
+    language: str | None = typer.Option(
+        None, help="cuda | triton (target cuda), cpp | triton (target cpu)"
+    ),
+    size: str | None = typer.Option(
+        None, help="small (CPU tests) or large (GPU); default by target"
+    ),
+    allow_torch: bool = typer.Option(
+        False, "--allow-torch", help="accept a solution without a custom kernel"
+    ),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
     show_log: bool = typer.Option(False, "--log", help="print the candidate's captured output"),
 ) -> None:

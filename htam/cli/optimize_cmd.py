@@ -22,12 +22,15 @@ def resolve_task(spec: str):
     for task in builtin_suite():
         if spec in (task.id, task.id.removeprefix("builtin/"), task.name):
             return task
-    fail(f"{spec}: no such task file, and no built-in task has that id or name "
-         "(see `htam tasks list`)")
+    fail(
+        f"{spec}: no such task file, and no built-in task has that id or name "
+        "(see `htam tasks list`)"
+    )
 
 
-def make_proposer(llm: str | None, base_url: str | None, model: str | None, target: str,
-                  language: str):
+def make_proposer(
+    llm: str | None, base_url: str | None, model: str | None, target: str, language: str
+):
     if llm is None and base_url is None:
         from htam.offline import OfflineProposer
 
@@ -59,23 +62,39 @@ class LiveSteps:
         fb = record["feedback"]
         self.cost += record["usage"]["cost_usd"]
         status = fb["status"] + (f" {fb['speedup']:.2f}x" if fb.get("speedup") else "")
-        self.table.add_row(str(record["step"]), record["direction"], record["strategy"] or "-",
-                           status, f"{record['best_speedup']:.2f}x", f"{self.cost:.4f}")
+        self.table.add_row(
+            str(record["step"]),
+            record["direction"],
+            record["strategy"] or "-",
+            status,
+            f"{record['best_speedup']:.2f}x",
+            f"{self.cost:.4f}",
+        )
 
 
 def optimize_command(
-    task: str = typer.Argument(..., help="task file, or a built-in task id such as level1/6_Softmax"),
-    llm: str | None = typer.Option(None, help="LLM preset: deepseek, openai, vllm, sglang, ollama, llamacpp"),
+    task: str = typer.Argument(
+        ..., help="task file, or a built-in task id such as level1/6_Softmax"
+    ),
+    llm: str | None = typer.Option(
+        None, help="LLM preset: deepseek, openai, vllm, sglang, ollama, llamacpp"
+    ),
     base_url: str | None = typer.Option(None, help="any OpenAI-compatible endpoint (with --model)"),
     model: str | None = typer.Option(None, help="model name for --llm or --base-url"),
     steps: int = typer.Option(6, min=1, help="optimization steps T"),
-    target: str | None = typer.Option(None, help="cuda or cpu (default: cuda when a GPU is visible)"),
+    target: str | None = typer.Option(
+        None, help="cuda or cpu (default: cuda when a GPU is visible)"
+    ),
     language: str | None = typer.Option(None, help="cuda | triton (cuda); cpp | triton (cpu)"),
     size: str | None = typer.Option(None, help="task size: small (CPU) or large (GPU)"),
-    memory: Path | None = typer.Option(None, help="memory bank (SQLite); created from the seed if missing"),
+    memory: Path | None = typer.Option(
+        None, help="memory bank (SQLite); created from the seed if missing"
+    ),
     method: str = typer.Option("htam", help="htam, flat, refine, oneshot, random, no-prefix, ..."),
     seed: int = typer.Option(0, help="seed of the direction policy and the LLM"),
-    out: Path | None = typer.Option(None, help="run directory (default runs/<task>-<method>-s<seed>)"),
+    out: Path | None = typer.Option(
+        None, help="run directory (default runs/<task>-<method>-s<seed>)"
+    ),
     resume: bool = typer.Option(False, "--resume", help="continue the run in --out"),
 ) -> None:
     """Optimize TASK for T steps; writes best.py and summary.json to the run directory."""
@@ -87,7 +106,9 @@ def optimize_command(
     target, language = resolve_target(target, language, offline=llm is None and base_url is None)
     the_task = resolve_task(task)
     try:
-        config = OptimizeConfig(method=method, steps=steps, seed=seed, target=target, language=language)
+        config = OptimizeConfig(
+            method=method, steps=steps, seed=seed, target=target, language=language
+        )
     except ValueError as exc:
         fail(str(exc))
     proposer = make_proposer(llm, base_url, model, target, language)
@@ -95,9 +116,11 @@ def optimize_command(
     memory = memory or default_memory()
     view = LiveSteps(f"{the_task.id} · {method} · {proposer.name} · {target}/{language}")
     try:
-        with MemoryBank.open(memory, create=True) as bank, \
-                Evaluator(target, EvalConfig(size=default_size(target, size))) as evaluator, \
-                Live(view.table, console=console, refresh_per_second=4):
+        with (
+            MemoryBank.open(memory, create=True) as bank,
+            Evaluator(target, EvalConfig(size=default_size(target, size))) as evaluator,
+            Live(view.table, console=console, refresh_per_second=4),
+        ):
             optimizer = Optimizer(proposer, CachedEvaluator(evaluator), bank, config, on_step=view)
             summary = optimizer.run(the_task, out, resume=resume)
     except (TaskError, EvaluatorError, MemoryBankError, RunDirError) as exc:
@@ -112,7 +135,11 @@ def _print_summary(summary: dict, out: Path) -> None:
         f"[bold]best:[/] {summary['best_status']}"
         + (f", {best:.2f}x vs eager" if best else "")
         + (f", {vs_compile:.2f}x vs torch.compile" if vs_compile else "")
-        + (f", {100 * summary['best_sol_fraction']:.1f}% of speed of light" if summary["best_sol_fraction"] else "")
+        + (
+            f", {100 * summary['best_sol_fraction']:.1f}% of speed of light"
+            if summary["best_sol_fraction"]
+            else ""
+        )
         + f" · {summary['steps']} steps · ${summary['cost_usd']:.4f} · {summary['wall_s']:.1f} s"
     )
     if summary["timing_meaningful"] is False:

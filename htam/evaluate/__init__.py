@@ -18,4 +18,4 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS)
 
-__getattr__ = lazy_exports('htam.evaluate', _EXPORTS)
+__getattr__ = lazy_exports("htam.evaluate", _EXPORTS)

@@ -24,8 +24,15 @@ class CachedEvaluator:
     def _key(self, task: Task, code: str, language: str) -> str:
         ev = self.evaluator
         config = {k: v for k, v in asdict(ev.config).items() if k != "cache_dir"}
-        parts = [task.digest, code, ev.target, language, ev.device_name, ev.torch_version,
-                 json.dumps(config, sort_keys=True, default=str)]
+        parts = [
+            task.digest,
+            code,
+            ev.target,
+            language,
+            ev.device_name,
+            ev.torch_version,
+            json.dumps(config, sort_keys=True, default=str),
+        ]
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
 
     def evaluate(self, task: Task, code: str, language: str) -> EvalResult:

@@ -21,11 +21,17 @@ def scripted_replies() -> list[Scripted]:
     """Six steps of replies with faults: strategy choices are matched by the JSON request in the
     prompt, code replies come in order."""
     good = fenced((FIXTURES / "chain_triton.py").read_text())
-    broken = fenced((FIXTURES / "chain_triton.py").read_text().replace("tl.sigmoid(v)", "tl.sigmoid(v"))
+    broken = fenced(
+        (FIXTURES / "chain_triton.py").read_text().replace("tl.sigmoid(v)", "tl.sigmoid(v")
+    )
     wrong = fenced((FIXTURES / "chain_triton.py").read_text().replace("* alpha + beta", "* alpha"))
     code = [
         Scripted(content=good, prompt_tokens=1000, completion_tokens=400),
-        Scripted(content="I would rather explain than write code.", prompt_tokens=900, completion_tokens=50),
+        Scripted(
+            content="I would rather explain than write code.",
+            prompt_tokens=900,
+            completion_tokens=50,
+        ),
         Scripted.error(500, "upstream failure"),
         Scripted(content=broken, prompt_tokens=1000, completion_tokens=400),
         Scripted(content=wrong, prompt_tokens=1000, completion_tokens=400),

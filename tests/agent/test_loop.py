@@ -15,8 +15,9 @@ from tests.evaluate.conftest import task_for
 
 
 def _client(server) -> LLMClient:
-    config = resolve_config(None, server.base_url, server.model, backoff_s=0.01, backoff_max_s=0.02,
-                            timeout_s=5.0)
+    config = resolve_config(
+        None, server.base_url, server.model, backoff_s=0.01, backoff_max_s=0.02, timeout_s=5.0
+    )
     return LLMClient(config)
 
 
@@ -30,13 +31,21 @@ def evaluator():
 def _run(server, evaluator, bank, out, resume=False, steps=6):
     config = OptimizeConfig(method="htam", steps=steps, seed=7, target="cpu", language="triton")
     records = []
-    optimizer = Optimizer(LLMProposer(_client(server)), CachedEvaluator(evaluator), bank, config,
-                          on_step=records.append)
+    optimizer = Optimizer(
+        LLMProposer(_client(server)),
+        CachedEvaluator(evaluator),
+        bank,
+        config,
+        on_step=records.append,
+    )
     return optimizer.run(task_for(CHAIN + ".py"), out, resume=resume), records
 
 
 def test_scripted_run_survives_faults_and_updates_memory(tmp_path, evaluator, prices):
-    with ReplayServer(scripted_replies()) as server, MemoryBank.open(tmp_path / "m.db", create=True) as bank:
+    with (
+        ReplayServer(scripted_replies()) as server,
+        MemoryBank.open(tmp_path / "m.db", create=True) as bank,
+    ):
         summary, records = _run(server, evaluator, bank, tmp_path / "run")
         statuses = [r["feedback"]["status"] for r in records]
         assert statuses == ["ok", "rejected", "compile_error", "incorrect", "ok", "ok"]
@@ -65,7 +74,10 @@ def test_scripted_run_survives_faults_and_updates_memory(tmp_path, evaluator, pr
 
 
 def test_existing_run_needs_resume(tmp_path, evaluator, prices):
-    with ReplayServer(scripted_replies()) as server, MemoryBank.open(tmp_path / "m.db", create=True) as bank:
+    with (
+        ReplayServer(scripted_replies()) as server,
+        MemoryBank.open(tmp_path / "m.db", create=True) as bank,
+    ):
         _run(server, evaluator, bank, tmp_path / "run", steps=2)
         with pytest.raises(RunDirError, match="--resume"):
             _run(server, evaluator, bank, tmp_path / "run", steps=2)

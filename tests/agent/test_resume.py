@@ -15,18 +15,51 @@ from tests.agent.conftest import CHAIN, FIXTURES, choice, fenced
 
 
 def _optimize(server, tmp_path, name, extra=()):
-    cmd = [sys.executable, "-m", "htam.cli", "optimize", CHAIN, "--base-url", server.base_url,
-           "--model", server.model, "--target", "cpu", "--language", "triton", "--seed", "3",
-           "--steps", "6", "--memory", str(tmp_path / f"{name}.db"), "--out", str(tmp_path / name),
-           *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "htam.cli",
+        "optimize",
+        CHAIN,
+        "--base-url",
+        server.base_url,
+        "--model",
+        server.model,
+        "--target",
+        "cpu",
+        "--language",
+        "triton",
+        "--seed",
+        "3",
+        "--steps",
+        "6",
+        "--memory",
+        str(tmp_path / f"{name}.db"),
+        "--out",
+        str(tmp_path / name),
+        *extra,
+    ]
     env = {**os.environ, "HTAM_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "120"}
-    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
 
 
 def _export(tmp_path, name):
-    out = subprocess.run([sys.executable, "-m", "htam.cli", "memory", "export",
-                          str(tmp_path / f"{name}.db"), str(tmp_path / f"{name}.json")],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "htam.cli",
+            "memory",
+            "export",
+            str(tmp_path / f"{name}.db"),
+            str(tmp_path / f"{name}.json"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.returncode == 0
     data = json.loads((tmp_path / f"{name}.json").read_text())
     for section in ("steps", "evidence"):  # when a record was written is not what it says
@@ -38,8 +71,10 @@ def _export(tmp_path, name):
 @pytest.mark.slow
 def test_kill_during_step_3_then_resume(tmp_path, prices):
     good = fenced((FIXTURES / "chain_triton.py").read_text())
-    replies = [Scripted(content=choice("not.a.strategy"), when="strategy_id", repeat=True),
-               Scripted(content=good, when="ModelNew", repeat=True, delay_s=0.4)]
+    replies = [
+        Scripted(content=choice("not.a.strategy"), when="strategy_id", repeat=True),
+        Scripted(content=good, when="ModelNew", repeat=True, delay_s=0.4),
+    ]
     with ReplayServer(replies) as server:
         run = _optimize(server, tmp_path, "b")
         steps = tmp_path / "b" / "steps"

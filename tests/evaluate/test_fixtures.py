@@ -59,7 +59,9 @@ def test_honest_cpu(cpu_evaluator, case):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("case", CHEATS_GPU + FAULTS_GPU, ids=[c[0] for c in CHEATS_GPU + FAULTS_GPU])
+@pytest.mark.parametrize(
+    "case", CHEATS_GPU + FAULTS_GPU, ids=[c[0] for c in CHEATS_GPU + FAULTS_GPU]
+)
 def test_gpu_cheat_or_fault(gpu_evaluator, case):
     _assert_case(gpu_evaluator, *case)
     _assert_honest(gpu_evaluator, "honest_relu_cuda.py", RELU, "cuda")
