@@ -23,7 +23,11 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_configure(config):
     """Keep the caches of a test session out of the user's home (HTAM_TEST_CACHE_DIR reuses
-    one across sessions, e.g. to keep compiled extensions)."""
+    one across sessions, e.g. to keep compiled extensions). Without a GPU, Triton runs under its
+    interpreter, which must be chosen before anything imports Triton: Triton decides at import
+    whether its own library functions (tl.sum, tl.sigmoid, ...) are interpreted."""
+    if not os.path.exists("/dev/nvidiactl"):
+        os.environ.setdefault("TRITON_INTERPRET", "1")
     if "HTAM_TEST_CACHE_DIR" in os.environ:
         os.environ["HTAM_CACHE_DIR"] = os.environ["HTAM_TEST_CACHE_DIR"]
     else:
