@@ -232,7 +232,13 @@ class Evaluator:
         t = res["timing"]
         result.timing = Timing(**{k: t[k] for k in Timing.__dataclass_fields__})
         result.runtime_ms = t["median_ms"]
-        result.ref_runtime_ms = ref.timing["median_ms"] if ref.timing else None
+        # Speedups divide times measured side by side in the candidate's process; the cached
+        # reference time (its own process, earlier) is the fallback.
+        paired = res.get("paired_reference")
+        if paired:
+            result.ref_runtime_ms = paired["median_ms"]
+        elif ref.timing:
+            result.ref_runtime_ms = ref.timing["median_ms"]
         if ref.compile_timing:
             result.ref_compile_runtime_ms = ref.compile_timing["median_ms"]
         wall = t.get("wall_median_ms")

@@ -35,32 +35,8 @@ def _count(estimate_ms: float, budget_ms: float, lo: int, hi: int) -> int:
     return max(lo, min(hi, int(budget_ms / max(estimate_ms, 1e-3))))
 
 
-def time_cpu(
-    fn: Callable, input_sets: Sequence[Sequence], cfg: dict, meaningful: bool = True
-) -> dict:
-    def once(i: int) -> float:
-        args = input_sets[i % len(input_sets)]
-        t0 = _perf()
-        fn(*args)
-        return (_perf() - t0) * 1e3
-
-    warm, i = [], 0
-    while sum(warm) < cfg["warmup_ms"] or len(warm) < 2:
-        warm.append(once(i))
-        i += 1
-    n = _count(statistics.median(warm), cfg["timing_budget_ms"], cfg["min_timed"], cfg["max_timed"])
-    samples = [once(i) for i in range(n)]
-    return _summary(samples, "perf_counter", meaningful)
-
-
-def time_cuda(fn: Callable, input_sets: Sequence[Sequence], cfg: dict) -> dict:
-    """CUDA events per call with an L2 flush before each; host wall time alongside as a check
-    that no work escaped the timed stream (side streams, deferred launches). The warm-up and the
-    adaptive trial count follow host wall time, which such work cannot hide from."""
-    flush = torch.empty(cfg["l2_flush_mb"] << 20, dtype=torch.uint8, device="cuda")
-
-    def once(i: int) -> tuple[float, float]:
-        args = input_sets[i % len(input_sets)]
+def _cuda_call(flush: torch.Tensor) -> Callable[[Callable, Sequence], tuple[float, float]]:
+    def once(fn: Callable, args: Sequence) -> tuple[float, float]:
         # A read evicts the L2 and leaves it clean: zeroing would leave dirty lines whose
         # write-back lands, by chance, inside the next timed call.
         flush.sum(dtype=torch.int64)
@@ -71,19 +47,61 @@ def time_cuda(fn: Callable, input_sets: Sequence[Sequence], cfg: dict) -> dict:
         fn(*args)
         end.record()
         _sync()
-        wall = (_perf() - t0) * 1e3
-        return start.elapsed_time(end), wall
+        return start.elapsed_time(end), (_perf() - t0) * 1e3
 
-    warm: list[float] = []
+    return once
+
+
+def _cpu_call(fn: Callable, args: Sequence) -> tuple[float, float]:
+    t0 = _perf()
+    fn(*args)
+    ms = (_perf() - t0) * 1e3
+    return ms, ms
+
+
+def time_fns(
+    fns: Sequence[Callable],
+    input_sets: Sequence[Sequence],
+    cfg: dict,
+    device: str,
+    meaningful: bool = True,
+) -> list[dict]:
+    """Time each of ``fns`` with calls interleaved (a b, b a, a b, ...), so that clocks, memory
+    placement and neighbours affect all of them alike: their ratio is a side-by-side measurement.
+
+    CUDA: events per call with an L2 flush before each, and host wall time alongside as a check
+    that no work escaped the timed stream (side streams, deferred launches). Warm-up and the
+    adaptive call count follow host wall time, which such work cannot hide from.
+    """
+    once = (
+        _cuda_call(torch.empty(cfg["l2_flush_mb"] << 20, dtype=torch.uint8, device="cuda"))
+        if device == "cuda"
+        else _cpu_call
+    )
+    rounds: list[list[tuple[float, float]]] = []
+
+    def one_round(i: int) -> None:
+        args = input_sets[i % len(input_sets)]
+        order = range(len(fns)) if i % 2 == 0 else reversed(range(len(fns)))  # no position bias
+        times = {k: once(fns[k], args) for k in order}
+        rounds.append([times[k] for k in range(len(fns))])
+
     i = 0
-    while sum(warm) < cfg["warmup_ms"] or len(warm) < 2:
-        warm.append(once(i)[1])
+    while sum(w for r in rounds for _, w in r) < cfg["warmup_ms"] or len(rounds) < 2:
+        one_round(i)
         i += 1
-    n = _count(statistics.median(warm), cfg["timing_budget_ms"], cfg["min_timed"], cfg["max_timed"])
-    pairs = [once(i) for i in range(n)]
-    result = _summary([p[0] for p in pairs], "cuda_events", True)
-    result["wall_median_ms"] = statistics.median(p[1] for p in pairs)
-    return result
+    per_round = statistics.median(sum(w for _, w in r) for r in rounds)
+    rounds.clear()
+    for i in range(_count(per_round, cfg["timing_budget_ms"], cfg["min_timed"], cfg["max_timed"])):
+        one_round(i)
+    method = "cuda_events" if device == "cuda" else "perf_counter"
+    out = []
+    for k in range(len(fns)):
+        summary = _summary([r[k][0] for r in rounds], method, meaningful)
+        if device == "cuda":
+            summary["wall_median_ms"] = statistics.median(r[k][1] for r in rounds)
+        out.append(summary)
+    return out
 
 
 def measure_peaks(device: str) -> dict:

@@ -73,6 +73,7 @@ def _root(node: ast.AST) -> str | None:
 class _Checker(ast.NodeVisitor):
     def __init__(self) -> None:
         self.found: list[Violation] = []
+        self.imported: set[str] = set()  # names bound to modules or their members by imports
         self.jit_functions: set[str] = set()
         self.launched: set[str] = set()
         self.load_inline_calls = 0
@@ -83,10 +84,12 @@ class _Checker(ast.NodeVisitor):
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
             self._module(alias.name, node)
+            self.imported.add(alias.asname or alias.name.split(".")[0])
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         self._module(node.module or "", node)
         for alias in node.names:
+            self.imported.add(alias.asname or alias.name)
             if alias.name in FORBIDDEN_NAMES or alias.name in FORBIDDEN_ATTRS:
                 rule = FORBIDDEN_NAMES.get(alias.name) or FORBIDDEN_ATTRS[alias.name]
                 self.add(rule, node, f"imports {alias.name}")
@@ -114,7 +117,7 @@ class _Checker(ast.NodeVisitor):
         text = ast.unparse(node)
         if (
             isinstance(node.ctx, (ast.Store, ast.Del))
-            and _root(node) in PATCHED_ROOTS
+            and (_root(node) in PATCHED_ROOTS or _root(node) in self.imported)
             and not text.startswith("torch.backends.")  # allow_tf32 and friends are settings
         ):
             self.add("timer-patch", node, f"assigns to {text}")

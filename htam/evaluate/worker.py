@@ -132,7 +132,7 @@ def _reference(job: dict, emit: Emitter) -> None:
     if not job.get("time"):
         _result(emit, "ok", "reference outputs computed")
         return
-    timing = _time(model0, base_inputs, job)
+    (timing,) = _time([model0], base_inputs, job)
     compiled, compile_msg = None, ""
     if job.get("time_compile"):
         compiled, compile_msg = _time_compiled(model0, base_inputs, job)
@@ -155,21 +155,21 @@ def _cost(model, inputs: list, device: str) -> dict:
     return {"flops": int(counter.get_total_flops()), "bytes": int(nbytes), "dtypes": dtypes}
 
 
-def _time(fn: Callable, input_sets: list, job: dict) -> dict:
+def _time(fns: list[Callable], input_sets: list, job: dict) -> list[dict]:
     t0 = _perf()
-    if job["device"] == "cuda":
-        timing = measure.time_cuda(fn, input_sets, job["timing"])
-    else:
-        timing = measure.time_cpu(fn, input_sets, job["timing"], job.get("meaningful", True))
-    timing["elapsed_s"] = _perf() - t0
-    return timing
+    timings = measure.time_fns(
+        fns, input_sets, job["timing"], job["device"], job.get("meaningful", True)
+    )
+    for timing in timings:
+        timing["elapsed_s"] = _perf() - t0
+    return timings
 
 
 def _time_compiled(model, input_sets: list, job: dict) -> tuple[dict | None, str]:
     try:
         compiled = torch.compile(model)
         compiled(*input_sets[0])
-        return _time(compiled, input_sets, job), ""
+        return _time([compiled], input_sets, job)[0], ""
     except Exception as exc:  # noqa: BLE001 - torch.compile failing is a fact to report, not a crash
         return None, f"torch.compile reference unavailable: {type(exc).__name__}: {exc}"[:500]
 
@@ -226,11 +226,16 @@ def _candidate(job: dict, emit: Emitter) -> None:
             "first_call_s": first_call_s,
         }
     )
-    timing = _time(base_model, base_inputs, job)
+    # The reference is timed here too, its calls interleaved with the candidate's: the speedup is
+    # then a side-by-side ratio from one process, free of the drift between processes. Only now,
+    # after the outputs have been sent, does this process hold the reference.
+    reference_module = _module(job, None)
+    reference = _build(reference_module.Model, reference_module, job["init_seed"], job["device"])
+    timing, paired = _time([base_model, reference], base_inputs, job)
     if _active_threads() > threads0:
         _result(emit, "rejected", "the solution started a background thread")
         return
-    _result(emit, "ok", "", timing=timing, compile_s=compile_s())
+    _result(emit, "ok", "", timing=timing, paired_reference=paired, compile_s=compile_s())
 
 
 class _Rejected(Exception):

@@ -17,6 +17,7 @@ CHEATS_CPU = [
     ("cheat_try_except.py", RELU, "triton", "rejected", "[try-except]"),
     ("cheat_patch_time.py", RELU, "triton", "rejected", "[timer-patch]"),
     ("cheat_patch_event.py", RELU, "triton", "rejected", "[timer-patch]"),
+    ("cheat_slow_reference.py", RELU, "triton", "rejected", "[timer-patch]"),
     ("cheat_thread.py", RELU, "triton", "rejected", "[threads]"),
     ("cheat_gc.py", RELU, "triton", "rejected", "[introspection]"),
     ("cheat_wrong_dtype.py", RELU, "triton", "incorrect", "dtype"),

@@ -1,6 +1,8 @@
 """Every cheat is caught by its rule, every fault gets its status, and the evaluator keeps
 working honestly after each of them."""
 
+import re
+
 import pytest
 
 from tests.evaluate.cases import (
@@ -72,3 +74,14 @@ def test_gpu_cheat_or_fault(gpu_evaluator, case):
 def test_honest_gpu(gpu_evaluator, case):
     result = _assert_honest(gpu_evaluator, *case)
     assert result.timing.method == "cuda_events"
+
+
+@pytest.mark.parametrize("task", [RELU, "level2/5_Elementwise_Chain.py", "level1/14_Matmul.py"])
+def test_reference_against_itself_is_even(cpu_evaluator, task):
+    """The reference timed beside a copy of itself, in one process with interleaved calls."""
+    the_task = task_for(task)
+    code = re.sub(r"\bModel\b", "ModelNew", the_task.source)
+    speedups = [
+        cpu_evaluator.evaluate(the_task, code, "cpp", allow_torch=True).speedup for _ in range(2)
+    ]
+    assert all(0.9 < s < 1.1 for s in speedups), speedups
