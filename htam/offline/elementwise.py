@@ -7,37 +7,13 @@ from typing import TYPE_CHECKING
 
 from htam.offline.ir import Arg
 from htam.offline.lower import CNode
+from htam.offline.specs import UNARY
 from htam.offline.trace import NoMatch
 
 if TYPE_CHECKING:
     from htam.offline.build import Builder
 
-SIMPLE_UNARY = {
-    "relu",
-    "sigmoid",
-    "tanh",
-    "exp",
-    "log",
-    "abs",
-    "neg",
-    "sqrt",
-    "rsqrt",
-    "square",
-    "reciprocal",
-    "silu",
-    "mish",
-    "hardsigmoid",
-    "hardswish",
-    "softsign",
-    "logsigmoid",
-    "selu",
-    "sin",
-    "cos",
-    "erf",
-    "log1p",
-    "expm1",
-    "exp2",
-}
+SIMPLE_UNARY = set(UNARY)
 SIMPLE_BINARY = {"mul", "maximum", "minimum"}
 
 

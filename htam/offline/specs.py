@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 # (canonical op, parameter names after the input, defaults). Functions and method names share it.
-_UNARY = [
+UNARY = [  # ops that take only the input
     "relu",
     "sigmoid",
     "tanh",
@@ -35,7 +35,7 @@ _UNARY = [
     "expm1",
     "exp2",
 ]
-SPECS: dict[str, tuple[str, list[str], dict[str, Any]]] = {n: (n, [], {}) for n in _UNARY}
+SPECS: dict[str, tuple[str, list[str], dict[str, Any]]] = {n: (n, [], {}) for n in UNARY}
 SPECS.update(
     {
         "relu6": ("hardtanh", [], {"min_val": 0.0, "max_val": 6.0}),
