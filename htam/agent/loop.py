@@ -173,7 +173,11 @@ class Optimizer:
         proposal = self.proposer.propose(request)
         result = self._evaluate(task, proposal, cfg.language)
         speedup_before = progress.best_speedup or None
-        value = reward(result.status, progress.best_ms, result.runtime_ms, self.policy_config)
+        # Before the first success the bar is the reference, timed beside this candidate.
+        before_ms = (
+            progress.best_ms if progress.best_result else (result.ref_runtime_ms or progress.ref_ms)
+        )
+        value = reward(result.status, before_ms, result.runtime_ms, self.policy_config)
         prefix = self._prefix(progress)
         strategy_id = choice.strategy.id if choice.strategy else None
         new_best = progress.observe(
