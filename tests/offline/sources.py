@@ -6,9 +6,18 @@ non-powers of two). The builtin suite adds the project's own tasks on top of the
 
 HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
 
-EW_GELU_SIGMOID = (
-    HEAD
-    + """
+
+def kb(body: str, inputs: str, init: str = "[]") -> str:
+    """A KernelBench source: the imports, ``body`` (constants and Model), and the two input
+    functions returning ``inputs`` and ``init``."""
+    return (
+        f"{HEAD}{body}\ndef get_inputs():\n    return {inputs}\n\n"
+        f"def get_init_inputs():\n    return {init}\n"
+    )
+
+
+EW_GELU_SIGMOID = kb(
+    """
 ROWS = 7
 COLS = 1000
 
@@ -20,18 +29,13 @@ class Model(nn.Module):
         y = x * 2 + 1
         y = F.gelu(y)
         return torch.sigmoid(y)
-
-def get_inputs():
-    return [torch.randn(ROWS, COLS)]
-
-def get_init_inputs():
-    return []
-"""
+""",
+    "[torch.randn(ROWS, COLS)]",
+    "[]",
 )
 
-EW_TWO_INPUTS = (
-    HEAD
-    + """
+EW_TWO_INPUTS = kb(
+    """
 ROWS = 7
 COLS = 257
 
@@ -47,18 +51,13 @@ class Model(nn.Module):
         z = torch.clamp(z, min=-2.0).div(3.0)
         z = self.clip(F.softplus(z, beta=2.0) + torch.tanh(z).abs())
         return 1.0 - torch.rsub(z, 0.5, alpha=2.0) + z.neg().exp()
-
-def get_inputs():
-    return [torch.randn(ROWS, COLS), torch.randn(ROWS, COLS)]
-
-def get_init_inputs():
-    return [COLS]
-"""
+""",
+    "[torch.randn(ROWS, COLS), torch.randn(ROWS, COLS)]",
+    "[COLS]",
 )
 
-EW_CHANNEL = (
-    HEAD
-    + """
+EW_CHANNEL = kb(
+    """
 N = 2
 C = 5
 H = 7
@@ -77,18 +76,13 @@ class Model(nn.Module):
         x = F.hardswish(x) + F.selu(x) + F.relu6(x * 4) + torch.exp(-x.abs())
         x = torch.maximum(x, F.logsigmoid(x)) + F.gelu(x, approximate="tanh") / (2 ** x)
         return F.hardsigmoid(x) + F.softsign(x) + torch.sqrt(x.square() + 0.25)
-
-def get_inputs():
-    return [torch.randn(N, C, H, W)]
-
-def get_init_inputs():
-    return [C]
-"""
+""",
+    "[torch.randn(N, C, H, W)]",
+    "[C]",
 )
 
-ROW_LOG_SOFTMAX = (
-    HEAD
-    + """
+ROW_LOG_SOFTMAX = kb(
+    """
 ROWS = 7
 COLS = 1000
 
@@ -99,18 +93,13 @@ class Model(nn.Module):
 
     def forward(self, logits):
         return F.log_softmax(logits / self.temperature, dim=-1)
-
-def get_inputs():
-    return [torch.randn(ROWS, COLS) * 5]
-
-def get_init_inputs():
-    return [0.7]
-"""
+""",
+    "[torch.randn(ROWS, COLS) * 5]",
+    "[0.7]",
 )
 
-ROW_SOFTMAX_MODULE = (
-    HEAD
-    + """
+ROW_SOFTMAX_MODULE = kb(
+    """
 ROWS = 7
 COLS = 257
 
@@ -121,18 +110,13 @@ class Model(nn.Module):
 
     def forward(self, x):
         return self.softmax(x) * 3.0 + x.softmax(dim=-1)
-
-def get_inputs():
-    return [torch.randn(ROWS, COLS) * 4]
-
-def get_init_inputs():
-    return []
-"""
+""",
+    "[torch.randn(ROWS, COLS) * 4]",
+    "[]",
 )
 
-ROW_LAYER_NORM = (
-    HEAD
-    + """
+ROW_LAYER_NORM = kb(
+    """
 ROWS = 7
 COLS = 257
 
@@ -145,18 +129,13 @@ class Model(nn.Module):
     def forward(self, hidden_states):
         y = F.layer_norm(hidden_states, (hidden_states.shape[-1],), self.weight, self.bias, 1e-5)
         return torch.relu(y)
-
-def get_inputs():
-    return [torch.randn(ROWS, COLS) * 3 + 1]
-
-def get_init_inputs():
-    return [COLS]
-"""
+""",
+    "[torch.randn(ROWS, COLS) * 3 + 1]",
+    "[COLS]",
 )
 
-ROW_STATS = (
-    HEAD
-    + """
+ROW_STATS = kb(
+    """
 ROWS = 7
 COLS = 33
 
@@ -167,18 +146,13 @@ class Model(nn.Module):
     def forward(self, x):
         spread = torch.amax(x, dim=1) - x.mean(dim=1) + x.min(dim=1)[0]
         return spread + torch.std(x, dim=1) + x.abs().sum(-1) * 0.1 + torch.logsumexp(x, 1)
-
-def get_inputs():
-    return [torch.randn(ROWS, COLS)]
-
-def get_init_inputs():
-    return []
-"""
+""",
+    "[torch.randn(ROWS, COLS)]",
+    "[]",
 )
 
-ROW_L2_NORMALIZE = (
-    HEAD
-    + """
+ROW_L2_NORMALIZE = kb(
+    """
 ROWS = 7
 COLS = 1000
 
@@ -188,18 +162,13 @@ class Model(nn.Module):
 
     def forward(self, x):
         return x / torch.norm(x, p=2, dim=1, keepdim=True) + torch.var(x, dim=1, keepdim=True)
-
-def get_inputs():
-    return [torch.randn(ROWS, COLS)]
-
-def get_init_inputs():
-    return []
-"""
+""",
+    "[torch.randn(ROWS, COLS)]",
+    "[]",
 )
 
-ROW_ARGMIN_MIDDLE = (
-    HEAD
-    + """
+ROW_ARGMIN_MIDDLE = kb(
+    """
 B = 3
 R = 33
 I = 10
@@ -210,18 +179,13 @@ class Model(nn.Module):
 
     def forward(self, x):
         return torch.argmin(x, dim=1, keepdim=True)
-
-def get_inputs():
-    return [torch.randn(B, R, I)]
-
-def get_init_inputs():
-    return []
-"""
+""",
+    "[torch.randn(B, R, I)]",
+    "[]",
 )
 
-ROW_LAYER_NORM_3D = (
-    HEAD
-    + """
+ROW_LAYER_NORM_3D = kb(
+    """
 N = 3
 C = 4
 H = 5
@@ -235,18 +199,13 @@ class Model(nn.Module):
 
     def forward(self, x):
         return self.rms(self.norm(x).sigmoid() * x)
-
-def get_inputs():
-    return [torch.randn(N, C, H, W)]
-
-def get_init_inputs():
-    return [C, H, W]
-"""
+""",
+    "[torch.randn(N, C, H, W)]",
+    "[C, H, W]",
 )
 
-GEMM_RESIDUAL = (
-    HEAD
-    + """
+GEMM_RESIDUAL = kb(
+    """
 BATCH = 7
 IN = 33
 OUT = 40
@@ -259,18 +218,13 @@ class Model(nn.Module):
     def forward(self, x, residual):
         y = F.relu(self.proj(x))
         return y * 0.5 + residual
-
-def get_inputs():
-    return [torch.randn(BATCH, IN), torch.randn(BATCH, OUT)]
-
-def get_init_inputs():
-    return [IN, OUT]
-"""
+""",
+    "[torch.randn(BATCH, IN), torch.randn(BATCH, OUT)]",
+    "[IN, OUT]",
 )
 
-GEMM_TRANSPOSED = (
-    HEAD
-    + """
+GEMM_TRANSPOSED = kb(
+    """
 M = 19
 K = 37
 N = 21
@@ -283,18 +237,13 @@ class Model(nn.Module):
 
     def forward(self, a, b):
         return torch.tanh(torch.matmul(a, b.t()) * self.scale + self.bias)
-
-def get_inputs():
-    return [torch.randn(M, K), torch.randn(N, K)]
-
-def get_init_inputs():
-    return [N]
-"""
+""",
+    "[torch.randn(M, K), torch.randn(N, K)]",
+    "[N]",
 )
 
-GEMM_BMM = (
-    HEAD
-    + """
+GEMM_BMM = kb(
+    """
 B = 3
 M = 9
 K = 20
@@ -306,18 +255,13 @@ class Model(nn.Module):
 
     def forward(self, q, k):
         return F.gelu(torch.bmm(q, k), approximate="tanh") - 1.0
-
-def get_inputs():
-    return [torch.randn(B, M, K), torch.randn(B, K, N)]
-
-def get_init_inputs():
-    return []
-"""
+""",
+    "[torch.randn(B, M, K), torch.randn(B, K, N)]",
+    "[]",
 )
 
-GEMM_ADDMM_3D = (
-    HEAD
-    + """
+GEMM_ADDMM_3D = kb(
+    """
 B = 2
 S = 5
 K = 24
@@ -331,18 +275,14 @@ class Model(nn.Module):
 
     def forward(self, x):
         return torch.sigmoid(self.fc(x)) * 2.0
-
-def get_inputs():
-    return [torch.randn(B, S, K)]
-
-def get_init_inputs():
-    return [K, N]
-"""
+""",
+    "[torch.randn(B, S, K)]",
+    "[K, N]",
 )
 
 UNSUPPORTED = {
-    "conv": HEAD
-    + """
+    "conv": kb(
+        """
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
@@ -350,27 +290,21 @@ class Model(nn.Module):
 
     def forward(self, x):
         return torch.relu(self.conv(x))
-
-def get_inputs():
-    return [torch.randn(1, 3, 8, 8)]
-
-def get_init_inputs():
-    return []
 """,
-    "sort": HEAD
-    + """
+        "[torch.randn(1, 3, 8, 8)]",
+        "[]",
+    ),
+    "sort": kb(
+        """
 class Model(nn.Module):
     def forward(self, x):
         return torch.sort(x, dim=-1).values
-
-def get_inputs():
-    return [torch.randn(4, 9)]
-
-def get_init_inputs():
-    return []
 """,
-    "two_gemms": HEAD
-    + """
+        "[torch.randn(4, 9)]",
+        "[]",
+    ),
+    "two_gemms": kb(
+        """
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
@@ -379,15 +313,12 @@ class Model(nn.Module):
 
     def forward(self, x):
         return self.b(torch.relu(self.a(x)))
-
-def get_inputs():
-    return [torch.randn(4, 8)]
-
-def get_init_inputs():
-    return []
 """,
-    "gemm_softmax": HEAD
-    + """
+        "[torch.randn(4, 8)]",
+        "[]",
+    ),
+    "gemm_softmax": kb(
+        """
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
@@ -395,15 +326,12 @@ class Model(nn.Module):
 
     def forward(self, x):
         return torch.softmax(self.fc(x), dim=-1)
-
-def get_inputs():
-    return [torch.randn(4, 8)]
-
-def get_init_inputs():
-    return []
 """,
-    "training_dropout": HEAD
-    + """
+        "[torch.randn(4, 8)]",
+        "[]",
+    ),
+    "training_dropout": kb(
+        """
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
@@ -411,25 +339,19 @@ class Model(nn.Module):
 
     def forward(self, x):
         return self.drop(torch.relu(x))
-
-def get_inputs():
-    return [torch.randn(4, 8)]
-
-def get_init_inputs():
-    return []
 """,
-    "transpose_add": HEAD
-    + """
+        "[torch.randn(4, 8)]",
+        "[]",
+    ),
+    "transpose_add": kb(
+        """
 class Model(nn.Module):
     def forward(self, x):
         return x.transpose(0, 1) + 1.0
-
-def get_inputs():
-    return [torch.randn(4, 8)]
-
-def get_init_inputs():
-    return []
 """,
+        "[torch.randn(4, 8)]",
+        "[]",
+    ),
 }
 
 # name -> (source, family, size overrides to check)
