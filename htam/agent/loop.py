@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from htam.agent.rundir import RunDir
-from htam.agent.state import Progress, features, outcome_text, summary_text
+from htam.agent.state import Progress, features, outcome_text, relative_time, summary_text
 from htam.evaluate import roofline
 from htam.evaluate.result import EvalResult
 from htam.llm.render import PathStep, Prompts
@@ -174,10 +174,11 @@ class Optimizer:
         result = self._evaluate(task, proposal, cfg.language)
         speedup_before = progress.best_speedup or None
         # Before the first success the bar is the reference, timed beside this candidate.
-        before_ms = (
-            progress.best_ms if progress.best_result else (result.ref_runtime_ms or progress.ref_ms)
-        )
-        value = reward(result.status, before_ms, result.runtime_ms, self.policy_config)
+        # Times relative to the reference timed beside each candidate; before the first
+        # success the bar is the reference itself (1.0).
+        before = relative_time(progress.best_result) if progress.best_result else 1.0
+        new = relative_time(result) if result.correct and result.runtime_ms else None
+        value = reward(result.status, before, new, self.policy_config)
         prefix = self._prefix(progress)
         strategy_id = choice.strategy.id if choice.strategy else None
         new_best = progress.observe(

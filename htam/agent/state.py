@@ -24,10 +24,6 @@ class Progress:
     curve: list[float] = field(default_factory=list)  # best speedup after each step
 
     @property
-    def best_ms(self) -> float | None:
-        return self.best_result.runtime_ms if self.best_result else self.ref_ms
-
-    @property
     def best_speedup(self) -> float:
         if self.best_result and self.best_result.speedup:
             return self.best_result.speedup
@@ -41,12 +37,20 @@ class Progress:
         better = (
             result.correct
             and result.runtime_ms is not None
-            and (self.best_result is None or result.runtime_ms < self.best_result.runtime_ms)
+            and (
+                self.best_result is None or relative_time(result) < relative_time(self.best_result)
+            )
         )
         if better:
             self.best_code, self.best_result = code, result
         self.curve.append(self.best_speedup)
         return better
+
+
+def relative_time(result: EvalResult) -> float:
+    """The candidate's time in units of the reference timed beside it (1 / speedup): comparable
+    across processes, unlike absolute times, which drift between them."""
+    return 1.0 / result.speedup if result.speedup else result.runtime_ms
 
 
 def outcome_text(result: EvalResult) -> str:
