@@ -115,6 +115,12 @@ class ForkServer:
             send_frame(self._sock, pickle.dumps({"op": "wait", "pid": pid, "timeout": timeout_s}))
             return pickle.loads(recv_frame(self._sock))["status"]
 
+    def release(self, pid: int) -> None:
+        """Leave ``pid`` (already sent SIGKILL) for the server to reap in the background: a GPU
+        process's teardown then overlaps the next job instead of delaying this one."""
+        with self._lock:
+            send_frame(self._sock, pickle.dumps({"op": "release", "pid": pid}))
+
     def alive(self) -> bool:
         return self.process.poll() is None
 
@@ -189,13 +195,18 @@ def serve(fd: int, triton: bool) -> None:
             if name in PRELOAD:
                 raise
     send_frame(sock, pickle.dumps({"op": "ready", "preloaded": preloaded}))
+    released: set[int] = set()
     while True:
         try:
             request = pickle.loads(recv_frame(sock))
         except EOFError:
             return
+        released = {pid for pid in released if _waitpid(pid, 0.0) is None}
         if request["op"] == "exit":
             return
+        if request["op"] == "release":
+            released.add(request["pid"])
+            continue
         if request["op"] == "wait":
             status = _waitpid(request["pid"], request["timeout"])
             send_frame(sock, pickle.dumps({"status": status}))

@@ -35,28 +35,31 @@ def _count(estimate_ms: float, budget_ms: float, lo: int, hi: int) -> int:
     return max(lo, min(hi, int(budget_ms / max(estimate_ms, 1e-3))))
 
 
-def _cuda_call(flush: torch.Tensor) -> Callable[[Callable, Sequence], tuple[float, float]]:
-    def once(fn: Callable, args: Sequence) -> tuple[float, float]:
-        # A read evicts the L2 and leaves it clean: zeroing would leave dirty lines whose
-        # write-back lands, by chance, inside the next timed call.
-        flush.sum(dtype=torch.int64)
-        _sync()
-        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+def _cuda_call(flush: torch.Tensor) -> Callable[[Callable, Sequence], tuple[float, ...]]:
+    def once(fn: Callable, args: Sequence) -> tuple[float, float, float]:
         t0 = _perf()
+        # A read evicts the L2 and leaves it clean (zeroing would leave dirty lines whose
+        # write-back lands, by chance, inside the timed call). It is queued, not waited for: the
+        # GPU evicts while the host queues the call, so host jitter before the call stays out.
+        flush.sum(dtype=torch.int64)
+        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
         start.record()
         fn(*args)
         end.record()
-        _sync()
-        return start.elapsed_time(end), (_perf() - t0) * 1e3
+        end.synchronize()
+        t1 = _perf()
+        _sync()  # the whole device: work left on other streams shows up as time after the end
+        t2 = _perf()
+        return start.elapsed_time(end), (t2 - t0) * 1e3, (t2 - t1) * 1e3
 
     return once
 
 
-def _cpu_call(fn: Callable, args: Sequence) -> tuple[float, float]:
+def _cpu_call(fn: Callable, args: Sequence) -> tuple[float, float, float]:
     t0 = _perf()
     fn(*args)
     ms = (_perf() - t0) * 1e3
-    return ms, ms
+    return ms, ms, 0.0
 
 
 def time_fns(
@@ -69,16 +72,17 @@ def time_fns(
     """Time each of ``fns`` with calls interleaved (a b, b a, a b, ...), so that clocks, memory
     placement and neighbours affect all of them alike: their ratio is a side-by-side measurement.
 
-    CUDA: events per call with an L2 flush before each, and host wall time alongside as a check
-    that no work escaped the timed stream (side streams, deferred launches). Warm-up and the
-    adaptive call count follow host wall time, which such work cannot hide from.
+    CUDA: events per call with an L2 flush before each, and the host time between the end event
+    and a device-wide synchronize as a check that no work escaped the timed stream (side
+    streams). Warm-up and the adaptive call count follow host wall time, which such work cannot
+    hide from.
     """
     once = (
         _cuda_call(torch.empty(cfg["l2_flush_mb"] << 20, dtype=torch.uint8, device="cuda"))
         if device == "cuda"
         else _cpu_call
     )
-    rounds: list[list[tuple[float, float]]] = []
+    rounds: list[list[tuple[float, float, float]]] = []
 
     def one_round(i: int) -> None:
         args = input_sets[i % len(input_sets)]
@@ -87,10 +91,10 @@ def time_fns(
         rounds.append([times[k] for k in range(len(fns))])
 
     i = 0
-    while sum(w for r in rounds for _, w in r) < cfg["warmup_ms"] or len(rounds) < 2:
+    while sum(c[1] for r in rounds for c in r) < cfg["warmup_ms"] or len(rounds) < 2:
         one_round(i)
         i += 1
-    per_round = statistics.median(sum(w for _, w in r) for r in rounds)
+    per_round = statistics.median(sum(c[1] for c in r) for r in rounds)
     rounds.clear()
     for i in range(_count(per_round, cfg["timing_budget_ms"], cfg["min_timed"], cfg["max_timed"])):
         one_round(i)
@@ -100,6 +104,7 @@ def time_fns(
         summary = _summary([r[k][0] for r in rounds], method, meaningful)
         if device == "cuda":
             summary["wall_median_ms"] = statistics.median(r[k][1] for r in rounds)
+            summary["after_end_ms"] = statistics.median(r[k][2] for r in rounds)
         out.append(summary)
     return out
 

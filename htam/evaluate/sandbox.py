@@ -28,11 +28,12 @@ _TICK_S = 0.05
 MAX_FRAME = 8 << 30
 
 
-def encode_frame(obj: object) -> bytes:
+def encode_frame(obj: object) -> tuple[bytes, memoryview]:
+    """Header and payload of one frame (kept apart: joining them would copy large outputs)."""
     buf = io.BytesIO()
     torch.save(obj, buf)
-    payload = buf.getvalue()
-    return _HEADER.pack(len(payload)) + payload
+    payload = buf.getbuffer()
+    return _HEADER.pack(len(payload)), payload
 
 
 def decode_frames(data: bytearray) -> tuple[list[dict], str | None]:
@@ -72,6 +73,8 @@ class JobOutcome:
     channel_error: str | None = None
     log: str = ""
     wall_s: float = 0.0
+    started: float = 0.0  # time.monotonic() when the job was asked for
+    result_at: float | None = None  # ... and when its result frame arrived
 
     @property
     def result(self) -> dict | None:
@@ -129,7 +132,7 @@ def run_job(
     log_path = workdir / "output.log"
     start = time.monotonic()
     child = server.spawn(job, workdir, log_path)
-    outcome = JobOutcome()
+    outcome = JobOutcome(started=start)
     buffer = bytearray()
     deadline = start + limits.compile_timeout_s
     next_memory_check = 0.0
@@ -156,6 +159,9 @@ def run_job(
                 if on_frame and any([on_frame(f) for f in frames]):
                     outcome.killed = "stopped"
                     break
+                if any(f.get("type") == "result" for f in frames):
+                    outcome.result_at = time.monotonic()
+                    break  # the verdict is the last frame a job sends
             if log_path.exists() and log_path.stat().st_size > limits.output_limit_bytes:
                 outcome.killed = "output"
                 break
@@ -166,13 +172,18 @@ def run_job(
                     break
     finally:
         os.close(child.result_fd)
-        if outcome.killed or outcome.channel_error:
+        if outcome.result is not None and not (outcome.killed or outcome.channel_error):
+            # Its verdict is in: end the group now and let the server reap it in the background.
             kill_group(child.pid)
-        outcome.exit_code = server.wait(child.pid, timeout_s=10.0)
-        if outcome.exit_code is None:  # still running after closing its channel
-            kill_group(child.pid)
+            server.release(child.pid)
+        else:
+            if outcome.killed or outcome.channel_error:
+                kill_group(child.pid)
             outcome.exit_code = server.wait(child.pid, timeout_s=10.0)
-        kill_group(child.pid)  # nothing it started may outlive it
+            if outcome.exit_code is None:  # still running after closing its channel
+                kill_group(child.pid)
+                outcome.exit_code = server.wait(child.pid, timeout_s=10.0)
+            kill_group(child.pid)  # nothing it started may outlive it
         outcome.wall_s = time.monotonic() - start
         outcome.log = _read_log(log_path, 64 * 1024)
     return outcome

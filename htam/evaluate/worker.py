@@ -12,6 +12,7 @@ import importlib.util
 import os
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable
 
@@ -24,6 +25,7 @@ from htam.tasks.module import extra_configs, load_task_module
 
 _active_threads = threading.active_count
 _perf = measure._perf
+_clock = time.monotonic  # system-wide: the parent lays these marks on its own timeline
 
 
 class Emitter:
@@ -31,9 +33,10 @@ class Emitter:
         self.fd = fd
 
     def __call__(self, frame: dict) -> None:
-        data = memoryview(encode_frame(frame))
-        while data:
-            data = data[os.write(self.fd, data) :]
+        for part in encode_frame(frame):
+            data = memoryview(part)
+            while data:
+                data = data[os.write(self.fd, data) :]
 
 
 def run(job: dict, fd: int) -> None:
@@ -132,11 +135,15 @@ def _reference(job: dict, emit: Emitter) -> None:
     if not job.get("time"):
         _result(emit, "ok", "reference outputs computed")
         return
-    (timing,) = _time([model0], base_inputs, job)
     compiled, compile_msg = None, ""
     if job.get("time_compile"):
-        compiled, compile_msg = _time_compiled(model0, base_inputs, job)
-    _result(emit, "ok", compile_msg, timing=timing, compile_timing=compiled)
+        compiled, compile_msg = _compiled(model0, base_inputs)
+    if compiled is None:
+        (timing,) = _time([model0], base_inputs, job)
+        compile_timing = None
+    else:  # eager and compiled side by side: their ratio holds whatever the clocks do
+        timing, compile_timing = _time([model0, compiled], base_inputs, job)
+    _result(emit, "ok", compile_msg, timing=timing, compile_timing=compile_timing)
 
 
 def _cost(model, inputs: list, device: str) -> dict:
@@ -165,11 +172,11 @@ def _time(fns: list[Callable], input_sets: list, job: dict) -> list[dict]:
     return timings
 
 
-def _time_compiled(model, input_sets: list, job: dict) -> tuple[dict | None, str]:
+def _compiled(model, input_sets: list) -> tuple[Callable | None, str]:
     try:
         compiled = torch.compile(model)
         compiled(*input_sets[0])
-        return _time([compiled], input_sets, job)[0], ""
+        return compiled, ""
     except Exception as exc:  # noqa: BLE001 - torch.compile failing is a fact to report, not a crash
         return None, f"torch.compile reference unavailable: {type(exc).__name__}: {exc}"[:500]
 
@@ -196,7 +203,11 @@ def _is_compile_failure(exc: BaseException) -> bool:
 
 
 def _candidate(job: dict, emit: Emitter) -> None:
+    marks = {"entered": _clock()}
     threads0 = _active_threads()
+    if job["device"] == "cuda":
+        torch.empty(1, device="cuda")  # the context is made here, before any candidate code
+    marks["device_ready"] = _clock()
     compile_s = install_compile_cache(job["extension_dir"])
     t0 = _perf()
     try:
@@ -218,6 +229,7 @@ def _candidate(job: dict, emit: Emitter) -> None:
         status = "compile_error" if _is_compile_failure(exc) else "runtime_error"
         _result(emit, status, _excerpt(exc))
         return
+    marks["trials_done"] = _clock()
     emit(
         {
             "type": "outputs",
@@ -229,13 +241,19 @@ def _candidate(job: dict, emit: Emitter) -> None:
     # The reference is timed here too, its calls interleaved with the candidate's: the speedup is
     # then a side-by-side ratio from one process, free of the drift between processes. Only now,
     # after the outputs have been sent, does this process hold the reference.
+    marks["outputs_sent"] = _clock()
     reference_module = _module(job, None)
     reference = _build(reference_module.Model, reference_module, job["init_seed"], job["device"])
+    _sync(job["device"])
+    marks["reference_built"] = _clock()
     timing, paired = _time([base_model, reference], base_inputs, job)
+    marks["timed"] = _clock()
     if _active_threads() > threads0:
         _result(emit, "rejected", "the solution started a background thread")
         return
-    _result(emit, "ok", "", timing=timing, paired_reference=paired, compile_s=compile_s())
+    _result(
+        emit, "ok", "", timing=timing, paired_reference=paired, compile_s=compile_s(), marks=marks
+    )
 
 
 class _Rejected(Exception):

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# One call on the lent GPU machine: the evaluator bars, the GPU tests, the bench and the suite
+# table, phase by phase, each logged under $OUT. State (bench directory and evaluator cache)
+# lives in .gpu/ and is packed into $OUT/state.tgz at the end, so a later call on a fresh machine
+# resumes from it when .gpu/state.tgz is carried back.
+#
+#   bash scripts/gpu_run.sh SECONDS PHASE...      phases: core gputests bench suite report
+set -uo pipefail
+budget=$1
+shift
+start=$(date +%s)
+left() { echo $((budget - ($(date +%s) - start))); }
+
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+export HTAM_CACHE_DIR=$PWD/.gpu/cache HTAM_TEST_CACHE_DIR=$PWD/.gpu/cache
+mkdir -p .gpu
+if [ -f .gpu/state.tgz ] && [ ! -d .gpu/bench ]; then tar -xzf .gpu/state.tgz -C .gpu; fi
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv \
+    >"$OUT/nvidia_smi.txt" 2>&1
+htam() { python3 -m htam.cli "$@"; }
+
+for phase in "$@"; do
+    echo "=== $phase (left $(left) s) $(date +%T)"
+    case $phase in
+    core) python3 scripts/gpu_bars.py "$OUT" core 2>&1 | tee "$OUT/core.log" ;;
+    suite) timeout $(($(left) - 40)) python3 scripts/gpu_bars.py "$OUT" suite 2>&1 | tee "$OUT/suite.log" ;;
+    gputests)
+        timeout $(($(left) - 40)) python3 -m pytest -q -m gpu -p no:cacheprovider tests/evaluate \
+            2>&1 | tee "$OUT/pytest_gpu.log" ;;
+    bench)
+        resume=""
+        [ -f .gpu/bench/plan.json ] && resume="--resume"
+        timeout -s KILL $(($(left) - 45)) python3 -m htam.cli bench builtin \
+            --methods htam,no-prefix,random --seeds 2 --target cuda --out .gpu/bench $resume \
+            >>"$OUT/bench.log" 2>&1
+        echo "bench exit $?"
+        tail -5 "$OUT/bench.log" ;;
+    report)
+        htam report .gpu/bench >"$OUT/report.log" 2>&1
+        python3 scripts/offline_table.py .gpu/bench 2>&1 | tee "$OUT/offline_table.txt"
+        cp .gpu/bench/report.md .gpu/bench/metrics.json "$OUT/" 2>/dev/null ;;
+    esac
+done
+tar -czf "$OUT/state.tgz" -C .gpu bench cache/reference cache/evals cache/peaks 2>/dev/null
+ls -la "$OUT"
