@@ -1,7 +1,7 @@
 """Evaluator bars on a GPU (issue: Foundation): device peaks, timing stability, the reference
 against itself, per-candidate overhead, and a table of the built-in suite.
 
-    python3 scripts/gpu_bars.py OUT_DIR [core,suite]
+    python3 scripts/gpu_bars.py OUT_DIR [core,overhead,suite]
 
 Writes OUT_DIR/gpu_bars_<parts>.json and prints the tables.
 """
@@ -58,6 +58,9 @@ def main(out: Path, parts: set[str]) -> None:
             report["peaks"] = ev.peaks()
             print("peaks", json.dumps(report["peaks"]), flush=True)
             core(ev, tasks, report, table)
+    if "overhead" in parts:  # per-candidate overhead with a cached build (Triton: no nvcc)
+        with Evaluator("cuda", EvalConfig(size="large", time_compile_reference=False)) as ev:
+            overhead(ev, tasks, report)
     if "suite" in parts:  # the reference against itself needs no torch.compile timing
         with Evaluator("cuda", EvalConfig(size="large", time_compile_reference=False)) as ev:
             suite(ev, tasks, table)
@@ -86,6 +89,15 @@ def core(ev, tasks, report, table) -> None:
     print("spread of medians", report["stability"]["spread"])
     print("self speedups mean", statistics.mean(report["self"]))
     honest(ev, tasks, table)
+
+
+def overhead(ev, tasks, report) -> None:
+    relu, code = tasks["level1/1_ReLU"], (FIX / "honest_relu_triton.py").read_text()
+    runs = [ev.evaluate(relu, code, "triton") for _ in range(5)]
+    report["overhead"] = [{"runtime_ms": r.runtime_ms, **r.breakdown_s} for r in runs]
+    for r in runs:
+        parts = " ".join(f"{k} {v:.3f}" for k, v in r.breakdown_s.items())
+        print(f"relu triton {r.status} {fmt(r.runtime_ms)} ms x{fmt(r.speedup)}: {parts}", flush=True)
 
 
 def suite(ev, tasks, table) -> None:

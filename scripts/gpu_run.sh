@@ -4,7 +4,7 @@
 # lives in .gpu/ and is packed into $OUT/state.tgz at the end, so a later call on a fresh machine
 # resumes from it when .gpu/state.tgz is carried back.
 #
-#   bash scripts/gpu_run.sh SECONDS PHASE...      phases: core gputests bench suite report
+#   bash scripts/gpu_run.sh SECONDS PHASE...  phases: core overhead gputests bench offline suite report
 set -uo pipefail
 budget=$1
 shift
@@ -25,6 +25,12 @@ for phase in "$@"; do
     echo "=== $phase (left $(left) s) $(date +%T)"
     case $phase in
     core) python3 scripts/gpu_bars.py "$OUT" core 2>&1 | tee "$OUT/core.log" ;;
+    overhead) python3 scripts/gpu_bars.py "$OUT" overhead 2>&1 | tee "$OUT/overhead.log" ;;
+    offline)  # the offline proposer alone on the family tasks that a bench had not reached
+        timeout -s KILL $(($(left) - 45)) python3 -m htam.cli bench builtin --methods htam \
+            --seeds 1 --target cuda --out .gpu/offline --tasks "${OFFLINE_TASKS:-*}" \
+            >>"$OUT/offline.log" 2>&1
+        python3 scripts/offline_table.py .gpu/offline 2>&1 | tee "$OUT/offline_table.txt" ;;
     suite) timeout $(($(left) - 40)) python3 scripts/gpu_bars.py "$OUT" suite 2>&1 | tee "$OUT/suite.log" ;;
     gputests)
         timeout $(($(left) - 40)) python3 -m pytest -q -m gpu -p no:cacheprovider tests/evaluate \
@@ -43,5 +49,5 @@ for phase in "$@"; do
         cp .gpu/bench/report.md .gpu/bench/metrics.json "$OUT/" 2>/dev/null ;;
     esac
 done
-tar -czf "$OUT/state.tgz" -C .gpu bench cache/reference cache/evals cache/peaks 2>/dev/null
+tar -czf "$OUT/state.tgz" -C .gpu bench offline cache/reference cache/evals cache/peaks 2>/dev/null
 ls -la "$OUT"

@@ -20,7 +20,7 @@ import torch
 
 from htam.evaluate import measure
 from htam.evaluate.compile_cache import CompileError, install_compile_cache
-from htam.evaluate.sandbox import encode_frame
+from htam.evaluate.sandbox import OUTPUTS_FILE, encode_frame
 from htam.tasks.module import extra_configs, load_task_module
 
 _active_threads = threading.active_count
@@ -31,6 +31,12 @@ _clock = time.monotonic  # system-wide: the parent lays these marks on its own t
 class Emitter:
     def __init__(self, fd: int):
         self.fd = fd
+
+    def outputs(self, outputs: list, **meta) -> None:
+        """Large tensors go through a file in the job's directory (one write, one read) rather
+        than through the pipe; the frame only says they are there."""
+        torch.save(outputs, OUTPUTS_FILE)
+        self({"type": "outputs", "in_file": True, **meta})
 
     def __call__(self, frame: dict) -> None:
         for part in encode_frame(frame):
@@ -131,7 +137,7 @@ def _reference(job: dict, emit: Emitter) -> None:
                 base_inputs.append(inputs)
         if extra is None:
             model0 = model
-    emit({"type": "outputs", "outputs": outputs, **_cost(model0, base_inputs[0], device)})
+    emit.outputs(outputs, **_cost(model0, base_inputs[0], device))
     if not job.get("time"):
         _result(emit, "ok", "reference outputs computed")
         return
@@ -230,17 +236,7 @@ def _candidate(job: dict, emit: Emitter) -> None:
         _result(emit, status, _excerpt(exc))
         return
     marks["trials_done"] = _clock()
-    emit(
-        {
-            "type": "outputs",
-            "outputs": outputs,
-            "compile_s": compile_s(),
-            "first_call_s": first_call_s,
-        }
-    )
-    # The reference is timed here too, its calls interleaved with the candidate's: the speedup is
-    # then a side-by-side ratio from one process, free of the drift between processes. Only now,
-    # after the outputs have been sent, does this process hold the reference.
+    emit.outputs(outputs, compile_s=compile_s(), first_call_s=first_call_s)
     marks["outputs_sent"] = _clock()
     reference_module = _module(job, None)
     reference = _build(reference_module.Model, reference_module, job["init_seed"], job["device"])

@@ -41,7 +41,8 @@ def load_suite(
 ) -> list[Task]:
     """Load the tasks of ``spec`` (see the module docstring), filtered by level and pattern.
 
-    ``pattern`` is an fnmatch glob matched against each task's id and name. A bad task file
+    ``pattern`` is an fnmatch glob, or several separated by commas, matched against each task's
+    id and name. A bad task file
     raises its ``TaskError``, unless ``errors`` is given: then it is appended there and the
     remaining tasks still load.
     """
@@ -52,7 +53,9 @@ def load_suite(
         task_id, name, level = task_identity(path, suite)
         if levels is not None and level not in levels:
             continue
-        if pattern is not None and not (fnmatch(task_id, pattern) or fnmatch(name, pattern)):
+        if pattern is not None and not any(
+            fnmatch(task_id, glob) or fnmatch(name, glob) for glob in pattern.split(",")
+        ):
             continue
         try:
             tasks.append(load_task(path, suite, validate=validate))

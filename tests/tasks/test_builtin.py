@@ -87,6 +87,13 @@ def test_levels_and_pattern_filters():
         "10_Sum_reduction",
         "11_Mean_reduction",
     ]
+    several = load_suite("builtin", pattern="*ReLU,*/level3/*MLP")
+    assert [t.id for t in several] == [
+        "builtin/level1/1_ReLU",
+        "builtin/level2/1_Gemm_Bias_ReLU",
+        "builtin/level2/3_Conv2d_BatchNorm_ReLU",
+        "builtin/level3/1_MLP",
+    ]
 
 
 def test_builtin_files_ship_as_package_data():
