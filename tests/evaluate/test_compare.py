@@ -1,0 +1,76 @@
+"""The correctness rule on its own: tolerances, non-finite values, slices, no side effects."""
+
+import torch
+
+from htam.evaluate import compare
+from htam.evaluate.compare import compare_outputs, compare_tensor
+from htam.evaluate.config import TOLERANCES
+
+BIG = 3 * compare._SLICE + 123  # several slices and a ragged last one
+
+
+def _ref(n=BIG, seed=0):
+    return torch.randn(n, generator=torch.Generator().manual_seed(seed))
+
+
+def test_noise_within_tolerance_passes_and_the_reference_is_untouched():
+    ref = _ref()
+    before = ref.clone()
+    out = ref + 1e-5 * _ref(seed=1)
+    assert compare_tensor(out, ref, TOLERANCES) is None
+    assert torch.equal(ref, before)
+
+
+def test_one_wrong_element_in_a_later_slice_is_found_at_its_index():
+    ref = _ref()
+    out = ref.clone()
+    out[2 * compare._SLICE + 7] += 1.0
+    message = compare_tensor(out, ref, TOLERANCES)
+    assert message.startswith(f"1 of {BIG} elements outside")
+    assert f"at flat index {2 * compare._SLICE + 7}" in message
+
+
+def test_near_zero_output_fails_on_a_task_whose_output_is_tiny():
+    ref = 1e-4 * _ref(1000)
+    message = compare_tensor(torch.zeros_like(ref), ref, TOLERANCES)
+    assert message is not None and "outside" in message
+
+
+def test_non_finite_values():
+    ref = _ref(1000)
+    out = ref.clone()
+    out[10] = float("nan")
+    assert compare_tensor(out, ref, TOLERANCES) == "NaN or infinity where the reference is finite"
+    ref_nan = ref.clone()
+    ref_nan[3] = float("nan")
+    both = ref_nan.clone()
+    assert compare_tensor(both, ref_nan, TOLERANCES) is None
+    assert "NaNs" in compare_tensor(ref.clone(), ref_nan, TOLERANCES)
+
+
+def test_integers_shapes_dtypes_and_trial_structure():
+    idx = torch.arange(10)
+    assert compare_tensor(idx.clone(), idx, TOLERANCES) is None
+    wrong = idx.clone()
+    wrong[0] = 5
+    assert compare_tensor(wrong, idx, TOLERANCES) == "1 of 10 elements differ (exact comparison)"
+    assert compare_tensor(torch.zeros(3, 2), torch.zeros(2, 3), TOLERANCES).startswith("shape")
+    assert compare_tensor(torch.zeros(3).double(), torch.zeros(3), TOLERANCES).startswith("dtype")
+    assert compare_outputs([[idx]], [[idx], [idx]]) == "1 trial results for 2 trials"
+
+
+def test_bfloat16_uses_its_own_tolerance():
+    ref = _ref(4096).bfloat16()
+    out = (ref.float() * 1.004).bfloat16()  # within bf16's 2e-2, far outside float32's 5e-3
+    assert compare_tensor(out, ref, TOLERANCES) is None
+    assert compare_tensor(out.float(), ref.float(), TOLERANCES) is not None
+
+
+def test_reference_statistics_are_cached_per_tensor():
+    ref = _ref(1000)
+    first = compare._reference_stats(ref)
+    assert compare._reference_stats(ref) is first
+    assert abs(first[0] - torch.linalg.vector_norm(ref.double()).item()) < 1e-9
+    key = id(ref)
+    del ref
+    assert key not in compare._stats
