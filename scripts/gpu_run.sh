@@ -16,6 +16,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 export HTAM_CACHE_DIR=$PWD/.gpu/cache HTAM_TEST_CACHE_DIR=$PWD/.gpu/cache
 mkdir -p .gpu
+# A carried state (the last call's $OUT/state.tgz copied to .gpu/) seeds a fresh machine.
 if [ -f .gpu/state.tgz ] && [ ! -d .gpu/bench ]; then tar -xzf .gpu/state.tgz -C .gpu; fi
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv \
     >"$OUT/nvidia_smi.txt" 2>&1
@@ -27,8 +28,10 @@ for phase in "$@"; do
     core) python3 scripts/gpu_bars.py "$OUT" core 2>&1 | tee "$OUT/core.log" ;;
     overhead) python3 scripts/gpu_bars.py "$OUT" overhead 2>&1 | tee "$OUT/overhead.log" ;;
     offline)  # the offline proposer alone on the family tasks that a bench had not reached
+        resume=""
+        [ -f .gpu/offline/plan.json ] && resume="--resume"
         timeout -s KILL $(($(left) - 45)) python3 -m htam.cli bench builtin --methods htam \
-            --seeds 1 --target cuda --out .gpu/offline --tasks "${OFFLINE_TASKS:-*}" \
+            --seeds 1 --target cuda --out .gpu/offline --tasks "${OFFLINE_TASKS:-*}" $resume \
             >>"$OUT/offline.log" 2>&1
         python3 scripts/offline_table.py .gpu/offline 2>&1 | tee "$OUT/offline_table.txt" ;;
     suite) timeout $(($(left) - 40)) python3 scripts/gpu_bars.py "$OUT" suite 2>&1 | tee "$OUT/suite.log" ;;
