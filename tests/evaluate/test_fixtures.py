@@ -2,6 +2,7 @@
 working honestly after each of them."""
 
 import re
+import statistics
 
 import pytest
 
@@ -82,6 +83,8 @@ def test_reference_against_itself_is_even(cpu_evaluator, task):
     the_task = task_for(task)
     code = re.sub(r"\bModel\b", "ModelNew", the_task.source)
     speedups = [
-        cpu_evaluator.evaluate(the_task, code, "cpp", allow_torch=True).speedup for _ in range(2)
+        cpu_evaluator.evaluate(the_task, code, "cpp", allow_torch=True).speedup for _ in range(3)
     ]
-    assert all(0.9 < s < 1.1 for s in speedups), speedups
+    # Unbiased: the median is even; one run on a shared 2-core machine may stray, not far.
+    assert 0.93 < statistics.median(speedups) < 1.07, speedups
+    assert all(0.8 < s < 1.25 for s in speedups), speedups
