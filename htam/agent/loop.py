@@ -93,7 +93,10 @@ class Optimizer:
         )
         started = time.monotonic()
         sig = signature(task, "small")
-        ref = self.evaluator.reference(task)
+        # A proposer that says it has nothing to write for this task (the offline templates on
+        # a graph they do not match) spares the reference's timing: no candidate will need it.
+        can_propose = getattr(self.proposer, "can_propose", None)
+        ref = self.evaluator.reference(task, timed=can_propose is None or can_propose(task))
         bound = roofline.lower_bound(ref.flops, ref.nbytes, ref.dtypes, self._peaks())
         progress = Progress(ref_ms=ref.timing["median_ms"] if ref.timing else None)
         usage = Usage()

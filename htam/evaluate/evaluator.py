@@ -50,7 +50,8 @@ class Evaluator:
         self.cache_dir = Path(self.config.cache_dir)
         self._workroot = Path(tempfile.mkdtemp(prefix="htam-eval-"))
         self._jobs = 0
-        self._references: dict[str, Reference] = {}
+        self._references: dict[str, Reference] = {}  # timed
+        self._untimed: dict[str, Reference] = {}
         # Triton decides at import whether its own library functions (tl.sigmoid, tl.zeros, ...)
         # are interpreted, so the server that preloads Triton must already see the variable.
         self.server = ForkServer(env={"TRITON_INTERPRET": "1"} if self.device == "cpu" else None)
@@ -125,13 +126,20 @@ class Evaluator:
         name = f"{task.id.replace('/', '_')}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
         return self.cache_dir / "reference" / name
 
-    def reference(self, task: Task) -> Reference:
+    def reference(self, task: Task, timed: bool = True) -> Reference:
+        """Outputs, cost and (when ``timed``) eager and torch.compile times of the reference.
+        Untimed is for runs that will evaluate no candidate: it skips the timing and compile."""
         if task.digest in self._references:
             return self._references[task.digest]
+        if not timed and task.digest in self._untimed:
+            return self._untimed[task.digest]
         path = self._reference_file(task)
         cached = json.loads(path.read_text()) if path.exists() else None
         job = self._job(
-            "reference", task, time=cached is None, time_compile=self._time_compile()
+            "reference",
+            task,
+            time=timed and cached is None,
+            time_compile=timed and self._time_compile(),
         )
         outcome = self._run(job)
         frames = {f.get("type"): f for f in outcome.frames}
@@ -142,6 +150,9 @@ class Evaluator:
         if cached:
             ref.timing, ref.compile_timing = cached["timing"], cached["compile_timing"]
             ref.messages = cached["messages"]
+        elif not timed:
+            self._untimed[task.digest] = ref
+            return ref
         else:
             ref.timing, ref.compile_timing = res["timing"], res.get("compile_timing")
             ref.messages = [res["message"]] if res.get("message") else []

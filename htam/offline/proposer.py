@@ -53,6 +53,14 @@ class OfflineProposer:
         self.target = target
         self.language = language
 
+    def can_propose(self, task: Task) -> bool:
+        """Whether any template matches ``task`` (else every proposal says why not)."""
+        try:
+            analyze(task)
+        except NoMatch:
+            return False
+        return True
+
     # -- state carried by the code itself -------------------------------------------------
     def _language(self, request: ProposalRequest) -> str:
         lang = request.language or self.language

@@ -87,3 +87,22 @@ def test_existing_run_needs_resume(tmp_path, evaluator, prices):
         summary, records = _run(server, evaluator, bank, tmp_path / "run", steps=2, resume=True)
         assert records == [] and summary["steps"] == 2  # nothing left to do, nothing redone
         assert len(server.chat_requests) == requests and bank.step_count() == 2
+
+
+def test_offline_run_on_an_unmatched_task_spares_the_reference_timing(tmp_path, evaluator):
+    from htam.offline import OfflineProposer
+
+    conv = task_for("level1/15_Conv2d.py")
+    relu = task_for("level1/1_ReLU.py")
+    proposer = OfflineProposer("cpu")
+    assert not proposer.can_propose(conv) and proposer.can_propose(relu)
+    config = OptimizeConfig(method="htam", steps=2, seed=0, target="cpu", language="cpp")
+    with MemoryBank.open(tmp_path / "m.db", create=True) as bank:
+        summary = Optimizer(proposer, CachedEvaluator(evaluator), bank, config).run(
+            conv, tmp_path / "run"
+        )
+    assert summary["best_status"] == "rejected" and summary["ref_runtime_ms"] is None
+    assert all(s.startswith("rejected") for s in summary["statuses"])
+    # a later timed request for the same task still gets its times
+    assert evaluator.reference(conv).timing["median_ms"] > 0
+    assert evaluator.reference(conv, timed=False).timing is not None
