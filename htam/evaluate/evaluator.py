@@ -54,7 +54,10 @@ class Evaluator:
         self._untimed: dict[str, Reference] = {}
         # Triton decides at import whether its own library functions (tl.sigmoid, tl.zeros, ...)
         # are interpreted, so the server that preloads Triton must already see the variable.
-        self.server = ForkServer(env={"TRITON_INTERPRET": "1"} if self.device == "cpu" else None)
+        self.server = ForkServer(
+            env={"TRITON_INTERPRET": "1"} if self.device == "cpu" else None,
+            warm_cuda=self.device == "cuda",
+        )
         outcome = self._run(self._job("probe"))
         probe = outcome.result or {}
         if "device" not in probe:

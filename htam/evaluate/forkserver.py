@@ -71,13 +71,20 @@ class Child:
 class ForkServer:
     """Client side: starts the server process and asks it for children."""
 
-    def __init__(self, env: dict[str, str] | None = None, preload_triton: bool = True):
+    def __init__(
+        self,
+        env: dict[str, str] | None = None,
+        preload_triton: bool = True,
+        warm_cuda: bool = False,
+    ):
         self._lock = threading.Lock()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._home = tempfile.mkdtemp(prefix="htam-forkserver-")
         args = [sys.executable, "-m", "htam.evaluate.serve", str(theirs.fileno())]
         if preload_triton:
             args.append("--triton")
+        if warm_cuda:
+            args.append("--warm-cuda")
         self.process = subprocess.Popen(
             args,
             pass_fds=[theirs.fileno()],
@@ -162,14 +169,22 @@ def _child_main(sock: socket.socket, request: dict, result_fd: int) -> None:
     os.setsid()
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     sock.close()
+    os.closerange(3, result_fd)
+    os.closerange(result_fd + 1, 65536)
+    _run_child(request, result_fd)
+
+
+def _run_child(request: dict, result_fd: int) -> None:
+    """Run the job with stdout/stderr in its log; the result pipe is the only other descriptor
+    inherited from the server."""
     os.chdir(request["workdir"])
     log_fd = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     null_fd = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null_fd, 0)
     os.dup2(log_fd, 1)
     os.dup2(log_fd, 2)
-    os.closerange(3, result_fd)
-    os.closerange(result_fd + 1, 65536)
+    os.close(null_fd)
+    os.close(log_fd)
     code = 0
     try:
         from htam.evaluate import worker
@@ -184,7 +199,70 @@ def _child_main(sock: socket.socket, request: dict, result_fd: int) -> None:
         os._exit(code)
 
 
-def serve(fd: int, triton: bool) -> None:
+@dataclass
+class Standby:
+    """A child forked ahead of its job, its CUDA context already made: the next job is handed to
+    it, so a GPU job does not wait for the context. It is still one fresh process per job."""
+
+    pid: int
+    control: socket.socket
+
+    @classmethod
+    def start(cls, server_sock: socket.socket, warm_cuda: bool) -> Standby:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid = os.fork()
+        if pid == 0:
+            ours.close()
+            _standby_main(server_sock, theirs, warm_cuda)
+        theirs.close()
+        return cls(pid, ours)
+
+    def hand_over(self, request: dict, result_fd: int) -> bool:
+        """Give it the job; False when it is gone (then it has been reaped)."""
+        try:
+            send_frame(self.control, pickle.dumps(request))
+            socket.send_fds(self.control, [b"F"], [result_fd])
+            return True
+        except OSError:
+            self.discard()
+            return False
+        finally:
+            self.control.close()
+
+    def discard(self) -> None:
+        self.control.close()
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        _waitpid(self.pid, 5.0)
+
+
+def _standby_main(server_sock: socket.socket, control: socket.socket, warm_cuda: bool) -> None:
+    os.setsid()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    server_sock.close()
+    keep = control.fileno()
+    # Inherited descriptors go before CUDA opens its own, which must stay open.
+    os.closerange(3, keep)
+    os.closerange(keep + 1, 65536)
+    if warm_cuda:
+        try:
+            import torch
+
+            torch.empty(1, device="cuda")
+        except Exception:  # noqa: BLE001 - the job will meet (and report) the same problem
+            pass
+    try:
+        request = pickle.loads(recv_frame(control))
+        _, fds, _, _ = socket.recv_fds(control, 1, 1)
+    except (EOFError, OSError, pickle.UnpicklingError):
+        os._exit(0)  # the server went away or gave up on this standby
+    control.close()
+    _run_child(request, fds[0])
+
+
+def serve(fd: int, triton: bool, warm_cuda: bool = False) -> None:
     sock = socket.socket(fileno=fd)
     preloaded = []
     for name in PRELOAD + (OPTIONAL_PRELOAD if triton else ()):
@@ -194,26 +272,34 @@ def serve(fd: int, triton: bool) -> None:
         except ImportError:
             if name in PRELOAD:
                 raise
+    standby = Standby.start(sock, warm_cuda)
     send_frame(sock, pickle.dumps({"op": "ready", "preloaded": preloaded}))
     released: set[int] = set()
-    while True:
-        try:
-            request = pickle.loads(recv_frame(sock))
-        except EOFError:
-            return
-        released = {pid for pid in released if _waitpid(pid, 0.0) is None}
-        if request["op"] == "exit":
-            return
-        if request["op"] == "release":
-            released.add(request["pid"])
-            continue
-        if request["op"] == "wait":
-            status = _waitpid(request["pid"], request["timeout"])
-            send_frame(sock, pickle.dumps({"status": status}))
-            continue
-        _, fds, _, _ = socket.recv_fds(sock, 1, 1)
-        pid = os.fork()
-        if pid == 0:
-            _child_main(sock, request, fds[0])
-        os.close(fds[0])
-        send_frame(sock, pickle.dumps({"pid": pid}))
+    try:
+        while True:
+            try:
+                request = pickle.loads(recv_frame(sock))
+            except EOFError:
+                return
+            released = {pid for pid in released if _waitpid(pid, 0.0) is None}
+            if request["op"] == "exit":
+                return
+            if request["op"] == "release":
+                released.add(request["pid"])
+                continue
+            if request["op"] == "wait":
+                status = _waitpid(request["pid"], request["timeout"])
+                send_frame(sock, pickle.dumps({"status": status}))
+                continue
+            _, fds, _, _ = socket.recv_fds(sock, 1, 1)
+            if standby.hand_over(request, fds[0]):
+                pid = standby.pid
+            else:  # the standby died: fork as usual
+                pid = os.fork()
+                if pid == 0:
+                    _child_main(sock, request, fds[0])
+            os.close(fds[0])
+            standby = Standby.start(sock, warm_cuda)  # the next job's process readies meanwhile
+            send_frame(sock, pickle.dumps({"pid": pid}))
+    finally:
+        standby.discard()
