@@ -84,15 +84,16 @@ def time_fns(
     )
     rounds: list[list[tuple[float, float, float]]] = []
 
-    def one_round(i: int) -> None:
+    def one_round(i: int) -> float:
         args = input_sets[i % len(input_sets)]
         order = range(len(fns)) if i % 2 == 0 else reversed(range(len(fns)))  # no position bias
         times = {k: once(fns[k], args) for k in order}
         rounds.append([times[k] for k in range(len(fns))])
+        return sum(t[1] for t in times.values())
 
-    i = 0
-    while sum(c[1] for r in rounds for c in r) < cfg["warmup_ms"] or len(rounds) < 2:
-        one_round(i)
+    i, warm_ms = 0, 0.0
+    while warm_ms < cfg["warmup_ms"] or len(rounds) < 2:
+        warm_ms += one_round(i)
         i += 1
     per_round = statistics.median(sum(c[1] for c in r) for r in rounds)
     rounds.clear()
