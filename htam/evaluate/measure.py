@@ -130,11 +130,14 @@ def _best_of(fn: Callable[[], None], reps: int, sync: Callable[[], None]) -> flo
 
 
 def _cuda_peaks() -> dict:
-    n = 1 << 30  # 1 GiB each way
-    src = torch.empty(n, dtype=torch.uint8, device="cuda").random_(0, 255)
-    dst = torch.empty_like(src)
-    copy_s = _best_of(lambda: dst.copy_(src), 20, _sync)
-    out = {"device": torch.cuda.get_device_name(), "bandwidth_gbs": 2 * n / copy_s / 1e9}
+    # float32 streams (a uint8 copy moves too few bytes per thread to reach the roof): the best
+    # of a copy (1 GiB each way) and an add (two 1 GiB reads, one write), bytes read + written.
+    n = 1 << 28
+    a, b, c = (torch.rand(n, device="cuda") for _ in range(3))
+    copy_s = _best_of(lambda: c.copy_(a), 20, _sync)
+    add_s = _best_of(lambda: torch.add(a, b, out=c), 20, _sync)
+    bandwidth = max(2 * 4 * n / copy_s, 3 * 4 * n / add_s) / 1e9
+    out = {"device": torch.cuda.get_device_name(), "bandwidth_gbs": bandwidth}
     m = 8192
     for name, dtype, tf32 in (
         ("bf16", torch.bfloat16, False),

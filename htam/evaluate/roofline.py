@@ -37,7 +37,7 @@ def slug(text: str) -> str:
 
 
 def peaks_file(cache_dir: Path, device: str) -> Path:
-    return cache_dir / "peaks" / f"{slug(device)}.json"
+    return cache_dir / "peaks" / f"{slug(device)}-v2.json"  # v2: float32 copy and add streams
 
 
 def load_peaks(cache_dir: Path, device: str) -> dict | None:
