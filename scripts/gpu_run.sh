@@ -21,6 +21,17 @@ if [ -f .gpu/state.tgz ] && [ ! -d .gpu/bench ]; then tar -xzf .gpu/state.tgz -C
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv \
     >"$OUT/nvidia_smi.txt" 2>&1
 htam() { python3 -m htam.cli "$@"; }
+# bench_in DIR LOG ARGS...: a bench of the built-in suite in DIR (resumed when DIR holds one),
+# killed before the call's budget runs out (resume loses nothing).
+bench_in() {
+    local dir=$1 log=$2 resume=""
+    shift 2
+    [ -f "$dir/plan.json" ] && resume="--resume"
+    timeout -s KILL $(($(left) - 45)) python3 -m htam.cli bench builtin --target cuda \
+        --out "$dir" $resume "$@" >>"$log" 2>&1
+    echo "bench exit $?"
+    tail -5 "$log"
+}
 
 for phase in "$@"; do
     echo "=== $phase (left $(left) s) $(date +%T)"
@@ -28,27 +39,17 @@ for phase in "$@"; do
     core) python3 scripts/gpu_bars.py "$OUT" core 2>&1 | tee "$OUT/core.log" ;;
     overhead) python3 scripts/gpu_bars.py "$OUT" overhead 2>&1 | tee "$OUT/overhead.log" ;;
     offline)  # the offline proposer alone on the family tasks that a bench had not reached
-        resume=""
-        [ -f .gpu/offline/plan.json ] && resume="--resume"
-        timeout -s KILL $(($(left) - 45)) python3 -m htam.cli bench builtin --methods htam \
-            --seeds 1 --target cuda --out .gpu/offline --tasks "${OFFLINE_TASKS:-*}" $resume \
-            >>"$OUT/offline.log" 2>&1
+        bench_in .gpu/offline "$OUT/offline.log" --methods htam --seeds 1 \
+            --tasks "${OFFLINE_TASKS:-*}"
         python3 scripts/offline_table.py .gpu/offline 2>&1 | tee "$OUT/offline_table.txt" ;;
     suite) timeout $(($(left) - 40)) python3 scripts/gpu_bars.py "$OUT" suite 2>&1 | tee "$OUT/suite.log" ;;
     gputests)
         timeout $(($(left) - 40)) python3 -m pytest -q -m gpu -p no:cacheprovider tests/evaluate \
             2>&1 | tee "$OUT/pytest_gpu.log" ;;
-    bench)
-        resume=""
-        [ -f .gpu/bench/plan.json ] && resume="--resume"
-        timeout -s KILL $(($(left) - 45)) python3 -m htam.cli bench builtin \
-            --methods htam,no-prefix,random --seeds 2 --target cuda --out .gpu/bench $resume \
-            >>"$OUT/bench.log" 2>&1
-        echo "bench exit $?"
-        tail -5 "$OUT/bench.log" ;;
+    bench) bench_in .gpu/bench "$OUT/bench.log" --methods htam,no-prefix,random --seeds 2 ;;
     report)
         htam report .gpu/bench >"$OUT/report.log" 2>&1
-        python3 scripts/offline_table.py .gpu/bench 2>&1 | tee "$OUT/offline_table.txt"
+        python3 scripts/offline_table.py .gpu/bench 2>&1 | tee "$OUT/bench_offline_table.txt"
         cp .gpu/bench/report.md .gpu/bench/metrics.json "$OUT/" 2>/dev/null ;;
     esac
 done

@@ -8,16 +8,12 @@ best candidate of method ``htam`` (each seed), its speedup vs eager and vs torch
 from __future__ import annotations
 
 import json
-import math
 import statistics
 import sys
 from pathlib import Path
 
+from htam.bench.metrics import geomean
 from htam.bench.results import load_plan
-
-
-def geomean(values: list[float]) -> float | None:
-    return math.exp(statistics.mean(math.log(v) for v in values)) if values else None
 
 
 def fmt(v: float | None, spec: str = ".2f") -> str:
