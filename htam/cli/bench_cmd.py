@@ -99,7 +99,9 @@ def bench_command(
     size: str | None = typer.Option(None, help="task size: small (CPU) or large (GPU)"),
     gpus: str = typer.Option("all", help="all, or indices of visible GPUs: 0,1 (one worker each)"),
     workers: int = typer.Option(1, min=1, help="worker processes when --target cpu"),
-    tasks: str | None = typer.Option(None, help="fnmatch globs on task id or name, comma-separated"),
+    tasks: str | None = typer.Option(
+        None, help="fnmatch globs on task id or name, comma-separated"
+    ),
     levels: str | None = typer.Option(None, help="comma list of levels, e.g. 1,2"),
     memory: Path | None = typer.Option(None, help="starting bank for accumulate/frozen modes"),
     memory_mode: str = typer.Option("fresh", help="fresh | accumulate | frozen"),

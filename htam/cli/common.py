@@ -14,7 +14,8 @@ DEFAULT_LANGUAGE = {"cuda": "cuda", "cpu": "cpp"}
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    """Print one unwrapped error line (paths in it stay copy-pastable) and exit with `code`."""
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from htam.cli.common import fail
 from htam.memory import MemoryBank, MemoryBankError, merge
 from htam.memory.plot import edge_utilities, plot_bank
 from htam.memory.schema import SQLITE_MAGIC
@@ -25,22 +26,17 @@ def register(app: typer.Typer) -> None:
     app.add_typer(memory_app, name="memory")
 
 
-def _fail(message: str) -> NoReturn:
-    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
-
-
 def _open(path: Path) -> MemoryBank:
     try:
         return MemoryBank.open(path)
     except MemoryBankError as error:
-        _fail(str(error))
+        fail(str(error))
 
 
 def _load_any(path: Path) -> dict[str, Any]:
     """An export from a bank file or from an exported JSON file."""
     if not path.exists():
-        _fail(f"{path}: no such file")
+        fail(f"{path}: no such file")
     with path.open("rb") as handle:
         is_bank = handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
     if is_bank:
@@ -49,12 +45,12 @@ def _load_any(path: Path) -> dict[str, Any]:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        _fail(f"{path}: neither a memory bank nor a JSON export ({error})")
+        fail(f"{path}: neither a memory bank nor a JSON export ({error})")
 
 
 def _write_json(data: dict[str, Any], out: Path) -> None:
     if out.exists():
-        _fail(f"{out}: already exists; refusing to overwrite it")
+        fail(f"{out}: already exists; refusing to overwrite it")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
@@ -69,7 +65,7 @@ def init(path: Annotated[Path, typer.Argument(help="New bank file (must not exis
                 f"{len(bank.parent_of)} strategies, {len(bank.edges())} prior transitions"
             )
     except MemoryBankError as error:
-        _fail(str(error))
+        fail(str(error))
 
 
 @memory_app.command("export")
@@ -93,7 +89,7 @@ def import_(
     try:
         MemoryBank.import_json(data, path).close()
     except (MemoryBankError, KeyError, ValueError) as error:
-        _fail(f"{source}: {error}")
+        fail(f"{source}: {error}")
     typer.echo(f"imported {source} -> {path}")
 
 
@@ -111,7 +107,7 @@ def merge_cmd(
         else:
             MemoryBank.import_json(merged, out).close()
     except (MemoryBankError, KeyError, ValueError) as error:
-        _fail(str(error))
+        fail(str(error))
     typer.echo(f"merged {a} + {b} -> {out} ({len(merged['steps'])} steps)")
 
 
@@ -195,5 +191,5 @@ def plot(
         try:
             plot_bank(bank, out)
         except ValueError as error:
-            _fail(str(error))
+            fail(str(error))
     typer.echo(f"wrote {out}")

@@ -36,7 +36,9 @@ def list_tasks(
         str, typer.Argument(help="'builtin', a KernelBench checkout, a task directory or file.")
     ] = "builtin",
     levels: Annotated[str | None, typer.Option(help="Comma-separated levels, e.g. 1,2.")] = None,
-    pattern: Annotated[str | None, typer.Option(help="fnmatch globs on task id or name, comma-separated.")] = None,
+    pattern: Annotated[
+        str | None, typer.Option(help="fnmatch globs on task id or name, comma-separated.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List tasks with level, op families, small-size FLOPs and bytes, and shapes.
