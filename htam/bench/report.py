@@ -93,8 +93,20 @@ def unit_table(rows: list[UnitRow]) -> Table:
 
 
 def memory_banks(out: Path) -> list[Path]:
-    """The shared banks of the bench (frozen-mode private copies are not drawn)."""
-    return sorted((Path(out) / "memory").glob("*.db"))[:MAX_MEMORY_GRAPHS]
+    """The shared banks of the bench that learned something (frozen-mode private copies are not
+    drawn), first seeds first so that every method gets a graph before any gets its second."""
+    from htam.memory import MemoryBank
+
+    def learned(bank_file: Path) -> bool:
+        with MemoryBank.open(bank_file) as bank:
+            return bank.step_count() > 0
+
+    def seed_first(bank_file: Path) -> tuple[str, str]:
+        method, _, seed = bank_file.stem.rpartition("-")
+        return seed, method
+
+    banks = sorted((Path(out) / "memory").glob("*.db"), key=seed_first)
+    return [bank for bank in banks if learned(bank)][:MAX_MEMORY_GRAPHS]
 
 
 def make_figures(out: Path, rows: list[UnitRow], metrics: dict[str, Any]) -> list[Figure]:

@@ -118,3 +118,16 @@ def test_cli_refuses_bad_settings_before_starting_workers(tmp_path):
     bad = runner.invoke(app, base[:4] + ["--tasks", "no_such_task*", "--target", "cpu"])
     assert bad.exit_code == 2 and "no task" in bad.output
     assert not (tmp_path / "out").exists()
+
+
+def test_report_draws_learned_banks_first_seeds_first(tmp_path):
+    from htam.bench.report import memory_banks
+
+    cfg = BenchConfig(out=tmp_path, methods=["htam", "no-prefix", "random", "flat"],
+                      memory_mode="fresh")
+    prepare_shared(units("htam", "no-prefix", "random", "flat"), cfg)
+    for name in ("htam-s0", "no-prefix-s0", "random-s0", "flat-s0", "random-s1"):
+        with MemoryBank.open(tmp_path / "memory" / f"{name}.db") as bank:
+            bank.record_step(record())
+    drawn = [p.stem for p in memory_banks(tmp_path)]
+    assert drawn == ["flat-s0", "htam-s0", "no-prefix-s0", "random-s0"]  # htam-s1 never learned
