@@ -1,5 +1,5 @@
 """The offline proposer's table from a bench directory (issue: Offline proposer): per task, the
-best candidate of method ``htam`` (each seed), its speedup vs eager and vs torch.compile and its
+best candidate of method ``htam`` (each seed, finished units only), its speedup vs eager and vs torch.compile and its
 % of speed of light; geometric means over the tasks it handles; the share faster than compile.
 
     python3 scripts/offline_table.py BENCH_DIR [METHOD]
@@ -7,11 +7,11 @@ best candidate of method ``htam`` (each seed), its speedup vs eager and vs torch
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from pathlib import Path
 
+from htam.bench.config import read_summary, unit_done
 from htam.bench.metrics import geomean
 from htam.bench.results import load_plan
 
@@ -22,10 +22,14 @@ def fmt(v: float | None, spec: str = ".2f") -> str:
 
 def main(out: Path, method: str) -> None:
     rows: dict[str, list[dict]] = {}
+    unfinished = []
     for unit in load_plan(out):
-        path = unit.run_dir(out) / "summary.json"
-        if unit.method == method and path.exists():
-            rows.setdefault(unit.task_id, []).append(json.loads(path.read_text()))
+        if unit.method != method:
+            continue
+        if unit_done(unit, out):
+            rows.setdefault(unit.task_id, []).append(read_summary(unit, out))
+        elif read_summary(unit, out) is not None:
+            unfinished.append(unit.key)
     print(f"method {method}; each value is the mean over seeds of the best correct candidate")
     print(f"{'task':36s} {'seeds':>5s} {'status':>8s} {'x eager':>8s} {'x compile':>9s} {'% SOL':>6s}")
     eager, compiled, sol_rows = [], [], []
@@ -47,6 +51,8 @@ def main(out: Path, method: str) -> None:
     print(f"geomean vs eager {fmt(geomean(eager))} over {len(eager)} tasks; "
           f"vs torch.compile {fmt(geomean(compiled))} over {len(compiled)}; "
           f"faster than torch.compile on {faster}/{len(compiled)}")
+    if unfinished:
+        print(f"left out, unfinished: {', '.join(unfinished)}")
 
 
 if __name__ == "__main__":
