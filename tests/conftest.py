@@ -25,7 +25,9 @@ def pytest_configure(config):
     """Keep the caches of a test session out of the user's home (HTAM_TEST_CACHE_DIR reuses
     one across sessions, e.g. to keep compiled extensions). Without a GPU, Triton runs under its
     interpreter, which must be chosen before anything imports Triton: Triton decides at import
-    whether its own library functions (tl.sum, tl.sigmoid, ...) are interpreted."""
+    whether its own library functions (tl.sum, tl.sigmoid, ...) are interpreted. The CLI's rich
+    consoles get one fixed width, so no test depends on the caller's terminal or COLUMNS."""
+    os.environ["COLUMNS"] = "120"
     if not os.path.exists("/dev/nvidiactl"):
         os.environ.setdefault("TRITON_INTERPRET", "1")
     if "HTAM_TEST_CACHE_DIR" in os.environ:
