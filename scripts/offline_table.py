@@ -1,6 +1,7 @@
 """The offline proposer's table from a bench directory (issue: Offline proposer): per task, the
-best candidate of method ``htam`` (each seed, finished units only), its speedup vs eager and vs torch.compile and its
-% of speed of light; geometric means over the tasks it handles; the share faster than compile.
+best candidate of method ``htam`` (each seed; finished units only), its speedup vs eager and vs
+torch.compile and its % of speed of light; geometric means over the tasks it handles; the share
+faster than compile.
 
     python3 scripts/offline_table.py BENCH_DIR [METHOD]
 """
