@@ -49,6 +49,7 @@ class ProposalRequest:
     state_summary: str = ""  # rendered state s_t
     step: int = 0
     seed: int = 0
+    tried: frozenset[str] = frozenset()  # sources evaluated earlier in this run (not worth again)
 
 
 @dataclass
@@ -59,6 +60,9 @@ class Proposal:
     response: str = ""
     reasoning: str | None = None
     usage: Usage = field(default_factory=Usage)
+    # The local strategy the code realizes when the proposer picked one itself (the request held
+    # none); the loop records the step under it, so the memory learns what was really done.
+    strategy: Strategy | None = None
 
 
 @dataclass

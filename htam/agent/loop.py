@@ -138,7 +138,7 @@ class Optimizer:
         rng = random.Random(f"{self.config.seed}:{step}")
         prefix = self._prefix(progress)
         decision = self.policy.decide(prefix, state, rng)
-        return decision.direction, decision.breakdown
+        return decision.direction, {**decision.breakdown, "direction": decision.direction}
 
     def _prefix(self, progress: Progress) -> list[str]:
         return [d for d in progress.directions if d != NO_DIRECTION][-self.policy_config.K :]
@@ -166,6 +166,7 @@ class Optimizer:
             state_summary=state_text,
             step=step,
             seed=cfg.seed,
+            tried=frozenset(progress.tried),
         )
         candidates = self._candidates(direction, state)
         choice = self.proposer.choose_strategy(request, candidates) if candidates else Choice(None)
@@ -183,7 +184,10 @@ class Optimizer:
         new = relative_time(result) if result.correct and result.runtime_ms else None
         value = reward(result.status, before, new, self.policy_config)
         prefix = self._prefix(progress)
-        strategy_id = choice.strategy.id if choice.strategy else None
+        applied = choice.strategy or proposal.strategy
+        if applied is not None and direction not in (NO_DIRECTION, applied.direction):
+            direction = applied.direction  # nothing under the chosen one applied: say what did
+        strategy_id = applied.id if applied else None
         new_best = progress.observe(
             result, proposal.code, direction, PathStep(direction, strategy_id, outcome_text(result))
         )

@@ -22,6 +22,7 @@ class Progress:
     path: list[PathStep] = field(default_factory=list)
     directions: list[str] = field(default_factory=list)  # global direction of every step
     curve: list[float] = field(default_factory=list)  # best speedup after each step
+    tried: set[str] = field(default_factory=set)  # every source evaluated so far
 
     @property
     def best_speedup(self) -> float:
@@ -32,6 +33,8 @@ class Progress:
     def observe(self, result: EvalResult, code: str | None, direction: str, step: PathStep) -> bool:
         """Take one step's result in; True when it is the new best."""
         self.last_result, self.last_code = result, code
+        if code is not None:
+            self.tried.add(code)
         self.path.append(step)
         self.directions.append(direction)
         better = (

@@ -85,7 +85,8 @@ class OfflineProposer:
         except (NoMatch, StrategyError) as err:
             return Choice(None, rationale=f"{NO_STRATEGY}: {err}")
         params, applied = self._state(request, m, lang)
-        usable = [c for c in candidates if self._changes(c.id, params, m, lang)]
+        codes = {c.id: self._code(c.id, params, applied, m, lang) for c in candidates}
+        usable = [c for c in candidates if codes[c.id] is not None]
         if not usable:
             ids = ", ".join(c.id for c in candidates) or "none"
             return Choice(
@@ -93,11 +94,18 @@ class OfflineProposer:
                 rationale=f"{NO_STRATEGY}: no candidate ({ids}) has a template "
                 f"for {m.describe()} in {lang} that changes the current code",
             )
+        # Preference: not applied to the base yet, then code this run has not evaluated yet.
         fresh = [c for c in usable if c.id not in applied]
-        pool = fresh or usable
+        untried = [c for c in usable if codes[c.id] not in request.tried]
+        tiers = (
+            ([c for c in fresh if c in untried], "not applied yet"),
+            (untried, "every usable candidate was applied before; this code is new to the run"),
+            (fresh, "not applied yet, though this run evaluated this code"),
+            (usable, "every usable candidate was applied and evaluated before"),
+        )
+        pool, why = next((pool, why) for pool, why in tiers if pool)
         rng = random.Random(f"{request.seed}:{request.step}:{request.task.id}")
         pick = pool[rng.randrange(len(pool))]
-        why = "not applied yet" if fresh else "every usable candidate was applied before"
         return Choice(
             pick,
             rationale=f"{pick.id} has a template for {m.describe()} ({why}; "
@@ -111,10 +119,9 @@ class OfflineProposer:
         except (NoMatch, StrategyError) as err:
             return Proposal(code=None, error=f"{NO_STRATEGY}: {err}")
         params, applied = self._state(request, m, lang)
-        strategy = request.strategy
+        strategy, own = request.strategy, None
         if strategy is None and request.base_code is not None:
-            pool = [Strategy(s, s.split(".")[0], s) for s in applicable(m, lang)]
-            strategy = self.choose_strategy(request, pool).strategy
+            strategy = own = self._own_choice(request, m, lang)
             if strategy is None:
                 return Proposal(
                     code=None,
@@ -130,12 +137,24 @@ class OfflineProposer:
         code = generate(m, lang, params, applied)
         step = strategy.id if strategy else "baseline"
         return Proposal(
-            code=code, prompt=f"offline template: {m.describe()}; {step}", response=code
+            code=code,
+            prompt=f"offline template: {m.describe()}; {step}",
+            response=code,
+            strategy=own,
         )
 
-    def _changes(self, sid: str, params: dict, m: Match, lang: str) -> bool:
+    def _own_choice(self, request: ProposalRequest, m: Match, lang: str) -> Strategy | None:
+        """A strategy for a request that holds none: under the request's direction when one of
+        those changes the code, else under any direction (the Proposal then names it)."""
+        every = [Strategy(s, s.split(".")[0], s) for s in applicable(m, lang)]
+        under = [s for s in every if s.direction == request.direction]
+        return (under and self.choose_strategy(request, under).strategy) or (
+            self.choose_strategy(request, every).strategy
+        )
+
+    def _code(self, sid: str, params: dict, applied: list[str], m: Match, lang: str) -> str | None:
+        """The code ``sid`` writes from the current parameters; None when it changes nothing."""
         try:
-            apply_strategy(sid, params, m, lang)
+            return generate(m, lang, apply_strategy(sid, params, m, lang), [*applied, sid])
         except StrategyError:
-            return False
-        return True
+            return None

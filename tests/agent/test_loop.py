@@ -2,6 +2,7 @@
 memory learns every step, the trajectory and the costs are persisted."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -10,8 +11,11 @@ from htam.evaluate import CachedEvaluator, EvalConfig, Evaluator
 from htam.llm import LLMClient, LLMProposer, resolve_config
 from htam.llm.replay_server import ReplayServer
 from htam.memory import MemoryBank
+from htam.proposer import Choice, Proposal, Strategy
 from tests.agent.conftest import CHAIN, scripted_replies
 from tests.evaluate.conftest import task_for
+
+FIXTURES = Path(__file__).parents[1] / "evaluate" / "fixtures"
 
 
 def _client(server) -> LLMClient:
@@ -106,3 +110,38 @@ def test_offline_run_on_an_unmatched_task_spares_the_reference_timing(tmp_path, 
     # a later timed request for the same task still gets its times
     assert evaluator.reference(conv).timing["median_ms"] > 0
     assert evaluator.reference(conv, timed=False).timing is not None
+
+
+class _SelfChoosingProposer:
+    """Takes no strategy from the loop and says which one its code realizes, as the offline
+    proposer does when nothing under the chosen direction applies."""
+
+    name = "self-choosing"
+    applied = Strategy("memory_access.vectorized_access", "memory_access", "vectorized")
+
+    def choose_strategy(self, request, candidates):
+        return Choice(None, rationale="none of these")
+
+    def propose(self, request):
+        code = (FIXTURES / "honest_relu_cpp.py").read_text()
+        return Proposal(code=code, strategy=self.applied)
+
+
+def test_a_step_is_recorded_under_the_strategy_its_code_realizes(tmp_path, evaluator):
+    config = OptimizeConfig(method="htam", steps=3, seed=0, target="cpu", language="cpp")
+    records = []
+    with MemoryBank.open(tmp_path / "m.db", create=True) as bank:
+        Optimizer(
+            _SelfChoosingProposer(),
+            CachedEvaluator(evaluator),
+            bank,
+            config,
+            on_step=records.append,
+        ).run(task_for("level1/1_ReLU.py"), tmp_path / "run")
+        assert any(r["decision"]["direction"] != "memory_access" for r in records)
+        assert [(r["direction"], r["strategy"]) for r in records] == [
+            ("memory_access", "memory_access.vectorized_access")
+        ] * 3
+        assert bank.direction("memory_access").stats.tries == 3
+        assert sum(d.stats.tries for d in bank.directions()) == 3
+        assert len(bank.evidence("memory_access.vectorized_access")) == 3

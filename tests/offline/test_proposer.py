@@ -106,6 +106,44 @@ def test_choice_is_deterministic_prefers_fresh_and_says_when_nothing_applies():
     assert none.strategy is None and none.rationale.startswith("no applicable strategy: ")
 
 
+def test_choice_avoids_code_this_run_already_evaluated():
+    task = task_of("sm", CASES["row_softmax_module"][0])
+    proposer = OfflineProposer()
+    base = proposer.propose(_request(task)).code
+    pair = [
+        _strategy("algorithmic_rewrite.online_softmax"),
+        _strategy("data_reuse.register_row_cache"),
+    ]
+    picks = {
+        proposer.choose_strategy(_request(task, base=base, seed=s), pair).strategy.id
+        for s in range(10)
+    }
+    assert picks == {p.id for p in pair}
+    tried = proposer.propose(_request(task, base=base, strategy=pair[0])).code
+    for s in range(10):
+        request = _request(task, base=base, seed=s)
+        request.tried = frozenset({tried})
+        choice = proposer.choose_strategy(request, pair)
+        assert choice.strategy.id == pair[1].id and "not applied yet" in choice.rationale
+
+
+def test_own_choice_keeps_to_the_direction_and_names_what_it_applied():
+    task = task_of("sm", CASES["row_softmax_module"][0])
+    proposer = OfflineProposer()
+    base = proposer.propose(_request(task)).code
+    request = _request(task, base=base, step=2)
+    request.direction = "instruction_throughput"
+    out = proposer.propose(request)
+    assert out.strategy.direction == "instruction_throughput"
+    assert parse_header(out.code)["applied"] == [out.strategy.id]
+    request.direction = "fusion"  # nothing under it has a template for a softmax
+    out = proposer.propose(request)
+    assert out.strategy is not None and out.strategy.direction != "fusion"
+    assert parse_header(out.code)["applied"] == [out.strategy.id]
+    given = proposer.propose(_request(task, base=base, strategy=_strategy(out.strategy.id)))
+    assert given.code == out.code and given.strategy is None  # the loop's own choice
+
+
 def test_a_walk_of_many_steps_keeps_working():
     task = task_of("g", CASES["gemm_residual"][0])
     proposer = OfflineProposer("cpu", "triton")
