@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from pathlib import Path
 
 import typer
@@ -50,7 +51,8 @@ def default_memory() -> Path:
 
 
 class LiveSteps:
-    """A live table: one row per finished step."""
+    """One row per finished step: a live table on a terminal; elsewhere (a log, a pipe) a line per
+    step as it finishes and the whole table at the end."""
 
     def __init__(self, title: str):
         self.table = Table(title=title)
@@ -58,18 +60,34 @@ class LiveSteps:
             self.table.add_column(name)
         self.cost = 0.0
 
+    def display(self):
+        if console.is_terminal:
+            return Live(self.table, console=console, refresh_per_second=4)
+        return nullcontext()
+
+    def close(self) -> None:
+        if not console.is_terminal:
+            console.print(self.table)
+
     def __call__(self, record: dict) -> None:
         fb = record["feedback"]
         self.cost += record["usage"]["cost_usd"]
         status = fb["status"] + (f" {fb['speedup']:.2f}x" if fb.get("speedup") else "")
-        self.table.add_row(
+        row = [
             str(record["step"]),
             record["direction"],
             record["strategy"] or "-",
             status,
             f"{record['best_speedup']:.2f}x",
             f"{self.cost:.4f}",
-        )
+        ]
+        self.table.add_row(*row)
+        if not console.is_terminal:
+            console.print(
+                f"step {row[0]}: {row[1]} / {row[2]}: {row[3]} (best {row[4]})",
+                highlight=False,
+                soft_wrap=True,
+            )
 
 
 def optimize_command(
@@ -119,12 +137,13 @@ def optimize_command(
         with (
             MemoryBank.open(memory, create=True) as bank,
             Evaluator(target, EvalConfig(size=default_size(target, size))) as evaluator,
-            Live(view.table, console=console, refresh_per_second=4),
+            view.display(),
         ):
             optimizer = Optimizer(proposer, CachedEvaluator(evaluator), bank, config, on_step=view)
             summary = optimizer.run(the_task, out, resume=resume)
     except (TaskError, EvaluatorError, MemoryBankError, RunDirError) as exc:
         fail(str(exc))
+    view.close()
     _print_summary(summary, out)
 
 

@@ -91,6 +91,10 @@ def test_kill_during_step_3_then_resume(tmp_path, prices):
         assert resumed.wait(timeout=300) == 0, resumed.stdout.read()
         full = _optimize(server, tmp_path, "a")
         assert full.wait(timeout=300) == 0, full.stdout.read()
+        # off a terminal: a line per step as it finishes, then the table, then the summary line
+        printed = full.stdout.read()
+        assert [f"step {i}:" in printed for i in range(6)] == [True] * 6
+        assert "┘\nbest: " in printed
     summary = json.loads((tmp_path / "b" / "summary.json").read_text())
     assert summary["steps"] == 6
     a, b = _export(tmp_path, "a"), _export(tmp_path, "b")
