@@ -84,3 +84,8 @@ class Proposer(Protocol):
     def propose(self, request: ProposalRequest) -> Proposal:
         """Write the next implementation, guided by ``request.strategy``."""
         ...
+
+    def can_propose(self, task: Task) -> bool:
+        """False when it can write nothing for ``task`` (every proposal would say why not): the
+        loop then spares the reference's timing."""
+        ...

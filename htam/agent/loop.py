@@ -93,10 +93,9 @@ class Optimizer:
         )
         started = time.monotonic()
         sig = signature(task, "small")
-        # A proposer that says it has nothing to write for this task (the offline templates on
-        # a graph they do not match) spares the reference's timing: no candidate will need it.
-        can_propose = getattr(self.proposer, "can_propose", None)
-        ref = self.evaluator.reference(task, timed=can_propose is None or can_propose(task))
+        # A proposer with nothing to write for this task spares the reference's timing: no
+        # candidate will need it.
+        ref = self.evaluator.reference(task, timed=self.proposer.can_propose(task))
         bound = roofline.lower_bound(ref.flops, ref.nbytes, ref.dtypes, self._peaks())
         progress = Progress(ref_ms=ref.timing["median_ms"] if ref.timing else None)
         usage = Usage()
@@ -177,7 +176,6 @@ class Optimizer:
         proposal = self.proposer.propose(request)
         result = self._evaluate(task, proposal, cfg.language)
         speedup_before = progress.best_speedup or None
-        # Before the first success the bar is the reference, timed beside this candidate.
         # Times relative to the reference timed beside each candidate; before the first
         # success the bar is the reference itself (1.0).
         before = relative_time(progress.best_result) if progress.best_result else 1.0

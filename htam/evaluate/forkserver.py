@@ -165,12 +165,18 @@ def _waitpid(pid: int, timeout: float) -> int | None:
         time.sleep(0.005)
 
 
-def _child_main(sock: socket.socket, request: dict, result_fd: int) -> None:
+def _detach(server_sock: socket.socket, keep: int) -> None:
+    """In a freshly forked child: its own process group (killed as one), default SIGINT, and no
+    descriptor inherited from the server but ``keep``."""
     os.setsid()
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    sock.close()
-    os.closerange(3, result_fd)
-    os.closerange(result_fd + 1, 65536)
+    server_sock.close()
+    os.closerange(3, keep)
+    os.closerange(keep + 1, 65536)
+
+
+def _child_main(sock: socket.socket, request: dict, result_fd: int) -> None:
+    _detach(sock, result_fd)
     _run_child(request, result_fd)
 
 
@@ -239,13 +245,7 @@ class Standby:
 
 
 def _standby_main(server_sock: socket.socket, control: socket.socket, warm_cuda: bool) -> None:
-    os.setsid()
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    server_sock.close()
-    keep = control.fileno()
-    # Inherited descriptors go before CUDA opens its own, which must stay open.
-    os.closerange(3, keep)
-    os.closerange(keep + 1, 65536)
+    _detach(server_sock, control.fileno())  # before CUDA opens descriptors that must stay open
     if warm_cuda:
         try:
             import torch

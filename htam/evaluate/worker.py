@@ -238,6 +238,9 @@ def _candidate(job: dict, emit: Emitter) -> None:
     marks["trials_done"] = _clock()
     emit.outputs(outputs, compile_s=compile_s(), first_call_s=first_call_s)
     marks["outputs_sent"] = _clock()
+    # The reference is timed here too, its calls interleaved with the candidate's: the speedup is
+    # then a side-by-side ratio from one process, free of the drift between processes. Only now,
+    # after the outputs have been sent, does this process hold the reference.
     reference_module = _module(job, None)
     reference = _build(reference_module.Model, reference_module, job["init_seed"], job["device"])
     _sync(job["device"])

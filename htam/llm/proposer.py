@@ -16,6 +16,7 @@ from htam.llm.errors import LLMError, one_line
 from htam.llm.parse import extract_code, extract_json
 from htam.llm.render import Prompts, StateView, error_excerpt, format_messages
 from htam.proposer import Choice, Proposal, ProposalRequest, Strategy, Usage
+from htam.tasks.task import Task
 
 NO_CODE = "the reply has no Python code block defining class ModelNew"
 FALLBACK = "fallback to the first candidate"
@@ -37,6 +38,9 @@ class LLMProposer:
         # needs it, so remember the last code proposed per (task, target, language, seed).
         self._last_code: dict[tuple, str] = {}
         self._lock = threading.Lock()
+
+    def can_propose(self, task: Task) -> bool:
+        return True  # a model can always try
 
     # -- strategy choice -------------------------------------------------------------------
 

@@ -42,9 +42,8 @@ def load_suite(
     """Load the tasks of ``spec`` (see the module docstring), filtered by level and pattern.
 
     ``pattern`` is an fnmatch glob, or several separated by commas, matched against each task's
-    id and name. A bad task file
-    raises its ``TaskError``, unless ``errors`` is given: then it is appended there and the
-    remaining tasks still load.
+    id and name. A bad task file raises its ``TaskError``, unless ``errors`` is given: then it is
+    appended there and the remaining tasks still load.
     """
     paths, suite, default_levels = _resolve(spec)
     levels = levels or default_levels

@@ -119,6 +119,9 @@ class _SelfChoosingProposer:
     name = "self-choosing"
     applied = Strategy("memory_access.vectorized_access", "memory_access", "vectorized")
 
+    def can_propose(self, task):
+        return True
+
     def choose_strategy(self, request, candidates):
         return Choice(None, rationale="none of these")
 

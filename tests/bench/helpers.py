@@ -55,6 +55,9 @@ class FixedProposer:
                  die_on: tuple[str, ...] = (), cost_per_call: float = 0.001):
         self.delay_s, self.die_on, self.cost = delay_s, tuple(die_on), cost_per_call
 
+    def can_propose(self, task) -> bool:
+        return True
+
     def choose_strategy(self, request: ProposalRequest, candidates: list[Strategy]) -> Choice:
         return Choice(candidates[0], rationale="first candidate")
 
