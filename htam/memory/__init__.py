@@ -1,7 +1,7 @@
 """The Hierarchical Transition Graph memory (DESIGN §1), stored in one SQLite file per bank."""
 
 from htam.memory.flat import FlatHit, FlatMemory
-from htam.memory.guidance import guidance
+from htam.memory.guidance import choice_guidance, estimate_tokens, guidance
 from htam.memory.model import (
     Edge,
     EdgeStats,
@@ -29,6 +29,8 @@ __all__ = [
     "MemoryBankError",
     "NodeStats",
     "StepRecord",
+    "choice_guidance",
+    "estimate_tokens",
     "guidance",
     "load_seed",
     "merge",

@@ -22,11 +22,11 @@ GLOBAL_COLUMNS = "id, title, intent, objectives, triggers, risks, " + (
 )
 LOCAL_COLUMNS = (
     "id, direction, title, description, pattern, checks, op_families, triggers, risks, "
-    "tries, successes, reward_sum, ema, status_counts"
+    "tries, successes, reward_sum, ema, status_counts, patterns"
 )
 EDGE_COLUMNS = (
     "src, dst, applies_when, rationale, risks, prior_utility, "
-    "count, weight_sum, reward_wsum, fit, status_counts"
+    "count, weight_sum, reward_wsum, fit, status_counts, condition"
 )
 EVIDENCE_COLUMNS = (
     "run_id, task_id, step, local_id, polarity, task_signature, status, "
@@ -36,6 +36,12 @@ EVIDENCE_COLUMNS = (
 
 def _triggers(data: list[dict[str, Any]]) -> list[Trigger]:
     return [Trigger.from_dict(item) for item in data]
+
+
+def _condition(when: dict[str, Any]) -> dict[str, Any]:
+    """An edge's condition, validated as a trigger's (unknown keys or values raise)."""
+    Trigger.from_dict({"if": when, "weight": 0.0})
+    return dict(when)
 
 
 def _node_stats(row: sqlite3.Row, start: int) -> NodeStats:
@@ -67,6 +73,7 @@ def local_from_row(row: sqlite3.Row) -> LocalNode:
         triggers=_triggers(json.loads(row[7])),
         risks=json.loads(row[8]),
         stats=_node_stats(row, 9),
+        patterns=json.loads(row[14]),
     )
 
 
@@ -79,6 +86,7 @@ def edge_from_row(row: sqlite3.Row) -> Edge:
         risks=json.loads(row[4]),
         prior_utility=row[5],
         stats=EdgeStats(row[6], row[7], row[8], row[9], json.loads(row[10])),
+        when=json.loads(row[11]),
     )
 
 
@@ -117,6 +125,7 @@ def local_to_dict(node: LocalNode) -> dict[str, Any]:
         "title": node.title,
         "description": node.description,
         "pattern": node.pattern,
+        "patterns": node.patterns,
         "checks": node.checks,
         "op_families": node.op_families,
         "triggers": [t.to_dict() for t in node.triggers],
@@ -132,6 +141,7 @@ def local_from_dict(data: dict[str, Any]) -> LocalNode:
         title=data["title"],
         description=data["description"],
         pattern=data["pattern"],
+        patterns=dict(data.get("patterns", {})),
         checks=list(data.get("checks", [])),
         op_families=list(data.get("op_families", [])),
         triggers=_triggers(data.get("triggers", [])),
@@ -150,6 +160,7 @@ def edge_to_dict(edge: Edge) -> dict[str, Any]:
         "rationale": edge.rationale,
         "risks": edge.risks,
         "prior_utility": edge.prior_utility,
+        "when": edge.when,
         "stats": edge.stats.to_dict(),
     }
 
@@ -164,6 +175,7 @@ def edge_from_dict(data: dict[str, Any]) -> Edge:
         rationale=data.get("rationale", ""),
         risks=list(data.get("risks", [])),
         prior_utility=prior,
+        when=_condition(data.get("when", {})),
         # a seed edge has no statistics yet: its fit starts at the prior
         stats=EdgeStats.from_dict(stats) if stats else EdgeStats(fit=prior),
     )
@@ -195,7 +207,7 @@ def insert_local(conn: sqlite3.Connection, node: LocalNode, ord_: int) -> None:
     s = node.stats
     conn.execute(
         "INSERT INTO local_nodes (ord, " + LOCAL_COLUMNS + ") "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             ord_,
             node.id,
@@ -212,6 +224,7 @@ def insert_local(conn: sqlite3.Connection, node: LocalNode, ord_: int) -> None:
             s.reward_sum,
             s.ema,
             json.dumps(s.status_counts, sort_keys=True),
+            json.dumps(node.patterns, sort_keys=True),
         ),
     )
 
@@ -219,7 +232,7 @@ def insert_local(conn: sqlite3.Connection, node: LocalNode, ord_: int) -> None:
 def insert_edge(conn: sqlite3.Connection, edge: Edge) -> None:
     s = edge.stats
     conn.execute(
-        "INSERT INTO edges (" + EDGE_COLUMNS + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO edges (" + EDGE_COLUMNS + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             edge.src,
             edge.dst,
@@ -232,6 +245,7 @@ def insert_edge(conn: sqlite3.Connection, edge: Edge) -> None:
             s.reward_wsum,
             s.fit,
             json.dumps(s.status_counts, sort_keys=True),
+            json.dumps(edge.when, sort_keys=True),
         ),
     )
 

@@ -1,16 +1,55 @@
-"""A compact text rendering of the memory around one decision, for LLM prompts."""
+"""The memory as prompt text: what the strategy choice and the code writer are shown.
+
+``choice_guidance`` is the memory of one decision (DESIGN §1 step 3): the chosen direction, every
+candidate local strategy (pattern for the target language, checks, record, recent positive and
+negative evidence) and the transitions into the direction from every element of the recent
+prefix (applies-when, rationale, risks, observed rewards and outcomes). It fits a token budget:
+the richest rendering that fits is used, the leanest keeps each candidate's pattern and checks
+and each edge's rationale. ``guidance`` is the code writer's: direction, the chosen strategy and
+the same transitions.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from htam.memory.model import Edge, Evidence, NodeStats
-from htam.policy.features import FLAT_DIRECTION
+from htam.memory.model import Edge, Evidence, LocalNode, NodeStats
+from htam.policy.features import FLAT_DIRECTION, StateFeatures, Trigger, trigger_prior
 
 if TYPE_CHECKING:
     from htam.memory.store import MemoryBank
 
-EXCERPT_CHARS = 200  # per evidence line: prompts stay short
+CHARS_PER_TOKEN = 4  # BPE tokenizers (GPT, DeepSeek, Qwen) average ~4 characters a token here
+
+
+@dataclass(frozen=True)
+class Detail:
+    """How much of each node a rendering shows; DETAILS go from richest to leanest."""
+
+    evidence: int  # records shown per polarity
+    excerpt: int  # characters of an error excerpt or lesson
+    pattern: int  # characters of a pattern
+    checks: int  # validation checks shown
+    risks: bool
+
+
+DETAILS = (
+    Detail(evidence=2, excerpt=200, pattern=900, checks=6, risks=True),
+    Detail(evidence=1, excerpt=140, pattern=600, checks=4, risks=True),
+    Detail(evidence=1, excerpt=80, pattern=360, checks=3, risks=False),
+    Detail(evidence=0, excerpt=0, pattern=200, checks=2, risks=False),
+)
+
+
+def estimate_tokens(text: str) -> int:
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def _cut(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: max(limit - 3, 0)] + "..."
 
 
 def _record(stats: NodeStats) -> str:
@@ -22,25 +61,29 @@ def _record(stats: NodeStats) -> str:
     )
 
 
-def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 3] + "..."
-
-
 def _speedups(ev: Evidence) -> str:
     if ev.speedup_before is None or ev.speedup_after is None:
         return ev.status
     return f"{ev.speedup_before:.2f}x -> {ev.speedup_after:.2f}x"
 
 
-def _evidence_line(ev: Evidence) -> str:
+def _evidence_line(ev: Evidence, limit: int) -> str:
     head = "Worked" if ev.polarity == "positive" else "Failed"
     parts = [f"{head} on {ev.task_signature}: {_speedups(ev)} (reward {ev.reward:+.2f})"]
     if ev.error_excerpt:
-        parts.append(f"error: {_short(ev.error_excerpt)}")
+        parts.append(f"error: {_cut(ev.error_excerpt, limit)}")
     if ev.lesson:
-        parts.append(f"lesson: {_short(ev.lesson)}")
+        parts.append(f"lesson: {_cut(ev.lesson, limit)}")
     return "- " + "; ".join(parts)
+
+
+def _fit_line(triggers: list[Trigger], state: StateFeatures | None) -> str | None:
+    if state is None or not triggers:
+        return None
+    weight, reasons = trigger_prior(triggers, state)
+    if not reasons:
+        return "Fits this task: no trigger holds."
+    return f"Fits this task ({weight:+.2f}): " + "; ".join(reasons) + "."
 
 
 def _direction_lines(bank: MemoryBank, direction: str) -> list[str]:
@@ -56,56 +99,138 @@ def _direction_lines(bank: MemoryBank, direction: str) -> list[str]:
     return lines
 
 
-def _local_lines(bank: MemoryBank, local_id: str) -> list[str]:
-    node = bank.local(local_id)
-    lines = [f"Strategy: {node.title} ({node.id})", f"Pattern: {node.pattern}"]
+def _local_lines(
+    bank: MemoryBank,
+    node: LocalNode,
+    language: str | None,
+    state: StateFeatures | None,
+    detail: Detail,
+) -> list[str]:
+    label = language if language in node.patterns else "general"
+    lines = [
+        f"Strategy: {node.title} ({node.id})",
+        f"Pattern ({label}): {_cut(node.pattern_for(language), detail.pattern)}",
+    ]
     if node.checks:
-        lines.append("Verify after applying: " + "; ".join(node.checks) + ".")
-    if node.risks:
+        lines.append("Verify after applying: " + "; ".join(node.checks[: detail.checks]) + ".")
+    fit = _fit_line(node.triggers, state)
+    if fit:
+        lines.append(fit)
+    if detail.risks and node.risks:
         lines.append("Risks: " + "; ".join(node.risks) + ".")
     lines.append(_record(node.stats))
-    evidence = bank.evidence(local_id)
-    best = [ev for ev in evidence if ev.polarity == "positive"][:1]
-    worst = [ev for ev in evidence if ev.polarity == "negative"][:1]
-    lines.extend(_evidence_line(ev) for ev in best + worst)
+    if detail.evidence:
+        evidence = bank.evidence(node.id)
+        best = [ev for ev in evidence if ev.polarity == "positive"][: detail.evidence]
+        recent = [ev for ev in evidence if ev.polarity == "negative"][: detail.evidence]
+        lines.extend(_evidence_line(ev, detail.excerpt) for ev in best + recent)
     return lines
 
 
-def _edge_lines(edge: Edge | None, src: str, dst: str) -> list[str]:
+def _edge_lines(
+    edge: Edge | None, src: str, dst: str, state: StateFeatures | None, detail: Detail
+) -> list[str]:
     head = f"Transition {src} -> {dst}"
     if edge is None:
         return [f"{head}: no prior knowledge or observations."]
     lines = [head + ":"]
     if edge.applies_when:
         lines.append(f"  applies when {edge.applies_when}.")
+    if edge.when and state is not None:
+        holds = Trigger(edge.when, 0.0, "").matches(state)
+        lines.append(f"  its condition {'holds' if holds else 'does not hold'} for this task.")
     if edge.rationale:
         lines.append(f"  rationale: {edge.rationale}.")
-    if edge.risks:
+    if detail.risks and edge.risks:
         lines.append("  risks: " + "; ".join(edge.risks) + ".")
-    observed = edge.stats.observed
-    seen = (
-        f"mean reward {observed:+.2f} over {edge.stats.count} steps, "
-        f"learned advantage {edge.stats.fit:+.2f}"
-        if observed is not None
-        else "not observed yet"
-    )
+    stats = edge.stats
+    if stats.observed is None:
+        seen = "not observed yet"
+    else:
+        outcomes = ", ".join(f"{k} {v}" for k, v in sorted(stats.status_counts.items()))
+        seen = (
+            f"mean reward {stats.observed:+.2f} over {stats.count} steps ({outcomes}), "
+            f"learned advantage {stats.fit:+.2f}"
+        )
     lines.append(f"  {seen} (prior {edge.prior_utility:+.2f}).")
     return lines
 
 
+def _prefix_list(prefix: Sequence[str] | str | None) -> list[str]:
+    if prefix is None:
+        return []
+    return [prefix] if isinstance(prefix, str) else list(prefix)
+
+
+def _transitions(
+    bank: MemoryBank,
+    direction: str,
+    prefix: Sequence[str] | str | None,
+    state: StateFeatures | None,
+    detail: Detail,
+) -> list[str]:
+    """Edges into ``direction`` from the prefix's distinct elements, most recent first."""
+    lines: list[str] = []
+    for src in dict.fromkeys(reversed(_prefix_list(prefix))):
+        lines += _edge_lines(bank.edge(src, direction), src, direction, state, detail)
+    return lines
+
+
 def guidance(
-    bank: MemoryBank, direction: str, local_id: str | None, prev_direction: str | None
+    bank: MemoryBank,
+    direction: str,
+    local_id: str | None,
+    prefix: Sequence[str] | str | None,
+    *,
+    language: str | None = None,
+    state: StateFeatures | None = None,
 ) -> str:
-    """Render the chosen direction, its chosen local strategy and the incoming transition."""
+    """The code writer's memory: the direction, the chosen strategy and the incoming
+    transitions from the recent prefix (a single previous direction may be given as a str)."""
     if direction == FLAT_DIRECTION:
         if local_id is None:
             return ""
         direction = bank.parent_of[local_id]
+    detail = DETAILS[0]
     sections = [_direction_lines(bank, direction)]
     if local_id is not None:
-        sections.append(_local_lines(bank, local_id))
-    if prev_direction is not None:
-        sections.append(
-            _edge_lines(bank.edge(prev_direction, direction), prev_direction, direction)
-        )
+        sections.append(_local_lines(bank, bank.local(local_id), language, state, detail))
+    edges = _transitions(bank, direction, prefix, state, detail)
+    if edges:
+        sections.append(edges)
     return "\n\n".join("\n".join(lines) for lines in sections)
+
+
+def choice_guidance(
+    bank: MemoryBank,
+    direction: str,
+    candidate_ids: Sequence[str],
+    prefix: Sequence[str] | str | None,
+    *,
+    language: str | None = None,
+    state: StateFeatures | None = None,
+    budget_tokens: int = 1800,
+) -> str:
+    """The strategy choice's memory, at the richest detail within ``budget_tokens``.
+
+    For a flat (no-hierarchy) decision the direction part is left out: the candidates span all
+    directions. Over budget even at the leanest detail, the leanest rendering is returned (its
+    size is what DETAILS[-1] guarantees: pattern and checks per candidate, rationale per edge).
+    """
+    nodes = [bank.local(i) for i in candidate_ids]
+    text = ""
+    for detail in DETAILS:
+        sections = []
+        if direction != FLAT_DIRECTION:
+            sections.append("\n".join(_direction_lines(bank, direction)))
+            edges = _transitions(bank, direction, prefix, state, detail)
+            if edges:
+                sections.append("Transitions into it from the recent path:\n" + "\n".join(edges))
+        blocks = [
+            "\n".join(_local_lines(bank, node, language, state, detail)) for node in nodes
+        ]
+        sections.append("Candidate strategies, with their memory:\n\n" + "\n\n".join(blocks))
+        text = "\n\n".join(sections)
+        if estimate_tokens(text) <= budget_tokens:
+            return text
+    return text

@@ -79,7 +79,8 @@ class LocalNode:
     direction: str
     title: str
     description: str
-    pattern: str  # the modification to make
+    pattern: str  # the modification to make, in general terms
+    patterns: dict[str, str] = field(default_factory=dict)  # per language: "cuda", "triton"
     checks: list[str] = field(default_factory=list)  # what to verify after applying it
     op_families: list[str] = field(default_factory=list)
     triggers: list[Trigger] = field(default_factory=list)
@@ -96,6 +97,10 @@ class LocalNode:
             id=self.id, direction=self.direction, title=self.title, description=self.description
         )
 
+    def pattern_for(self, language: str | None) -> str:
+        """The modification pattern for ``language``, else the general one."""
+        return self.patterns.get(language or "", "") or self.pattern
+
 
 @dataclass
 class Edge:
@@ -105,6 +110,9 @@ class Edge:
     rationale: str = ""
     risks: list[str] = field(default_factory=list)
     prior_utility: float = 0.0  # seed belief: the fit an edge starts from
+    # applies_when made checkable: trigger conditions on StateFeatures (htam.policy.features);
+    # empty when the text cannot be checked. An edge whose conditions fail does not score.
+    when: dict[str, Any] = field(default_factory=dict)
     stats: EdgeStats = field(default_factory=EdgeStats)
 
 
@@ -166,6 +174,9 @@ class StepRecord:
         return cls(**data)
 
 
+PATTERN_LANGUAGES = ("cuda", "triton", "cpp")
+
+
 def check_local(node: LocalNode) -> None:
     """Raise ValueError when a local node breaks the seed contract."""
     if not node.id.startswith(node.direction + "."):
@@ -175,3 +186,6 @@ def check_local(node: LocalNode) -> None:
     bad = [f for f in node.op_families if f not in OP_FAMILIES]
     if bad:
         raise ValueError(f"local {node.id!r}: unknown op families {bad}")
+    unknown = sorted(set(node.patterns) - set(PATTERN_LANGUAGES))
+    if unknown:
+        raise ValueError(f"local {node.id!r}: patterns for unknown languages {unknown}")

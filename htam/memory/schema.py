@@ -72,6 +72,11 @@ MIGRATIONS: dict[int, str] = {
         PRIMARY KEY (run_id, task_id, step)
     );
     """,
+    # Version 3: a strategy's pattern per language, and an edge's checkable applicability.
+    3: """
+    ALTER TABLE local_nodes ADD COLUMN patterns TEXT NOT NULL DEFAULT '{}';
+    ALTER TABLE edges ADD COLUMN condition TEXT NOT NULL DEFAULT '{}';
+    """,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 

@@ -156,7 +156,7 @@ class MemoryBank:
             return {}
         marks = ", ".join("?" * len(sources))
         rows = self._conn.execute(
-            "SELECT src, dst, fit, count, weight_sum, reward_wsum FROM edges "
+            "SELECT src, dst, fit, count, weight_sum, reward_wsum, prior_utility FROM edges "
             f"WHERE src IN ({marks})",
             list(sources),
         )

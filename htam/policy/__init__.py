@@ -4,9 +4,10 @@ Nothing here imports ``htam.memory`` at runtime: the memory imports this package
 features and scoring, and a runtime import back would be a cycle.
 """
 
-from htam.policy.config import PolicyConfig, position_weights, reward, uniform_weights
+from htam.policy.config import PolicyConfig, position_weights, uniform_weights
 from htam.policy.features import FLAT_DIRECTION, OP_FAMILIES, StateFeatures, Trigger
-from htam.policy.policies import METHODS, Decision, DirectionPolicy, make_policy
+from htam.policy.policies import METHODS, Decision, DirectionPolicy, make_policy, step_rng
+from htam.policy.reward import reward, timing_noise
 
 __all__ = [
     "FLAT_DIRECTION",
@@ -20,5 +21,7 @@ __all__ = [
     "make_policy",
     "position_weights",
     "reward",
+    "step_rng",
+    "timing_noise",
     "uniform_weights",
 ]

@@ -1,19 +1,14 @@
-"""Every constant of the direction policy and of the memory updates, plus the reward (DESIGN §1).
+"""Every constant of the direction policy, of the memory updates and of the memory in prompts.
 
-The reward is defined here once. For a step whose candidate is correct:
-
-    r = clip(log2(t_best_before / t_new), -reward_clip, reward_clip)
-
-where ``t_best_before`` is the best correct time before the step (the reference's time before the
-first success) and ``t_new`` the candidate's time: halving the best time earns +1, doubling it -1,
-a tie 0. Every failed status earns a fixed negative value from :class:`PolicyConfig`.
+The reward (DESIGN §1) is defined in :mod:`htam.policy.reward` from the constants here.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from htam.status import Status
 
@@ -47,12 +42,46 @@ class PolicyConfig(BaseModel):
     evidence_keep: int = Field(
         3, ge=1, description="positive and negative evidence records kept per local strategy"
     )
+    edge_rule: Literal["lms", "mean"] = Field(
+        "lms",
+        description="U~(p -> g): 'lms' = V(g) + advantage fitted to the reward; 'mean' = the "
+        "literal rule, the w-weighted mean reward of the edge shrunk toward V(g) + prior",
+    )
+    repairs: int = Field(
+        1, ge=0, description="steps after a failure that repair it under the failed strategy"
+    )
+    prompt_memory_tokens: int = Field(
+        1800, ge=200, description="budget of the memory shown in a strategy-choice prompt"
+    )
     reward_clip: float = Field(1.0, gt=0, description="bound of the log2 speed-ratio reward")
+    reward_slow_floor: float = Field(
+        0.4, gt=0, description="a correct but slower step earns a reward in (-floor, 0]"
+    )
+    min_gain: float = Field(
+        0.03, ge=0, description="relative speed change treated as timing noise (at least)"
+    )
     reward_incorrect: float = Field(-0.5, le=0)
     reward_runtime_error: float = Field(-0.6, le=0)
     reward_compile_error: float = Field(-0.6, le=0)
     reward_timeout: float = Field(-0.8, le=0)
     reward_rejected: float = Field(-1.0, le=0, description="cheating or forbidden code")
+
+    @model_validator(mode="after")
+    def _correct_above_incorrect(self) -> PolicyConfig:
+        # The reward must be monotone in quality: any correct candidate above any failure, and a
+        # rejected (cheating) one lowest of all.
+        failures = {
+            "reward_incorrect": self.reward_incorrect,
+            "reward_runtime_error": self.reward_runtime_error,
+            "reward_compile_error": self.reward_compile_error,
+            "reward_timeout": self.reward_timeout,
+        }
+        for name, value in failures.items():
+            if value >= -self.reward_slow_floor:
+                raise ValueError(f"{name} {value} must lie below -reward_slow_floor")
+            if value <= self.reward_rejected:
+                raise ValueError(f"{name} {value} must lie above reward_rejected")
+        return self
 
     def failure_reward(self, status: Status) -> float:
         values = {
@@ -63,25 +92,6 @@ class PolicyConfig(BaseModel):
             Status.REJECTED: self.reward_rejected,
         }
         return values[Status(status)]
-
-
-def reward(
-    status: Status,
-    t_best_before_ms: float | None,
-    t_new_ms: float | None,
-    config: PolicyConfig,
-) -> float:
-    """The reward of one step (see the module docstring)."""
-    status = Status(status)
-    if not status.correct:
-        return config.failure_reward(status)
-    if not t_best_before_ms or not t_new_ms or t_best_before_ms <= 0 or t_new_ms <= 0:
-        raise ValueError(
-            "a correct step needs positive times: best before "
-            f"{t_best_before_ms!r} ms, new {t_new_ms!r} ms"
-        )
-    ratio = math.log2(t_best_before_ms / t_new_ms)
-    return max(-config.reward_clip, min(config.reward_clip, ratio))
 
 
 def position_weights(n: int, tau_pos: float) -> list[float]:

@@ -6,7 +6,10 @@ A trigger is a conjunction of conditions on :class:`StateFeatures` with a weight
      "why": "memory-bound and under 60% of the bandwidth roofline"}
 
 A condition on a feature the state does not know (``None``) does not hold: a prior only fires
-on evidence.
+on evidence. The same conditions make a transition's ``applies_when`` checkable (an edge's
+``when``): ``ops`` (any of these op names in the reference), ``elements_above/below`` (largest
+input, in elements) and ``op_count_above`` (ops in the reference: many small kernels) join the
+op families, the bound and the feedback features.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ class StateFeatures:
     sol_fraction: float | None = None  # roofline lower-bound time / current time
     last_status: Status | None = None
     speedup: float | None = None  # best speedup over the reference so far
+    ops: list[str] = field(default_factory=list)  # op names of the reference, in order
+    elements: int | None = None  # elements of the largest input
 
 
 def _op_families(state: StateFeatures, value: list[str]) -> bool:
@@ -64,6 +69,14 @@ def _bound(state: StateFeatures, value: str) -> bool:
     return state.bound == value
 
 
+def _ops(state: StateFeatures, value: list[str]) -> bool:
+    return any(op in state.ops for op in value)
+
+
+def _op_count_above(state: StateFeatures, value: float) -> bool:
+    return bool(state.ops) and len(state.ops) >= value
+
+
 CONDITIONS: dict[str, Callable[[StateFeatures, Any], bool]] = {
     "op_families": _op_families,
     "bound": _bound,
@@ -72,6 +85,10 @@ CONDITIONS: dict[str, Callable[[StateFeatures, Any], bool]] = {
     "speedup_below": _below("speedup"),
     "speedup_above": _above("speedup"),
     "last_status": _last_status,
+    "ops": _ops,
+    "elements_above": _above("elements"),
+    "elements_below": _below("elements"),
+    "op_count_above": _op_count_above,
 }
 
 
@@ -93,7 +110,7 @@ class Trigger:
         unknown = sorted(set(when) - set(CONDITIONS))
         if unknown:
             raise ValueError(f"unknown trigger condition(s) {unknown}; known: {sorted(CONDITIONS)}")
-        for key in ("op_families", "last_status"):
+        for key in ("op_families", "last_status", "ops"):
             if key in when and not isinstance(when[key], list):
                 raise ValueError(f"trigger condition {key!r} takes a list, got {when[key]!r}")
         bad = [f for f in when.get("op_families", []) if f not in OP_FAMILIES]

@@ -186,6 +186,13 @@ def _sample(probabilities: dict[str, float], rng: random.Random) -> str:
     return last  # rounding left the cumulative sum a hair under 1
 
 
+def step_rng(seed: int, task_id: str, step: int) -> random.Random:
+    """The random stream of one decision: per seed, task and step. Keyed by the task too, so the
+    random control does not walk the same directions on every task and htam's draws are not
+    correlated across tasks."""
+    return random.Random(f"{seed}:{task_id}:{step}")
+
+
 def make_policy(method: str, config: PolicyConfig, bank: MemoryBank) -> DirectionPolicy:
     """The policy of ``method`` (one of METHODS); ``flat`` uses htam.memory.FlatMemory instead."""
     if method == "flat":

@@ -3,10 +3,14 @@
     score(g) = sum_k w_k * U~(p_{t-k+1} -> g) + lam * V(g) + prior(g | s_t) + c * sqrt(ln N / (1 + n_g))
     pi(g)    = softmax(score / T_g)
 
-``V(g)`` is g's mean reward shrunk toward 0 by ``value_shrink`` pseudo-tries, and
-``U~(p -> g) = V(g) + fit(p -> g)``: the edge's learned advantage over V(g). The memory fits the
-advantages so that the score's prefix part predicts the reward (htam.memory.updates); an edge
-starts at its seed prior and, while it has few observations, stays near V(g) + prior.
+``V(g)`` is g's mean reward shrunk toward 0 by ``value_shrink`` pseudo-tries. ``U~(p -> g)``
+follows ``PolicyConfig.edge_rule``:
+
+- ``lms`` (default): ``V(g) + fit(p -> g)``, the edge's learned advantage over V(g). The memory
+  fits the advantages so that the score's prefix part predicts the reward (htam.memory.updates);
+  an edge starts at its seed prior and, while it has few observations, stays near V(g) + prior.
+- ``mean`` (the literal rule of the method): the w-weighted mean reward observed on the edge,
+  shrunk toward ``V(g) + prior`` by ``shrink`` pseudo-observations.
 
 This module works on plain numbers: htam.policy never imports htam.memory at runtime (the
 memory imports the policy's config), which keeps the two packages free of import cycles.
@@ -43,6 +47,7 @@ class EdgeView:
     count: int = 0
     weight_sum: float = 0.0
     reward_wsum: float = 0.0
+    prior: float = 0.0  # the seed's prior utility (the 'mean' rule shrinks toward V + prior)
 
     @property
     def observed(self) -> float | None:
@@ -50,6 +55,15 @@ class EdgeView:
 
 
 _NO_EDGE = EdgeView()
+
+
+def edge_utility(edge: EdgeView, value: float, config: PolicyConfig) -> float:
+    """U~(p -> g) under ``config.edge_rule`` (see the module docstring); ``value`` is V(g)."""
+    if config.edge_rule == "mean":
+        anchor = value + edge.prior
+        total = edge.weight_sum + config.shrink
+        return (edge.reward_wsum + config.shrink * anchor) / total if total > 0 else anchor
+    return value + edge.fit
 
 
 def prior(
@@ -92,7 +106,7 @@ def score_terms(
             zip(reversed(prefix), reversed(weights), strict=True), 1
         ):
             edge = edges.get((src, view.id), _NO_EDGE)
-            utility = value + edge.fit
+            utility = edge_utility(edge, value, config)
             prefix_sum += weight * utility
             prefix_terms.append(
                 {
@@ -100,7 +114,7 @@ def score_terms(
                     "src": src,
                     "weight": weight,
                     "utility": utility,
-                    "advantage": edge.fit,
+                    "advantage": utility - value,
                     "observed": edge.observed,
                     "observations": edge.count,
                     "contribution": weight * utility,

@@ -9,7 +9,6 @@ import pytest
 
 from htam.memory import MemoryBank, MemoryBankError, load_seed
 from htam.memory.schema import APPLICATION_ID, SCHEMA_V1, SCHEMA_VERSION
-from htam.memory.transfer import load_into
 from htam.policy import OP_FAMILIES
 
 REQUIRED_DIRECTIONS = {
@@ -134,13 +133,25 @@ def test_version_1_bank_is_migrated_in_place(tmp_path, make_step):
             conn.execute(statement)
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
     conn.execute("PRAGMA user_version = 1")
-    load_into(conn, load_seed())
+    # a version-1 bank as version 1 wrote it: no per-language patterns, no edge conditions
+    conn.execute(
+        "INSERT INTO global_nodes (id, ord, title, intent, objectives, triggers, risks) "
+        "VALUES ('fusion', 0, 'Fusion', 'fuse', '[]', '[]', '[]')"
+    )
+    conn.execute(
+        "INSERT INTO local_nodes (id, ord, direction, title, description, pattern, checks, "
+        "op_families, triggers, risks) VALUES ('fusion.elementwise_chain_fusion', 0, 'fusion', "
+        "'chain', '', 'one pass', '[]', '[\"elementwise\"]', '[]', '[]')"
+    )
+    conn.execute("INSERT INTO edges (src, dst, fit) VALUES ('fusion', 'fusion', 0.1)")
     conn.execute("COMMIT")
     conn.close()
     with MemoryBank.open(path) as bank:
-        assert bank.connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert bank.connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
         assert bank.connection.execute("SELECT count(*) FROM flat_experiences").fetchone() == (0,)
-        assert len(bank.all_locals()) == 32
+        (node,) = bank.all_locals()
+        assert node.patterns == {} and node.pattern_for("cuda") == "one pass"
+        assert bank.edge("fusion", "fusion").when == {}
         assert bank.record_step(make_step(0))
 
 

@@ -27,7 +27,10 @@ def test_guidance_renders_every_part(bank, make_step):
     assert "Failed on sig-task: incorrect (reward -0.50); error: max abs diff 3e-2" in text
     assert "Transition algorithmic_rewrite -> instruction_throughput:" in text
     # fit: 0.1 + (0.6 - 0.1) / 3 = 0.267, then 0.267 + 0.3 * (-0.5 - (0.3 + 0.267)) = -0.053
-    assert "mean reward +0.05 over 2 steps, learned advantage -0.05 (prior +0.10)" in text
+    assert (
+        "mean reward +0.05 over 2 steps (incorrect 1, ok 1), learned advantage -0.05 "
+        "(prior +0.10)" in text
+    )
     assert len(text) < 3000
 
 

@@ -9,18 +9,48 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from htam.policy import PolicyConfig, position_weights, reward, uniform_weights
+from htam.policy import PolicyConfig, position_weights, reward, timing_noise, uniform_weights
 from htam.status import Status
 
 
-def test_reward_of_a_correct_step_is_the_clipped_log2_speed_ratio():
+def test_reward_of_a_correct_step_is_the_clipped_log2_speed_ratio_above_the_noise():
     config = PolicyConfig()
     assert reward(Status.OK, 2.0, 1.0, config) == 1.0  # twice as fast
     assert reward(Status.OK, 1.0, 1.0, config) == 0.0
     assert reward(Status.OK, 1.0, 0.8, config) == pytest.approx(math.log2(1.25))
-    assert reward(Status.OK, 1.0, 4.0, config) == -1.0  # clipped
     assert reward(Status.OK, 10.0, 1.0, config) == 1.0
     assert reward(Status.OK, 10.0, 1.0, PolicyConfig(reward_clip=3.0)) == pytest.approx(3.0)
+    # 1% faster is timing noise (min_gain 3%), and so is 8% under a measured 10% noise
+    assert reward(Status.OK, 1.0, 0.99, config) == 0.0
+    assert reward(Status.OK, 1.0, 1 / 1.08, config, noise=0.10) == 0.0
+    assert reward(Status.OK, 1.0, 1 / 1.12, config, noise=0.10) == pytest.approx(math.log2(1.12))
+
+
+def test_a_slower_correct_step_scores_in_the_slow_band_not_like_a_cheat():
+    config = PolicyConfig()
+    assert reward(Status.OK, 1.0, 2.0, config) == pytest.approx(-0.2)  # 0.5x: -0.4 * (1 - 0.5)
+    assert reward(Status.OK, 1.0, 4.0, config) == pytest.approx(-0.3)
+    assert reward(Status.OK, 1.0, 1e6, config) > -0.4 > config.reward_incorrect
+
+
+@given(
+    st.floats(1e-3, 1e3),
+    st.floats(1e-3, 1e3),
+    st.floats(1e-3, 1e3),
+    st.floats(0, 0.5),
+    st.sampled_from([s for s in Status if s is not Status.OK]),
+)
+def test_reward_is_monotone_in_quality(before, t1, t2, noise, failure):
+    config = PolicyConfig()
+    correct = reward(Status.OK, before, t1, config, noise)
+    assert correct > reward(failure, before, None, config)
+    if failure is not Status.REJECTED:
+        assert reward(failure, before, None, config) > reward(Status.REJECTED, None, None, config)
+    # faster never earns less
+    fast, slow = min(t1, t2), max(t1, t2)
+    assert reward(Status.OK, before, fast, config, noise) >= reward(
+        Status.OK, before, slow, config, noise
+    )
 
 
 @pytest.mark.parametrize(
@@ -35,9 +65,22 @@ def test_reward_of_a_correct_step_is_the_clipped_log2_speed_ratio():
 )
 def test_failures_earn_fixed_values_from_the_config(status, value):
     assert reward(status, 1.0, None, PolicyConfig()) == value
-    assert reward(status, None, None, PolicyConfig(reward_timeout=-0.1, reward_rejected=-0.2,
-                  reward_incorrect=-0.3, reward_compile_error=-0.4,
-                  reward_runtime_error=-0.5)) in (-0.1, -0.2, -0.3, -0.4, -0.5)  # fmt: skip
+    custom = PolicyConfig(reward_slow_floor=0.05, reward_timeout=-0.1, reward_rejected=-0.6,
+                          reward_incorrect=-0.3, reward_compile_error=-0.4,
+                          reward_runtime_error=-0.5)  # fmt: skip
+    assert reward(status, None, None, custom) in (-0.1, -0.6, -0.3, -0.4, -0.5)
+
+
+def test_config_refuses_rewards_that_put_a_failure_above_a_correct_step():
+    with pytest.raises(ValidationError, match="below -reward_slow_floor"):
+        PolicyConfig(reward_incorrect=-0.3)  # slow floor 0.4: a 0.2x kernel would score below
+    with pytest.raises(ValidationError, match="above reward_rejected"):
+        PolicyConfig(reward_timeout=-1.2)
+
+
+def test_timing_noise_is_the_larger_half_iqr_over_the_median():
+    assert timing_noise((0.2, 10.0), (1.0, 10.0), None) == pytest.approx(0.05)
+    assert timing_noise(None) == 0.0
 
 
 def test_a_correct_step_needs_both_times():
