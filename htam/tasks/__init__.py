@@ -22,4 +22,4 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS)
 
-__getattr__ = lazy_exports('htam.tasks', _EXPORTS)
+__getattr__ = lazy_exports("htam.tasks", _EXPORTS)

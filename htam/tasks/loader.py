@@ -1,4 +1,5 @@
-"""Load one task: a KernelBench-format file, or a directory with a task file and configs.json.
+"""Load one task: a KernelBench-format file, a directory with a task file and configs.json, or a
+Robust-KBench task as shipped (``func_forward.py``/``func_backward.py``; see ``robust``).
 
 Every problem becomes a ``TaskError`` whose message is one line naming the file and the problem.
 """
@@ -15,6 +16,7 @@ from typing import Any
 
 import torch
 
+from htam.tasks import robust
 from htam.tasks.module import exec_task_source
 from htam.tasks.runtime import instantiate
 from htam.tasks.signatures import signature
@@ -41,11 +43,18 @@ def load_task(path: str | Path, suite: str | None = None, *, validate: bool = Tr
     path = Path(path)
     if not path.exists():
         raise TaskError(path, "no such file")
-    source = _configs_dir_source(path) if path.is_dir() else _read(path)
+    if robust.is_task_dir(path):
+        path = robust.task_files(path)[0]  # a task folder stands for its forward task
+    kind = robust.kind_of(path)
+    if kind is not None:
+        source = robust.robust_source(path)
+    else:
+        source = _configs_dir_source(path) if path.is_dir() else _read(path)
     task_id, name, level = task_identity(path, suite)
     module = _execute(source, path, name)
     _check_module(module, path)
-    task = Task(id=task_id, name=name, source=source, path=path, level=level)
+    task = Task(id=task_id, name=name, source=source, path=path, level=level,
+                kind=kind or "forward")  # fmt: skip
     if validate:
         _validate(task, path)
     return task
@@ -53,6 +62,8 @@ def load_task(path: str | Path, suite: str | None = None, *, validate: bool = Tr
 
 def task_identity(path: Path, suite: str | None = None) -> tuple[str, str, int | None]:
     """(id, name, level) from the path alone: "<suite>/[levelN/]<name>", stable across machines."""
+    if robust.kind_of(path) is not None:
+        return robust.identity(path, suite)
     name = path.name if path.is_dir() else path.stem
     level = level_of(path)
     suite = suite or _default_suite(path)

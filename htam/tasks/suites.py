@@ -8,8 +8,12 @@
    holding ``level<N>/`` folders (e.g. the ``KernelBench/`` folder itself): every
    ``level<N>/*.py``. For a KernelBench checkout the default levels are 1-3 (level 4 needs
    Hugging Face models); ids are ``kernelbench/level1/19_ReLU``.
-4. A directory with ``configs.json``: one Robust-KBench style task.
-5. Any other directory: its ``*.py`` task files and its sub-directories holding a
+4. A Robust-KBench layout as shipped (``htam.tasks.robust``): a task folder (its forward and
+   backward tasks), a folder of task folders, or its ``kernelbench/level_N/task_M/`` tree;
+   ids ``robust-kbench/layernorm``, ``robust-kbench/layernorm_backward``,
+   ``robust-kbench/level1/100_HingeLoss``.
+5. A directory with ``configs.json``: one HTAM Robust-KBench style task.
+6. Any other directory: its ``*.py`` task files and its sub-directories holding a
    ``configs.json``, ids ``<directory name>/<task name>``.
 
 Files whose names start with ``_`` (``__init__.py``) are never tasks.
@@ -21,6 +25,7 @@ import re
 from fnmatch import fnmatch
 from pathlib import Path
 
+from htam.tasks import robust
 from htam.tasks.loader import BUILTIN_DIR, CONFIGS_FILE, load_task, task_identity
 from htam.tasks.task import Task, TaskError
 
@@ -77,6 +82,9 @@ def _resolve(spec: str | Path) -> tuple[list[Path], str | None, list[int] | None
         )  # fmt: skip
     if root.is_file():
         return [root], None, None
+    robust_paths = robust.suite_paths(root)
+    if robust_paths is not None:
+        return robust_paths, robust.SUITE, None
     if _level_dirs(root / "KernelBench"):
         return level_tasks(root / "KernelBench"), "kernelbench", KERNELBENCH_LEVELS
     if _level_dirs(root):

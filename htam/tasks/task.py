@@ -23,6 +23,9 @@ class Task:
     source: str
     path: Path | None = None
     level: int | None = None
+    # "backward" for a Robust-KBench func_backward.py task: its gradients are what counts, which
+    # the evaluator does not check yet (docs/tasks.md); everything else is "forward".
+    kind: str = "forward"
 
     @property
     def digest(self) -> str:
