@@ -3,19 +3,26 @@ for T steps, always continuing from the best correct implementation so far."""
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from htam.agent.rundir import RunDir
-from htam.agent.state import Progress, features, outcome_text, relative_time, summary_text
+from htam.agent.state import (
+    Progress,
+    features,
+    noise_of,
+    outcome_text,
+    relative_time,
+    repair_target,
+    summary_text,
+)
 from htam.evaluate import roofline
 from htam.evaluate.result import EvalResult
 from htam.llm.render import PathStep, Prompts
-from htam.memory import FlatMemory, MemoryBank, StepRecord, guidance
-from htam.policy import FLAT_DIRECTION, METHODS, PolicyConfig, make_policy, reward
+from htam.memory import FlatMemory, MemoryBank, StepRecord, choice_guidance, guidance
+from htam.policy import FLAT_DIRECTION, METHODS, PolicyConfig, make_policy, reward, step_rng
 from htam.proposer import Choice, Proposal, ProposalRequest, Proposer, Usage
 from htam.status import Status
 from htam.tasks import Task, signature
@@ -131,16 +138,17 @@ class Optimizer:
 
     # ------------------------------------------------------------------ one step
 
-    def _decide(self, progress: Progress, state, step: int):
+    def _decide(self, progress: Progress, state, step: int, task_id: str):
         if self.policy is None:
             return NO_DIRECTION, {"method": self.config.method, "note": "no direction decision"}
-        rng = random.Random(f"{self.config.seed}:{step}")
+        rng = step_rng(self.config.seed, task_id, step)
         prefix = self._prefix(progress)
         decision = self.policy.decide(prefix, state, rng)
         return decision.direction, {**decision.breakdown, "direction": decision.direction}
 
     def _prefix(self, progress: Progress) -> list[str]:
-        return [d for d in progress.directions if d != NO_DIRECTION][-self.policy_config.K :]
+        # The path moves only with the code the loop continues from (see Progress.lineage).
+        return [d for d in progress.lineage if d != NO_DIRECTION][-self.policy_config.K :]
 
     def _candidates(self, direction: str, state):
         if self.policy is not None:
@@ -153,7 +161,13 @@ class Optimizer:
         cfg = self.config
         t0 = time.monotonic()
         state = features(sig, bound_kind, progress)
-        direction, breakdown = self._decide(progress, state, step)
+        # After a failure the step repairs that code: same direction and strategy, no decision.
+        repair = repair_target(progress, self.policy_config.repairs) if self.policy else None
+        if repair is None:
+            direction, breakdown = self._decide(progress, state, step, task.id)
+        else:
+            direction = repair[1].direction
+            breakdown = {"method": cfg.method, "direction": direction, "repair_of": repair[0]}
         request = ProposalRequest(
             task=task,
             target=cfg.target,
@@ -168,7 +182,15 @@ class Optimizer:
             tried=frozenset(progress.tried),
         )
         candidates = self._candidates(direction, state)
-        choice = self.proposer.choose_strategy(request, candidates) if candidates else Choice(None)
+        request.guidance = self._choice_guidance(direction, candidates, progress, state)
+        if repair is not None:
+            local = repair[1].strategy
+            strategy = self.bank.local(local).to_strategy() if local else None
+            choice = Choice(strategy, rationale=f"repair of step {repair[0]}")
+        elif candidates:
+            choice = self.proposer.choose_strategy(request, candidates)
+        else:
+            choice = Choice(None)
         request.strategy = choice.strategy
         if direction == FLAT_DIRECTION and choice.strategy:
             direction = choice.strategy.direction
@@ -180,14 +202,18 @@ class Optimizer:
         # success the bar is the reference itself (1.0).
         before = relative_time(progress.best_result) if progress.best_result else 1.0
         new = relative_time(result) if result.correct and result.runtime_ms else None
-        value = reward(result.status, before, new, self.policy_config)
+        noise = noise_of(result, progress.best_result)
+        value = reward(result.status, before, new, self.policy_config, noise)
         prefix = self._prefix(progress)
         applied = choice.strategy or proposal.strategy
         if applied is not None and direction not in (NO_DIRECTION, applied.direction):
             direction = applied.direction  # nothing under the chosen one applied: say what did
         strategy_id = applied.id if applied else None
         new_best = progress.observe(
-            result, proposal.code, direction, PathStep(direction, strategy_id, outcome_text(result))
+            result,
+            proposal.code,
+            direction,
+            PathStep(direction, strategy_id, outcome_text(result), repair is not None),
         )
         usage = Usage()
         usage.add(choice.usage)
@@ -214,6 +240,7 @@ class Optimizer:
             "direction": direction,
             "strategy": strategy_id,
             "prefix": prefix,
+            "repair_of": repair[0] if repair else None,
             "decision": breakdown,
             "choice": {
                 "rationale": choice.rationale,
@@ -244,9 +271,28 @@ class Optimizer:
             return "\n\n".join(f"Past experience:\n{h.text}" for h in hits)
         if self.policy is None or direction == NO_DIRECTION:
             return ""
-        prev = self._prefix(progress)[-1:] or [None]
         local_id = choice.strategy.id if choice.strategy else None
-        return guidance(self.bank, direction, local_id, prev[0])
+        return guidance(
+            self.bank,
+            direction,
+            local_id,
+            self._prefix(progress),
+            language=self.config.language,
+        )
+
+    def _choice_guidance(self, direction: str, candidates, progress: Progress, state) -> str:
+        """The memory the strategy choice is shown (empty without a policy or candidates)."""
+        if self.policy is None or not candidates:
+            return ""
+        return choice_guidance(
+            self.bank,
+            direction,
+            [c.id for c in candidates],
+            self._prefix(progress),
+            language=self.config.language,
+            state=state,
+            budget_tokens=self.policy_config.prompt_memory_tokens,
+        )
 
     def _evaluate(self, task: Task, proposal: Proposal, language: str) -> EvalResult:
         if proposal.code is None:
@@ -269,7 +315,12 @@ class Optimizer:
             result,
             rundir.step_code(record["step"]),
             record["direction"],
-            PathStep(record["direction"], record["strategy"], outcome_text(result)),
+            PathStep(
+                record["direction"],
+                record["strategy"],
+                outcome_text(result),
+                record.get("repair_of") is not None,
+            ),
         )
         usage.add(Usage(**record["usage"]))
         self._learn(StepRecord(**record["memory_record"]), record["state_text"])

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from htam.evaluate.result import EvalResult
 from htam.llm.render import PathStep, Prompts, StateView
-from htam.policy import StateFeatures
+from htam.policy import StateFeatures, timing_noise
 from htam.tasks import Signature
 
 
@@ -21,6 +22,9 @@ class Progress:
     last_code: str | None = None
     path: list[PathStep] = field(default_factory=list)
     directions: list[str] = field(default_factory=list)  # global direction of every step
+    # Directions of the steps that moved the code the loop continues from (each new best): the
+    # path p_t of the method. A failed or slower step leaves the code, so it is no prefix.
+    lineage: list[str] = field(default_factory=list)
     curve: list[float] = field(default_factory=list)  # best speedup after each step
     tried: set[str] = field(default_factory=set)  # every source evaluated so far
 
@@ -46,8 +50,16 @@ class Progress:
         )
         if better:
             self.best_code, self.best_result = code, result
+            self.lineage.append(direction)
         self.curve.append(self.best_speedup)
         return better
+
+
+def noise_of(*results: EvalResult | None) -> float:
+    """Relative timing noise of comparing these results (see htam.policy.timing_noise)."""
+    return timing_noise(
+        *((r.timing.iqr_ms, r.timing.median_ms) if r and r.timing else None for r in results)
+    )
 
 
 def relative_time(result: EvalResult) -> float:
@@ -71,6 +83,8 @@ def features(signature: Signature, bound: str | None, progress: Progress) -> Sta
         sol_fraction=best.sol_fraction if best else None,
         last_status=last.status if last else None,
         speedup=best.speedup if best else None,
+        ops=list(signature.ops),
+        elements=max((math.prod(shape) for shape, _ in signature.inputs), default=None),
     )
 
 
@@ -95,3 +109,22 @@ def summary_text(
         path=progress.path[-k:],
     )
     return prompts.state_summary(view)
+
+
+def repair_target(progress: Progress, repairs: int) -> tuple[int, PathStep] | None:
+    """(index, step) whose failed code the next step repairs, or None for a fresh decision.
+
+    The repair prompt fixes that step's code, so its outcome belongs to the failed step's
+    direction and strategy, not to a newly chosen one; at most ``repairs`` repairs in a row.
+    """
+    last = progress.last_result
+    if repairs <= 0 or last is None or last.correct or progress.last_code is None:
+        return None
+    chain = 0
+    for step in reversed(progress.path):
+        if not step.repair:
+            break
+        chain += 1
+    if chain >= repairs:
+        return None
+    return len(progress.path) - 1, progress.path[-1]

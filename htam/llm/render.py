@@ -33,6 +33,7 @@ class PathStep:
     direction: str
     strategy: str | None
     outcome: str  # e.g. "ok 1.32x", "compile_error"
+    repair: bool = False  # the step repaired the previous step's failed code
 
 
 @dataclass
