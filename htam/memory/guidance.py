@@ -68,7 +68,10 @@ def _speedups(ev: Evidence) -> str:
 
 
 def _evidence_line(ev: Evidence, limit: int) -> str:
-    head = "Worked" if ev.polarity == "positive" else "Failed"
+    if ev.polarity == "positive":
+        head = "Worked"
+    else:  # a correct step within the timing noise or slower is no failure
+        head = "No gain" if ev.status == "ok" else "Failed"
     parts = [f"{head} on {ev.task_signature}: {_speedups(ev)} (reward {ev.reward:+.2f})"]
     if ev.error_excerpt:
         parts.append(f"error: {_cut(ev.error_excerpt, limit)}")
@@ -226,9 +229,7 @@ def choice_guidance(
             edges = _transitions(bank, direction, prefix, state, detail)
             if edges:
                 sections.append("Transitions into it from the recent path:\n" + "\n".join(edges))
-        blocks = [
-            "\n".join(_local_lines(bank, node, language, state, detail)) for node in nodes
-        ]
+        blocks = ["\n".join(_local_lines(bank, node, language, state, detail)) for node in nodes]
         sections.append("Candidate strategies, with their memory:\n\n" + "\n\n".join(blocks))
         text = "\n\n".join(sections)
         if estimate_tokens(text) <= budget_tokens:

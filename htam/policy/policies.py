@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from htam.policy.config import PolicyConfig, position_weights, uniform_weights
-from htam.policy.features import FLAT_DIRECTION, StateFeatures, trigger_prior
+from htam.policy.features import FLAT_DIRECTION, StateFeatures, Trigger, trigger_prior
 from htam.policy.scoring import DirectionView, prior, score_terms, shrunk_value, softmax
 
 if TYPE_CHECKING:
@@ -70,6 +70,9 @@ class DirectionPolicy:
             for node in bank.directions()
         }
         self._prior_cache: dict[tuple, dict[str, tuple[float, list[str]]]] = {}
+        # Checkable applies-when of the seed's edges (static): an edge whose condition fails in
+        # the current state does not score, its target falls back to V(g).
+        self._edge_when = {(e.src, e.dst): Trigger(e.when, 0.0, "") for e in bank.edges() if e.when}
 
     @property
     def updates_memory(self) -> bool:
@@ -105,6 +108,9 @@ class DirectionPolicy:
         used, weights = self.weights(prefix)
         views = self._views()
         edges = self.bank.edge_views(sorted(set(used)))
+        off = sorted(k for k, t in self._edge_when.items() if k in edges and not t.matches(state))
+        for key in off:
+            del edges[key]
         terms = score_terms(views, edges, used, weights, self._priors(state), self.config)
         probabilities = softmax({g: t["score"] for g, t in terms.items()}, self.config.T_g)
         return {
@@ -114,6 +120,7 @@ class DirectionPolicy:
             "temperature": self.config.T_g,
             "total_tries": sum(v.tries for v in views),
             "directions": terms,
+            "edges_not_applicable": [f"{src}->{dst}" for src, dst in off],
             "probabilities": probabilities,
         }
 

@@ -68,6 +68,7 @@ def test_four_writers_lose_nothing(tmp_path):
             "memory_access": 4 * 15 + 3, "fusion": 4 * 15 + 3,
             "parallel_mapping": 4 * 15 + 2, "precision": 4 * 15 + 2,
             "data_reuse": 0, "instruction_throughput": 0, "boundary_handling": 0,
+            "occupancy": 0, "launch_overhead": 0,
             "algorithmic_rewrite": 0,
         }  # fmt: skip
         edge_updates = sum(e.stats.count for e in bank.edges())

@@ -9,7 +9,7 @@ import pytest
 
 from htam.memory import MemoryBank, MemoryBankError, load_seed
 from htam.memory.schema import APPLICATION_ID, SCHEMA_V1, SCHEMA_VERSION
-from htam.policy import OP_FAMILIES
+from htam.policy import OP_FAMILIES, StateFeatures
 
 REQUIRED_DIRECTIONS = {
     "memory_access", "data_reuse", "parallel_mapping", "instruction_throughput",
@@ -40,13 +40,38 @@ def test_seed_meets_the_contract():
         assert local["id"].split(".")[0] == local["direction"] in directions
         assert local["op_families"] and set(local["op_families"]) <= set(OP_FAMILIES)
         assert local["triggers"] and local["pattern"] and local["checks"] and local["risks"]
+        assert set(local["patterns"]) == {"cuda", "triton"}, local["id"]
+        assert all(len(text) > 40 for text in local["patterns"].values()), local["id"]
     assert all(g["triggers"] and g["risks"] for g in seed["globals"])
     assert len(seed["edges"]) >= 8
     assert all(e["src"] in directions and e["dst"] in directions for e in seed["edges"])
 
 
+def test_seed_covers_hopper_practice_and_known_bad_transitions(bank):
+    ids = {node.id for node in bank.all_locals()}
+    hopper = {
+        "data_reuse.tma_bulk_copy", "precision.wgmma_tensor_cores", "precision.mma_sync_ldmatrix",
+        "parallel_mapping.warp_specialization", "occupancy.launch_bounds",
+        "occupancy.register_cap", "launch_overhead.cuda_graph_capture",
+        "launch_overhead.kernel_count_reduction", "algorithmic_rewrite.parallel_scan",
+        "algorithmic_rewrite.structured_matrix", "instruction_throughput.packed_half2_math",
+        "algorithmic_rewrite.winograd_conv", "fusion.whole_block_fusion",
+    }  # fmt: skip
+    assert hopper <= ids and len(bank.directions()) == 10 and len(ids) == 46
+    edges = bank.edges()
+    negative = [e for e in edges if e.prior_utility < 0]
+    assert len(negative) == 5 and all(e.rationale for e in negative)
+    assert sum(bool(e.when) for e in negative) == 4
+    assert sum(bool(e.when) for e in edges) >= 15  # applies-when checkable where it can be
+    # a checkable condition reads the task: a scan trigger fires on cumsum only
+    scan = bank.local("algorithmic_rewrite.parallel_scan")
+    assert scan.triggers[0].matches(StateFeatures(ops=["cumsum"]))
+    assert not scan.triggers[0].matches(StateFeatures(ops=["sum"]))
+    assert scan.pattern_for("triton").startswith("tl.cumsum") and "shfl" in scan.pattern_for("cuda")
+
+
 def test_every_direction_has_strategies(bank):
-    assert len(bank.directions()) == 8 and len(bank.all_locals()) == 32
+    assert len(bank.directions()) == 10 and len(bank.all_locals()) == 46
     for node in bank.directions():
         assert bank.locals_of(node.id), node.id
     strategy = bank.locals_of("fusion")[0].to_strategy()

@@ -74,11 +74,11 @@ def test_no_update_leaves_the_memory_frozen(toy_bank, make_record):
 def test_candidates_per_variant(seed_bank):
     htam = make_policy("htam", CONFIG, seed_bank).candidates("fusion")
     assert all(isinstance(s, Strategy) and s.direction == "fusion" for s in htam)
-    assert htam[0].id == "fusion.elementwise_chain_fusion" and len(htam) == 4
+    assert htam[0].id == "fusion.elementwise_chain_fusion" and len(htam) == 5
     flat = make_policy("no-hierarchy", CONFIG, seed_bank)
-    assert len(flat.candidates("fusion")) == len(flat.candidates(FLAT_DIRECTION)) == 32
+    assert len(flat.candidates("fusion")) == len(flat.candidates(FLAT_DIRECTION)) == 46
     assert make_policy("no-local", CONFIG, seed_bank).candidates("fusion") == []
-    assert len(make_policy("random", CONFIG, seed_bank).candidates("precision")) == 3
+    assert len(make_policy("random", CONFIG, seed_bank).candidates("precision")) == 5
 
 
 def test_no_hierarchy_makes_no_direction_decision(seed_bank):
