@@ -50,6 +50,8 @@ def install_compile_cache(root: str | Path) -> Callable[[], float]:
         build_dir.mkdir(parents=True, exist_ok=True)
         bound.arguments["name"] = name
         bound.arguments["build_directory"] = str(build_dir)
+        # A precompiled header would be written into the installed torch package.
+        bound.arguments["use_pch"] = False
         t0 = time.perf_counter()
         try:
             return original(*bound.args, **bound.kwargs)
@@ -59,4 +61,7 @@ def install_compile_cache(root: str | Path) -> Callable[[], float]:
             spent[0] += time.perf_counter() - t0
 
     cpp_extension.load_inline = load_inline
+    # Without a precompiled header torch deletes a stale one inside its own package: nothing of
+    # a job may write there (and a candidate's view of it is read-only).
+    cpp_extension.remove_extension_h_precompiler_headers = lambda: None
     return lambda: spent[0]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 # Names of environment variables that never reach candidate code.
@@ -37,8 +37,11 @@ class EvalConfig:
     trials: int = 3  # correctness trials with fresh inputs at the base configuration
     seed: int = 1234
     compile_timeout_s: float = 300.0  # import + build of the candidate (nvcc, g++, ...)
-    run_timeout_s: float = 120.0  # everything after the build: trials and timing
-    memory_limit_mb: int = 8192  # resident host memory of the candidate's process group
+    run_timeout_s: float = 120.0  # after the build (raised with the reference's own run time)
+    call_timeout_s: float = 10.0  # one call of the candidate (at least 50x the reference's)
+    # Resident host memory of the candidate's processes, and of the judge: by default half of
+    # the machine's memory (GPU tensors do not count; they never travel through the host).
+    memory_limit_mb: int | None = None
     output_limit_bytes: int = 4 << 20  # captured stdout+stderr; more is an output flood
     warmup_ms: float = 200.0  # long enough for a GPU idle since process start to reach boost clocks
     timing_budget_ms: float = 500.0  # adaptive: trials until this much measured time ...
@@ -48,9 +51,40 @@ class EvalConfig:
     # Host time from the end event to a device-wide sync: beyond this share of the event time
     # (plus the slack), work escaped the timed stream.
     escape_ratio: float = 0.5
-    escape_slack_ms: float = 0.1
+    escape_slack_ms: float = 0.3  # host-side harness work inside the judge's clock
+    busy_probe_ms: float = 2.0  # a tiny kernel slower than this: the device was still busy
     flag_speedup: float = 10.0
     time_compile_reference: bool | None = None  # torch.compile reference; default: GPU only
     allow_torch: bool = False
     tolerances: dict[str, Tolerance] = field(default_factory=lambda: dict(TOLERANCES))
     cache_dir: Path = field(default_factory=cache_root)
+
+    def memory_limit(self) -> int:
+        if self.memory_limit_mb:
+            return self.memory_limit_mb
+        return max(2048, machine_memory_mb() // 2)
+
+    def address_space(self) -> int:
+        """RLIMIT_AS for CPU candidates: room for torch's reservations beside the limit."""
+        return (self.memory_limit() + 8192) << 20
+
+    def judge_settings(self) -> dict:
+        keys = (
+            "compile_timeout_s",
+            "run_timeout_s",
+            "call_timeout_s",
+            "escape_ratio",
+            "escape_slack_ms",
+            "busy_probe_ms",
+        )
+        settings = {k: getattr(self, k) for k in keys}
+        settings["tolerances"] = {k: asdict(v) for k, v in self.tolerances.items()}
+        return settings
+
+
+def machine_memory_mb() -> int:
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) // 1024
+    return 16384

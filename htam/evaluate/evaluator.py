@@ -1,28 +1,29 @@
-"""The evaluator: static check -> build -> correctness -> timing -> roofline, one isolated child
-process per candidate, every failure returned as a value."""
+"""The evaluator: static check -> build -> correctness -> timing -> roofline, with a trusted judge
+process and an isolated candidate process per evaluation, and every failure returned as a value
+with its cause in one line."""
 
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import shutil
 import tempfile
+import weakref
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from htam.evaluate import roofline
-from htam.evaluate.compare import compare_outputs
+from htam.evaluate import integrity, isolation, roofline
 from htam.evaluate.config import EvalConfig
-from htam.evaluate.forkserver import ForkServer
+from htam.evaluate.forkserver import ForkServer, ForkServerError
 from htam.evaluate.result import EvalResult, Timing, truncate
-from htam.evaluate.sandbox import JobOutcome, Limits, run_job
 from htam.evaluate.static import check_source
+from htam.evaluate.verdict import judge_outcome, timing_fields
+from htam.evaluate.watchdog import JobOutcome, Limits, run_job
 from htam.status import Status
 from htam.tasks.task import Task, TaskError
 
 LANGUAGES = {"cuda": ("cuda", "triton"), "cpu": ("cpp", "triton")}
 _TIMING_KEYS = ("warmup_ms", "timing_budget_ms", "min_timed", "max_timed", "l2_flush_mb")
+MAX_SOLUTION_BYTES = 1 << 20
 
 
 class EvaluatorError(Exception):
@@ -31,7 +32,6 @@ class EvaluatorError(Exception):
 
 @dataclass
 class Reference:
-    outputs: list
     flops: int
     nbytes: int
     dtypes: list[str]
@@ -48,29 +48,48 @@ class Evaluator:
         self.device = "cuda" if target == "cuda" else "cpu"
         self.config = config or EvalConfig()
         self.cache_dir = Path(self.config.cache_dir)
+        isolation.not_dumpable()  # no /proc/<pid>/mem or environ of this process for candidates
         self._workroot = Path(tempfile.mkdtemp(prefix="htam-eval-"))
+        self._cleanup = weakref.finalize(self, shutil.rmtree, self._workroot, True)
         self._jobs = 0
-        self._references: dict[str, Reference] = {}  # timed
-        self._untimed: dict[str, Reference] = {}
-        # Triton decides at import whether its own library functions (tl.sigmoid, tl.zeros, ...)
-        # are interpreted, so the server that preloads Triton must already see the variable.
-        self.server = ForkServer(
-            env={"TRITON_INTERPRET": "1"} if self.device == "cpu" else None,
-            warm_cuda=self.device == "cuda",
-        )
-        outcome = self._run(self._job("probe"))
+        self._references: dict[str, Reference] = {}
+        self.server: ForkServer | None = None
+        self._start_server()
+        outcome = self._trusted(self._job("probe"))
         probe = outcome.result or {}
         if "device" not in probe:
             self.close()
-            raise EvaluatorError(probe.get("error") or f"the probe process failed:\n{outcome.log}")
+            raise EvaluatorError(probe.get("error") or f"the probe process failed: {outcome.log}")
         self.device_name: str = probe["device"]
         self.torch_version: str = probe["torch"]
+
+    @property
+    def isolation(self) -> str:
+        """One line: which protections candidates run under here, and which are missing."""
+        return self.server.plan.summary
+
+    def _start_server(self) -> None:
+        # Triton decides at import whether its library functions are interpreted, so the server
+        # that preloads Triton must already see the variable.
+        self.server = ForkServer(
+            self._workroot,
+            env={"TRITON_INTERPRET": "1"} if self.device == "cpu" else None,
+            warm_cuda=self.device == "cuda",
+            limits=isolation.Limits(
+                address_space_bytes=None if self.device == "cuda" else self.config.address_space(),
+            ),
+        )
+
+    def _restart_server(self) -> None:
+        if self.server is not None:
+            self.server.close()
+        self._start_server()
 
     # ------------------------------------------------------------------ plumbing
 
     def _limits(self) -> Limits:
         c = self.config
-        return Limits(c.compile_timeout_s, c.run_timeout_s, c.memory_limit_mb, c.output_limit_bytes)
+        return Limits(c.compile_timeout_s, c.run_timeout_s, c.memory_limit(), c.output_limit_bytes)
 
     def _job(self, kind: str, task: Task | None = None, **extra) -> dict:
         c = self.config
@@ -94,13 +113,22 @@ class Evaluator:
         job.update(extra)
         return job
 
-    def _run(self, job: dict, on_frame=None) -> JobOutcome:
+    def _run(self, job: dict, candidate: dict | None = None) -> JobOutcome:
         self._jobs += 1
-        workdir = self._workroot / f"job{self._jobs}"
+        workdir = self._workroot / f"judge{self._jobs}"
         try:
-            return run_job(self.server, job, workdir, self._limits(), on_frame)
+            return run_job(self.server, job, workdir, self._limits(), candidate)
+        except ForkServerError:
+            self._restart_server()  # the next evaluation gets a working server
+            raise
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
+
+    def _trusted(self, job: dict) -> JobOutcome:
+        try:
+            return self._run(job)
+        except ForkServerError as exc:
+            raise EvaluatorError(str(exc)) from None
 
     # ------------------------------------------------------------------ device peaks
 
@@ -108,9 +136,9 @@ class Evaluator:
         cached = roofline.load_peaks(self.cache_dir, self.device_name)
         if cached:
             return cached
-        outcome = self._run(self._job("peaks"))
+        outcome = self._trusted(self._job("peaks"))
         if not outcome.result or "peaks" not in outcome.result:
-            raise EvaluatorError(f"measuring device peaks failed:\n{truncate(outcome.log)}")
+            raise EvaluatorError(f"measuring device peaks failed: {outcome.killed or outcome.log}")
         roofline.store_peaks(self.cache_dir, self.device_name, outcome.result["peaks"])
         return outcome.result["peaks"]
 
@@ -130,40 +158,30 @@ class Evaluator:
         return self.cache_dir / "reference" / name
 
     def reference(self, task: Task, timed: bool = True) -> Reference:
-        """Outputs, cost and (when ``timed``) eager and torch.compile times of the reference.
-        Untimed is for runs that will evaluate no candidate: it skips the timing and compile."""
+        """Cost and (when ``timed``) eager and torch.compile times of the reference. Untimed is
+        for runs that will evaluate no candidate. Raises TaskError with a one-line cause."""
         if task.digest in self._references:
-            return self._references[task.digest]
-        if not timed and task.digest in self._untimed:
-            return self._untimed[task.digest]
+            ref = self._references[task.digest]
+            if ref.timing is not None or not timed:
+                return ref
         path = self._reference_file(task)
-        cached = json.loads(path.read_text()) if path.exists() else None
-        job = self._job(
-            "reference",
-            task,
-            time=timed and cached is None,
-            time_compile=timed and self._time_compile(),
-        )
-        outcome = self._run(job)
-        frames = {f.get("type"): f for f in outcome.frames}
-        if "outputs" not in frames or "result" not in frames:
-            raise TaskError(task.id, f"the reference failed to run:\n{truncate(outcome.log, 2000)}")
-        out, res = frames["outputs"], frames["result"]
-        ref = Reference(out["outputs"], out["flops"], out["bytes"], out["dtypes"])
-        if cached:
-            ref.timing, ref.compile_timing = cached["timing"], cached["compile_timing"]
-            ref.messages = cached["messages"]
-        elif not timed:
-            self._untimed[task.digest] = ref
+        cached = integrity.read_sealed(self.cache_dir, path)
+        if cached is not None:
+            ref = Reference(**cached)
+            self._references[task.digest] = ref
             return ref
-        else:
+        job = self._job("reference", task, time=timed, time_compile=timed and self._time_compile())
+        outcome = self._trusted(job)
+        frames = {f.get("type"): f for f in outcome.frames}
+        res = frames.get("result")
+        if outcome.killed or res is None or res.get("status") != "ok":
+            raise TaskError(task.id, f"the reference failed to run: {_reference_cause(outcome)}")
+        cost = frames["cost"]
+        ref = Reference(cost["flops"], cost["bytes"], cost["dtypes"])
+        if timed:
             ref.timing, ref.compile_timing = res["timing"], res.get("compile_timing")
             ref.messages = [res["message"]] if res.get("message") else []
-            path.parent.mkdir(parents=True, exist_ok=True)
-            data = {k: v for k, v in asdict(ref).items() if k != "outputs"}
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(data, indent=2))
-            tmp.replace(path)
+            integrity.write_sealed(self.cache_dir, path, asdict(ref))
         self._references[task.digest] = ref
         return ref
 
@@ -176,8 +194,18 @@ class Evaluator:
             raise ValueError(f"language {language!r} does not run on target {self.target}")
         allow = self.config.allow_torch if allow_torch is None else allow_torch
         result = EvalResult(
-            Status.OK, device=self.device_name, target=self.target, language=language
+            Status.OK,
+            device=self.device_name,
+            target=self.target,
+            language=language,
+            isolation=self.isolation,
         )
+        if len(code.encode()) > MAX_SOLUTION_BYTES:
+            result.status = Status.REJECTED
+            result.messages = [
+                f"the solution is {len(code.encode())} bytes; at most {MAX_SOLUTION_BYTES} allowed"
+            ]
+            return result
         violations = check_source(code, language, allow_torch=allow)
         if violations:
             syntax = any(v.rule == "syntax" for v in violations)
@@ -185,103 +213,49 @@ class Evaluator:
             result.messages = [str(v) for v in violations]
             return result
         ref = self.reference(task)
-        verdict: dict = {}
-
-        def on_frame(frame: dict) -> bool:
-            if frame.get("type") == "outputs":
-                verdict["mismatch"] = compare_outputs(
-                    frame["outputs"], ref.outputs, self.config.tolerances
-                )
-                return verdict["mismatch"] is not None
-            return False
-
-        meaningful = not (self.device == "cpu" and language == "triton")
+        code_digest = hashlib.sha256(f"{language}\0{code}".encode()).hexdigest()[:32]
+        preload = integrity.verified(self.cache_dir, code_digest)
+        candidate = {
+            "code": code,
+            "language": language,
+            "device": self.device,
+            "l2_flush_mb": self.config.l2_flush_mb,
+            "env": self._job("x")["env"],
+            "preload": str(preload) if preload else None,
+        }
         job = self._job(
-            "candidate",
+            "judge",
             task,
-            code=code,
-            language=language,
-            meaningful=meaningful,
-            extension_dir=str(self.cache_dir / "extensions"),
+            meaningful=not (self.device == "cpu" and language == "triton"),
+            **self.config.judge_settings(),
         )
-        outcome = self._run(job, on_frame)
+        try:
+            outcome = self._run(job, candidate)
+        except ForkServerError as exc:
+            result.status = Status.RUNTIME_ERROR
+            result.messages = [f"{exc}; it was replaced, and this evaluation is lost (rerun it)"]
+            return result
         result.log = truncate(outcome.log)
-        self._judge(result, outcome, verdict.get("mismatch"))
+        judge_outcome(result, outcome, self.config)
+        if outcome.job_dir:
+            integrity.promote(self.cache_dir, Path(outcome.job_dir), code_digest)
+            shutil.rmtree(outcome.job_dir, ignore_errors=True)
         if result.status is Status.OK:
             self._timing(result, outcome, ref)
         return result
 
-    def _judge(self, result: EvalResult, outcome: JobOutcome, mismatch: str | None) -> None:
-        res = outcome.result
-        c = self.config
-        if mismatch:
-            result.status, result.messages = Status.INCORRECT, [mismatch]
-        elif outcome.killed == "timeout":
-            result.status = Status.TIMEOUT
-            result.messages = [
-                f"killed after the time limit (build {c.compile_timeout_s:.0f} s, run {c.run_timeout_s:.0f} s)"
-            ]
-        elif outcome.killed == "memory":
-            result.status = Status.RUNTIME_ERROR
-            result.messages = [f"killed: host memory above {c.memory_limit_mb} MB"]
-        elif outcome.killed == "output":
-            result.status = Status.RUNTIME_ERROR
-            result.messages = [f"killed: output flood above {c.output_limit_bytes} bytes"]
-        elif outcome.channel_error:
-            result.status, result.messages = (
-                Status.REJECTED,
-                [f"result channel tampered: {outcome.channel_error}"],
-            )
-        elif res is None:
-            code = outcome.exit_code
-            why = (
-                f"killed by signal {-code}"
-                if code is not None and code < 0
-                else f"exit code {code}"
-            )
-            result.status, result.messages = (
-                Status.RUNTIME_ERROR,
-                [f"the process ended without a verdict ({why})"],
-            )
-        elif res["status"] != "ok":
-            result.status, result.messages = Status(res["status"]), [res["message"]]
-
     def _timing(self, result: EvalResult, outcome: JobOutcome, ref: Reference) -> None:
-        frames = {f.get("type"): f for f in outcome.frames}
-        res, stage, outs = frames["result"], frames.get("stage", {}), frames.get("outputs", {})
-        t = res["timing"]
-        result.timing = Timing(**{k: t[k] for k in Timing.__dataclass_fields__})
-        result.runtime_ms = t["median_ms"]
-        # Speedups divide times measured side by side in the candidate's process; the cached
-        # reference time (its own process, earlier) is the fallback.
-        paired = res.get("paired_reference")
-        if paired:
-            result.ref_runtime_ms = paired["median_ms"]
-        elif ref.timing:
-            result.ref_runtime_ms = ref.timing["median_ms"]
+        res = outcome.result
+        result.timing = Timing(**timing_fields(res["timing"]))
+        result.runtime_ms = res["timing"]["median_ms"]
+        result.ref_runtime_ms = res["paired_reference"]["median_ms"]
         if ref.compile_timing and ref.timing:
-            # torch.compile's time, carried onto this process's clock by the eager/compiled ratio
+            # torch.compile's time, carried onto this run's clock by the eager/compiled ratio
             # that the reference's process measured side by side.
-            compile_ratio = ref.compile_timing["median_ms"] / ref.timing["median_ms"]
-            result.ref_compile_runtime_ms = result.ref_runtime_ms * compile_ratio
-        after = t.get("after_end_ms")
+            ratio = ref.compile_timing["median_ms"] / ref.timing["median_ms"]
+            result.ref_compile_runtime_ms = result.ref_runtime_ms * ratio
+        result.breakdown_s = _breakdown(outcome, res)
         c = self.config
-        if after is not None and after > c.escape_ratio * t["median_ms"] + c.escape_slack_ms:
-            result.status = Status.REJECTED
-            result.messages.append(
-                f"work escaped the timed stream: {after:.3f} ms of device work after the end "
-                f"event, {t['median_ms']:.3f} ms inside the events"
-            )
-            return
-        compile_s = res.get("compile_s", 0.0) + (outs.get("first_call_s") or 0.0)
-        result.breakdown_s = {
-            "wall": outcome.wall_s,
-            "compile_and_first_call": compile_s,
-            "import": stage.get("import_s", 0.0),
-            "timed_trials": t["elapsed_s"],
-            "overhead": outcome.wall_s - compile_s - t["elapsed_s"],
-            **_overhead_parts(outcome, res.get("marks"), compile_s),
-        }
         if not result.timing.meaningful:
             result.messages.append("timings under the Triton interpreter are not meaningful")
         bound = roofline.lower_bound(ref.flops, ref.nbytes, ref.dtypes, self.peaks())
@@ -292,8 +266,10 @@ class Evaluator:
             )
 
     def close(self) -> None:
-        self.server.close()
-        shutil.rmtree(self._workroot, ignore_errors=True)
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+        self._cleanup()
 
     def __enter__(self) -> Evaluator:
         return self
@@ -302,18 +278,37 @@ class Evaluator:
         self.close()
 
 
-def _overhead_parts(outcome: JobOutcome, marks: dict | None, compile_s: float) -> dict:
-    """Where the overhead went, from the child's clock marks laid on the parent's timeline."""
-    if not marks or outcome.result_at is None:
-        return {}
-    return {
-        "process_start": marks["entered"] - outcome.started,
-        "device_init": marks["device_ready"] - marks["entered"],
-        "import_and_correctness": marks["trials_done"] - marks["device_ready"] - compile_s,
-        "send_outputs": marks["outputs_sent"] - marks["trials_done"],
-        "reference_build": marks["reference_built"] - marks["outputs_sent"],
-        "result_and_exit": outcome.started + outcome.wall_s - marks["timed"],
+def _reference_cause(outcome: JobOutcome) -> str:
+    if outcome.killed:
+        return outcome.killed
+    res = outcome.result
+    if res is not None and res.get("message"):
+        return res["message"]
+    lines = [line for line in outcome.judge_log.strip().splitlines() if line.strip()]
+    last = lines[-1].strip() if lines else "no output"
+    return f"its process ended without a result ({last})"
+
+
+def _breakdown(outcome: JobOutcome, res: dict) -> dict:
+    marks = res.get("marks") or {}
+    compile_s = res.get("compile_s", 0.0) + (res.get("first_call_s") or 0.0)
+    out = {
+        "wall": outcome.wall_s,
+        "compile_and_first_call": compile_s,
+        "import": res.get("import_s", 0.0),
     }
+    if marks:
+        out.update(
+            {
+                "until_judge_ready": marks["device_ready"] - outcome.started,
+                "build": marks["built"] - marks["device_ready"],
+                "trials": marks["trials_done"] - marks["built"],
+                "timing": marks["timed"] - marks["trials_done"],
+                "verdict_and_exit": outcome.started + outcome.wall_s - marks["timed"],
+            }
+        )
+        out["overhead"] = outcome.wall_s - compile_s - out["timing"]
+    return out
 
 
 __all__ = ["Evaluator", "EvaluatorError", "Reference"]

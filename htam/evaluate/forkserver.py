@@ -1,10 +1,15 @@
 """A fork server: one clean-environment process that has imported torch (but not initialized
-CUDA) and forks a fresh child per job, so every candidate starts in well under a second.
+CUDA) and forks a fresh child per role and job, so every process starts in well under a second.
 
-The server is started with a scrubbed environment, so not even /proc/self/environ of a child
-holds a secret. Each child runs in its own session (its process group is killed as a whole), in
-its own working directory, with stdout/stderr sent to a log file and every inherited descriptor
-closed except the result pipe, which only the parent reads.
+Two roles. A *judge* child is trusted: it holds the reference and forms verdicts (or runs a
+trusted job alone: probe, peaks, reference). A *candidate* child is hostile: before any of its
+code exists it is isolated (``isolation.enter``: namespaces, read-only filesystem, its own user
+id, rlimits) and then only runs the harness. For each role the server keeps one *standby* child
+forked ahead of the next job, its CUDA context made (as its final user, for a candidate), so a
+GPU job does not wait for it; a standby still runs one job only.
+
+The server runs with a scrubbed environment and is not dumpable. Every read the client makes
+from it has a timeout; a server that died or stopped answering is reported and replaced.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import importlib
 import os
 import pickle
+import shutil
 import signal
 import socket
 import struct
@@ -21,14 +27,20 @@ import tempfile
 import threading
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from htam.evaluate import isolation
 from htam.evaluate.config import SECRET_MARKERS
 
-PRELOAD = ("torch", "htam.evaluate.worker")
+PRELOAD = ("torch", "htam.evaluate.worker", "htam.evaluate.judge", "htam.evaluate.harness")
 OPTIONAL_PRELOAD = ("triton", "triton.language")
 _HEADER = struct.Struct("!Q")
+CONTROL_TIMEOUT_S = 60.0  # no control answer takes longer unless the server is dead or stopped
+
+
+class ForkServerError(RuntimeError):
+    """The fork server died or stopped answering."""
 
 
 def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -42,11 +54,16 @@ def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def send_frame(sock: socket.socket, payload: bytes) -> None:
-    sock.sendall(_HEADER.pack(len(payload)) + payload)
+def send_frame(sock: socket.socket, obj: object, fds: list[int] | None = None) -> None:
+    payload = pickle.dumps(obj)
+    data = _HEADER.pack(len(payload)) + payload
+    if fds:
+        socket.send_fds(sock, [data[:1]], fds)
+        data = data[1:]
+    sock.sendall(data)
 
 
-def recv_exact(sock: socket.socket, n: int) -> bytes:
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
     chunks, got = [], 0
     while got < n:
         chunk = sock.recv(min(n - got, 1 << 20))
@@ -57,36 +74,40 @@ def recv_exact(sock: socket.socket, n: int) -> bytes:
     return b"".join(chunks)
 
 
-def recv_frame(sock: socket.socket) -> bytes:
-    (n,) = _HEADER.unpack(recv_exact(sock, _HEADER.size))
-    return recv_exact(sock, n)
-
-
-@dataclass
-class Child:
-    pid: int
-    result_fd: int
+def recv_frame(sock: socket.socket, with_fds: bool = False) -> tuple[object, list[int]]:
+    fds: list[int] = []
+    if with_fds:
+        first, fds, _, _ = socket.recv_fds(sock, 1, 8)
+        if not first:
+            raise EOFError("fork server connection closed")
+        head = first + _recv_exact(sock, _HEADER.size - 1)
+    else:
+        head = _recv_exact(sock, _HEADER.size)
+    (n,) = _HEADER.unpack(head)
+    return pickle.loads(_recv_exact(sock, n)), fds
 
 
 class ForkServer:
-    """Client side: starts the server process and asks it for children."""
+    """Client side: starts the server process and asks it for children. Only trusted code
+    (the evaluator) talks to it; candidates never hold its socket."""
 
     def __init__(
         self,
+        workroot: Path,
         env: dict[str, str] | None = None,
-        preload_triton: bool = True,
         warm_cuda: bool = False,
+        limits: isolation.Limits | None = None,
     ):
         self._lock = threading.Lock()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._home = tempfile.mkdtemp(prefix="htam-forkserver-")
-        args = [sys.executable, "-m", "htam.evaluate.serve", str(theirs.fileno())]
-        if preload_triton:
-            args.append("--triton")
-        if warm_cuda:
-            args.append("--warm-cuda")
+        self._home = tempfile.mkdtemp(prefix="htam-forkserver-", dir=workroot)
+        config = {
+            "workroot": str(workroot),
+            "warm_cuda": warm_cuda,
+            "limits": limits or isolation.Limits(),
+        }
         self.process = subprocess.Popen(
-            args,
+            [sys.executable, "-m", "htam.evaluate.serve", str(theirs.fileno())],
             pass_fds=[theirs.fileno()],
             env=scrubbed_env(env),
             cwd=self._home,
@@ -95,57 +116,88 @@ class ForkServer:
         )
         theirs.close()
         self._sock = ours
-        ready = pickle.loads(recv_frame(self._sock))
+        send_frame(ours, config)
+        ready = self._ask(None, timeout_s=300.0)
         if ready.get("op") != "ready":
-            raise RuntimeError(f"fork server failed to start: {ready}")
-        self.preloaded: list[str] = ready["preloaded"]
+            raise ForkServerError(f"fork server failed to start: {ready}")
+        self.plan: isolation.Plan = ready["plan"]
 
-    def spawn(self, job: dict, workdir: Path, log_path: Path) -> Child:
-        read_fd, write_fd = os.pipe()
+    def _ask(
+        self,
+        request: dict | None,
+        fds: list[int] | None = None,
+        timeout_s: float = CONTROL_TIMEOUT_S,
+    ) -> dict:
+        with self._lock:
+            try:
+                if request is not None:
+                    send_frame(self._sock, request, fds)
+                self._sock.settimeout(timeout_s)
+                reply, _ = recv_frame(self._sock)
+                return reply
+            except (OSError, EOFError, pickle.UnpicklingError) as exc:
+                raise ForkServerError(self._why(exc)) from None
+
+    def _why(self, exc: BaseException) -> str:
         try:
-            with self._lock:
-                send_frame(
-                    self._sock,
-                    pickle.dumps(
-                        {"op": "fork", "job": job, "workdir": str(workdir), "log": str(log_path)}
-                    ),
-                )
-                socket.send_fds(self._sock, [b"F"], [write_fd])
-                reply = pickle.loads(recv_frame(self._sock))
-        finally:
-            os.close(write_fd)
-        return Child(pid=reply["pid"], result_fd=read_fd)
+            code = self.process.wait(timeout=1.0)  # a broken channel: has it died?
+        except subprocess.TimeoutExpired:
+            code = None
+        if code is not None:
+            how = f"signal {-code}" if code < 0 else f"exit code {code}"
+            return f"the evaluator's fork server died ({how})"
+        if isinstance(exc, TimeoutError):
+            return "the evaluator's fork server stopped answering"
+        return f"the evaluator's fork server broke its channel ({type(exc).__name__})"
+
+    def judge(self, job: dict, log: Path, result_fd: int, sock_fd: int | None) -> int:
+        fds = [result_fd] + ([sock_fd] if sock_fd is not None else [])
+        return self._started(self._ask({"op": "judge", "job": job, "log": str(log)}, fds))["pid"]
+
+    def candidate(self, job: dict, sock_fd: int) -> dict:
+        """Hand ``job`` to the candidate standby: its pid, user id and job directory."""
+        return self._started(self._ask({"op": "candidate", "job": job}, [sock_fd]))
+
+    @staticmethod
+    def _started(reply: dict) -> dict:
+        if reply.get("pid") is None:
+            raise ForkServerError(reply.get("error", "a child could not start"))
+        return reply
 
     def wait(self, pid: int, timeout_s: float = 5.0) -> int | None:
         """Reap ``pid``: its exit code, or minus the signal number that ended it."""
-        with self._lock:
-            send_frame(self._sock, pickle.dumps({"op": "wait", "pid": pid, "timeout": timeout_s}))
-            return pickle.loads(recv_frame(self._sock))["status"]
+        reply = self._ask(
+            {"op": "wait", "pid": pid, "timeout": timeout_s}, timeout_s=timeout_s + 30
+        )
+        return reply["status"]
 
     def release(self, pid: int) -> None:
-        """Leave ``pid`` (already sent SIGKILL) for the server to reap in the background: a GPU
-        process's teardown then overlaps the next job instead of delaying this one."""
-        with self._lock:
-            send_frame(self._sock, pickle.dumps({"op": "release", "pid": pid}))
+        """Leave ``pid`` (already killed) for the server to reap in the background."""
+        self._ask({"op": "release", "pid": pid})
+
+    def kill_uid(self, uid: int) -> None:
+        self._ask({"op": "kill_uid", "uid": uid})
 
     def alive(self) -> bool:
-        return self.process.poll() is None
+        if self.process.poll() is not None:
+            return False
+        try:
+            return self._ask({"op": "ping"}, timeout_s=10.0).get("op") == "pong"
+        except ForkServerError:
+            return False
 
     def close(self) -> None:
-        if self.alive():
+        if self.process.poll() is None:
             try:
                 with self._lock:
-                    send_frame(self._sock, pickle.dumps({"op": "exit"}))
-                self.process.wait(timeout=5)
-            except (OSError, EOFError, subprocess.TimeoutExpired):
-                self.process.kill()
+                    send_frame(self._sock, {"op": "exit"})
+                self.process.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)  # a stopped server too
+            self.process.wait()
         self._sock.close()
-
-    def __enter__(self) -> ForkServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 # --------------------------------------------------------------------------- server side
@@ -165,37 +217,20 @@ def _waitpid(pid: int, timeout: float) -> int | None:
         time.sleep(0.005)
 
 
-def _detach(server_sock: socket.socket, keep: int) -> None:
-    """In a freshly forked child: its own process group (killed as one), default SIGINT, and no
-    descriptor inherited from the server but ``keep``."""
-    os.setsid()
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    server_sock.close()
-    os.closerange(3, keep)
-    os.closerange(keep + 1, 65536)
+def _stdio_to(log: str) -> None:
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(null)
+    os.close(fd)
 
 
-def _child_main(sock: socket.socket, request: dict, result_fd: int) -> None:
-    _detach(sock, result_fd)
-    _run_child(request, result_fd)
-
-
-def _run_child(request: dict, result_fd: int) -> None:
-    """Run the job with stdout/stderr in its log; the result pipe is the only other descriptor
-    inherited from the server."""
-    os.chdir(request["workdir"])
-    log_fd = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    null_fd = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null_fd, 0)
-    os.dup2(log_fd, 1)
-    os.dup2(log_fd, 2)
-    os.close(null_fd)
-    os.close(log_fd)
+def _finish(fn, *args) -> None:
     code = 0
     try:
-        from htam.evaluate import worker
-
-        worker.run(request["job"], result_fd)
+        fn(*args)
     except BaseException:  # the child must always exit through os._exit, whatever happened
         traceback.print_exc()
         code = 1
@@ -207,27 +242,16 @@ def _run_child(request: dict, result_fd: int) -> None:
 
 @dataclass
 class Standby:
-    """A child forked ahead of its job, its CUDA context already made: the next job is handed to
-    it, so a GPU job does not wait for the context. It is still one fresh process per job."""
+    """A child forked ahead of its job, isolated (a candidate) and with its CUDA context made."""
 
     pid: int
     control: socket.socket
+    uid: int | None = None
+    job_dir: str | None = None
 
-    @classmethod
-    def start(cls, server_sock: socket.socket, warm_cuda: bool) -> Standby:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        pid = os.fork()
-        if pid == 0:
-            ours.close()
-            _standby_main(server_sock, theirs, warm_cuda)
-        theirs.close()
-        return cls(pid, ours)
-
-    def hand_over(self, request: dict, result_fd: int) -> bool:
-        """Give it the job; False when it is gone (then it has been reaped)."""
+    def hand_over(self, request: dict, fds: list[int]) -> bool:
         try:
-            send_frame(self.control, pickle.dumps(request))
-            socket.send_fds(self.control, [b"F"], [result_fd])
+            send_frame(self.control, request, fds)
             return True
         except OSError:
             self.discard()
@@ -244,8 +268,153 @@ class Standby:
         _waitpid(self.pid, 5.0)
 
 
-def _standby_main(server_sock: socket.socket, control: socket.socket, warm_cuda: bool) -> None:
-    _detach(server_sock, control.fileno())  # before CUDA opens descriptors that must stay open
+class Server:
+    def __init__(self, sock: socket.socket, config: dict):
+        self.sock = sock
+        self.workroot = config["workroot"]
+        self.warm_cuda = config["warm_cuda"]
+        self.limits: isolation.Limits = config["limits"]
+        self.plan = isolation.probe()
+        self.jobs = 0
+        if self.warm_cuda and self.plan.drop_uid:
+            self._check_cuda_as_candidate()
+        self.judge_standby = self._fork_judge()
+        self.cand_standby = self._fork_candidate()
+
+    def _check_cuda_as_candidate(self) -> None:
+        """A candidate's own user must be able to use the GPU; where it cannot, candidates keep
+        the server's user and the result says so."""
+        uid = isolation.candidate_uid(os.getpid(), 3)
+        pid = os.fork()
+        if pid == 0:
+            ok = 1
+            try:
+                isolation.enter(
+                    self.workroot, uid, replace(self.plan, namespaces=False), self.limits
+                )
+                import torch
+
+                torch.empty(1, device="cuda")
+                ok = 0
+            finally:
+                os._exit(ok)
+        if _waitpid(pid, 120.0) != 0:
+            self.plan = replace(
+                self.plan,
+                drop_uid=False,
+                missing=self.plan.missing
+                + ("no own user id: the GPU cannot be used by an unprivileged user here",),
+            )
+
+    def _fork(self, main, *args) -> Standby:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid = os.fork()
+        if pid == 0:
+            ours.close()
+            self.sock.close()
+            os.setsid()
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            keep = theirs.fileno()
+            os.closerange(3, keep)
+            os.closerange(keep + 1, 65536)
+            _finish(main, theirs, *args)
+        theirs.close()
+        return Standby(pid, ours)
+
+    def _fork_judge(self) -> Standby:
+        return self._fork(_judge_main, self.warm_cuda)
+
+    def _fork_candidate(self) -> Standby:
+        self.jobs += 1
+        uid = isolation.candidate_uid(os.getpid(), self.jobs)
+        job_dir = os.path.join(self.workroot, f"job{self.jobs}")
+        os.makedirs(job_dir)
+        log = os.path.join(job_dir, "output.log")
+        open(log, "w").close()
+        if self.plan.drop_uid:
+            os.chown(job_dir, uid, uid)
+            os.chown(log, uid, uid)
+        standby = self._fork(_candidate_main, job_dir, uid, self.plan, self.limits, self.warm_cuda)
+        standby.uid, standby.job_dir = uid, job_dir
+        return standby
+
+    def serve(self) -> None:
+        send_frame(self.sock, {"op": "ready", "plan": self.plan})
+        released: set[int] = set()
+        try:
+            while True:
+                try:
+                    request, fds = recv_frame(self.sock, with_fds=True)
+                except EOFError:
+                    return
+                released = {pid for pid in released if _waitpid(pid, 0.0) is None}
+                op = request["op"]
+                if op == "exit":
+                    return
+                if op == "release":
+                    released.add(request["pid"])
+                    reply = {}
+                elif op == "wait":
+                    reply = {"status": _waitpid(request["pid"], request["timeout"])}
+                elif op == "kill_uid":
+                    isolation.kill_uid(request["uid"])
+                    reply = {}
+                elif op == "ping":
+                    reply = {"op": "pong"}
+                else:
+                    reply = self._start(op, request, fds)
+                send_frame(self.sock, reply)
+        finally:
+            self.judge_standby.discard()
+            self.cand_standby.discard()
+
+    def _start(self, op: str, request: dict, fds: list[int]) -> dict:
+        standby = self.judge_standby if op == "judge" else self.cand_standby
+        if op == "candidate" and request["job"].get("preload"):
+            self._preload(request["job"]["preload"], standby)
+        handed = standby.hand_over(request, fds)
+        fresh = self._fork_judge() if op == "judge" else self._fork_candidate()
+        if not handed:  # the standby died: hand the job to the fresh one and fork another
+            standby = fresh
+            handed = standby.hand_over(request, fds)
+            fresh = self._fork_judge() if op == "judge" else self._fork_candidate()
+        if op == "judge":
+            self.judge_standby = fresh
+        else:
+            self.cand_standby = fresh
+        for fd in fds:
+            os.close(fd)
+        if not handed:
+            log = os.path.join(standby.job_dir or self.workroot, "output.log")
+            raise_text = _tail(log) or "no output"
+            return {"pid": None, "error": f"a new {op} process could not start: {raise_text}"}
+        return {
+            "pid": standby.pid,
+            "uid": standby.uid,
+            "dir": standby.job_dir,
+            "by_uid": self.plan.drop_uid,
+        }
+
+    def _preload(self, source: str, standby: Standby) -> None:
+        """Verified builds of the same code, copied into the job directory (which the standby
+        sees as its own) before it may run anything."""
+        shutil.copytree(source, standby.job_dir, dirs_exist_ok=True, symlinks=True)
+        if self.plan.drop_uid:
+            for folder, dirs, files in os.walk(standby.job_dir):
+                for name in dirs + files:
+                    os.lchown(os.path.join(folder, name), standby.uid, standby.uid)
+
+
+def _tail(path: str) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            lines = [line.strip() for line in f.read()[-4000:].splitlines() if line.strip()]
+        return lines[-1] if lines else ""
+    except OSError:
+        return ""
+
+
+def _warm(warm_cuda: bool) -> None:
     if warm_cuda:
         try:
             import torch
@@ -253,53 +422,61 @@ def _standby_main(server_sock: socket.socket, control: socket.socket, warm_cuda:
             torch.empty(1, device="cuda")
         except Exception:  # noqa: BLE001 - the job will meet (and report) the same problem
             pass
+
+
+def _judge_main(control: socket.socket, warm_cuda: bool) -> None:
+    _warm(warm_cuda)
     try:
-        request = pickle.loads(recv_frame(control))
-        _, fds, _, _ = socket.recv_fds(control, 1, 1)
-    except (EOFError, OSError, pickle.UnpicklingError):
+        request, fds = recv_frame(control, with_fds=True)
+    except (EOFError, OSError):
         os._exit(0)  # the server went away or gave up on this standby
     control.close()
-    _run_child(request, fds[0])
+    _stdio_to(request["log"])
+    job = request["job"]
+    if job["kind"] == "judge":
+        from htam.evaluate import judge, worker
+
+        judge.run(job, worker.Emitter(fds[0]), socket.socket(fileno=fds[1]))
+    else:
+        from htam.evaluate import worker
+
+        worker.run(job, fds[0])
 
 
-def serve(fd: int, triton: bool, warm_cuda: bool = False) -> None:
+def _candidate_main(control: socket.socket, job_dir: str, uid: int, plan, limits, warm) -> None:
+    _stdio_to(os.path.join(job_dir, "output.log"))
+    seen_at = isolation.enter(job_dir, uid, plan, limits)
+    _warm(warm)
+    try:
+        request, fds = recv_frame(control, with_fds=True)
+    except (EOFError, OSError):
+        os._exit(0)
+    control.close()
+    job = request["job"]
+    code_path = os.path.join(seen_at, "candidate.py")
+    with open(code_path, "w") as f:
+        f.write(job["code"])
+    job = {**job, "code_path": code_path, "extension_dir": os.path.join(seen_at, "ext")}
+    job["env"] = {
+        **job.get("env", {}),
+        "TRITON_CACHE_DIR": os.path.join(seen_at, "triton"),
+        "TORCHINDUCTOR_CACHE_DIR": os.path.join(seen_at, "inductor"),
+        "TORCH_EXTENSIONS_DIR": os.path.join(seen_at, "ext"),
+        "HOME": seen_at,
+    }
+    from htam.evaluate import harness
+
+    harness.run(job, socket.socket(fileno=fds[0]))
+
+
+def serve(fd: int) -> None:
+    isolation.not_dumpable()
     sock = socket.socket(fileno=fd)
-    preloaded = []
-    for name in PRELOAD + (OPTIONAL_PRELOAD if triton else ()):
+    config, _ = recv_frame(sock)
+    for name in PRELOAD + OPTIONAL_PRELOAD:
         try:
             importlib.import_module(name)
-            preloaded.append(name)
         except ImportError:
             if name in PRELOAD:
                 raise
-    standby = Standby.start(sock, warm_cuda)
-    send_frame(sock, pickle.dumps({"op": "ready", "preloaded": preloaded}))
-    released: set[int] = set()
-    try:
-        while True:
-            try:
-                request = pickle.loads(recv_frame(sock))
-            except EOFError:
-                return
-            released = {pid for pid in released if _waitpid(pid, 0.0) is None}
-            if request["op"] == "exit":
-                return
-            if request["op"] == "release":
-                released.add(request["pid"])
-                continue
-            if request["op"] == "wait":
-                status = _waitpid(request["pid"], request["timeout"])
-                send_frame(sock, pickle.dumps({"status": status}))
-                continue
-            _, fds, _, _ = socket.recv_fds(sock, 1, 1)
-            if standby.hand_over(request, fds[0]):
-                pid = standby.pid
-            else:  # the standby died: fork as usual
-                pid = os.fork()
-                if pid == 0:
-                    _child_main(sock, request, fds[0])
-            os.close(fds[0])
-            standby = Standby.start(sock, warm_cuda)  # the next job's process readies meanwhile
-            send_frame(sock, pickle.dumps({"pid": pid}))
-    finally:
-        standby.discard()
+    Server(sock, config).serve()

@@ -17,7 +17,7 @@ _Event = torch.cuda.Event
 _sync = torch.cuda.synchronize
 
 
-def _summary(samples_ms: list[float], method: str, meaningful: bool) -> dict:
+def summary(samples_ms: list[float], method: str, meaningful: bool) -> dict:
     ordered = sorted(samples_ms)
     q = statistics.quantiles(ordered, n=4) if len(ordered) >= 2 else [ordered[0]] * 3
     return {
@@ -33,6 +33,15 @@ def _summary(samples_ms: list[float], method: str, meaningful: bool) -> dict:
 
 def _count(estimate_ms: float, budget_ms: float, lo: int, hi: int) -> int:
     return max(lo, min(hi, int(budget_ms / max(estimate_ms, 1e-3))))
+
+
+def timer(device: str, flush_mb: int) -> Callable[[Callable, Sequence], tuple[float, float, float]]:
+    """One timed call: (device ms, host ms, ms of device work still running after the end
+    event). The judge times the reference with it and the candidate's harness its calls, so the
+    two are measured alike."""
+    if device == "cuda":
+        return _cuda_call(torch.empty(flush_mb << 20, dtype=torch.uint8, device="cuda"))
+    return _cpu_call
 
 
 def _cuda_call(flush: torch.Tensor) -> Callable[[Callable, Sequence], tuple[float, ...]]:
@@ -77,11 +86,7 @@ def time_fns(
     streams). Warm-up and the adaptive call count follow host wall time, which such work cannot
     hide from.
     """
-    once = (
-        _cuda_call(torch.empty(cfg["l2_flush_mb"] << 20, dtype=torch.uint8, device="cuda"))
-        if device == "cuda"
-        else _cpu_call
-    )
+    once = timer(device, cfg["l2_flush_mb"])
     rounds: list[list[tuple[float, float, float]]] = []
 
     def one_round(i: int) -> float:
@@ -102,11 +107,10 @@ def time_fns(
     method = "cuda_events" if device == "cuda" else "perf_counter"
     out = []
     for k in range(len(fns)):
-        summary = _summary([r[k][0] for r in rounds], method, meaningful)
+        stats = summary([r[k][0] for r in rounds], method, meaningful)
         if device == "cuda":
-            summary["wall_median_ms"] = statistics.median(r[k][1] for r in rounds)
-            summary["after_end_ms"] = statistics.median(r[k][2] for r in rounds)
-        out.append(summary)
+            stats["wall_median_ms"] = statistics.median(r[k][1] for r in rounds)
+        out.append(stats)
     return out
 
 

@@ -57,6 +57,7 @@ class EvalResult:
     device: str = ""
     target: str = ""
     language: str = ""
+    isolation: str = ""  # which protections the candidate ran under, and which were missing
 
     @property
     def correct(self) -> bool:

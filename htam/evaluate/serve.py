@@ -6,6 +6,4 @@ import sys
 from htam.evaluate.forkserver import serve
 
 if __name__ == "__main__":
-    serve(
-        int(sys.argv[1]), triton="--triton" in sys.argv[2:], warm_cuda="--warm-cuda" in sys.argv[2:]
-    )
+    serve(int(sys.argv[1]))

@@ -10,7 +10,7 @@ TINY = FIXTURES / "tiny_task.py"
 # (solution file, task, language, status, message substring)
 CHEATS_CPU = [
     ("cheat_zeros.py", TINY, "triton", "incorrect", "relative L2 error"),
-    ("cheat_return_input.py", RELU, "triton", "rejected", "output aliases an input"),
+    ("cheat_return_input.py", RELU, "triton", "rejected", "aliases an input"),
     ("cheat_mutate_input.py", RELU, "triton", "rejected", "modified its inputs"),
     ("cheat_cache_output.py", RELU, "triton", "incorrect", "trial 1"),
     ("cheat_call_reference.py", RELU, "triton", "rejected", "[reference-call]"),

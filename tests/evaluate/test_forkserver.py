@@ -1,11 +1,14 @@
-"""The fork server hands each job to a process made ahead of it, and copes when that one died."""
+"""The fork server hands each job to a process made ahead of it, copes when that one died, and
+is itself replaced when it dies or stops answering."""
 
 import os
 import signal
 import time
 
-from htam.evaluate.forkserver import ForkServer
-from htam.evaluate.sandbox import Limits, run_job
+import pytest
+
+from htam.evaluate.forkserver import ForkServer, ForkServerError
+from htam.evaluate.watchdog import Limits, run_job
 
 PROBE = {"kind": "probe", "device": "cpu"}
 LIMITS = Limits(30.0, 30.0, 4096, 1 << 20)
@@ -35,29 +38,47 @@ def _started_at(pid: int) -> float:
     return boot + ticks / os.sysconf("SC_CLK_TCK")
 
 
-def test_a_job_runs_in_a_process_made_before_it_was_asked_for(tmp_path):
-    with ForkServer(preload_triton=False) as server:
-        time.sleep(1.5)
-        asked = time.time()
-        child = server.spawn(PROBE, tmp_path, tmp_path / "log")
-        try:
-            assert _started_at(child.pid) < asked - 0.5
-        finally:
-            os.close(child.result_fd)
-            server.wait(child.pid)
+@pytest.fixture
+def server(tmp_path):
+    server = ForkServer(tmp_path)
+    yield server
+    server.close()
 
 
-def test_a_dead_standby_is_replaced_and_jobs_still_run(tmp_path):
-    with ForkServer(preload_triton=False) as server:
-        time.sleep(0.5)
-        standbys = _children(server.process.pid)
-        assert len(standbys) == 1
-        os.kill(standbys[0], signal.SIGKILL)
-        time.sleep(0.2)
-        for i in range(2):
-            outcome = run_job(server, PROBE, tmp_path / f"job{i}", LIMITS)
-            assert outcome.result == {
-                "type": "result",
-                "device": "cpu",
-                "torch": outcome.result["torch"],
-            }
+def test_a_job_runs_in_a_process_made_before_it_was_asked_for(server, tmp_path):
+    time.sleep(1.5)
+    asked = time.time()
+    read_fd, write_fd = os.pipe()
+    pid = server.judge(PROBE, tmp_path / "log", write_fd, None)
+    os.close(write_fd)
+    try:
+        assert _started_at(pid) < asked - 0.5
+    finally:
+        os.close(read_fd)
+        server.wait(pid)
+
+
+def test_a_dead_standby_is_replaced_and_jobs_still_run(server, tmp_path):
+    time.sleep(0.5)
+    standbys = _children(server.process.pid)
+    assert len(standbys) == 2  # one judge, one candidate
+    for pid in standbys:
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(0.2)
+    for i in range(2):
+        outcome = run_job(server, PROBE, tmp_path / f"job{i}", LIMITS)
+        assert outcome.result["device"] == "cpu"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP])
+def test_a_dead_or_stopped_server_is_reported_not_waited_for(tmp_path, sig):
+    server = ForkServer(tmp_path)
+    try:
+        os.kill(server.process.pid, sig)
+        t0 = time.monotonic()
+        with pytest.raises(ForkServerError, match="died|stopped answering"):
+            server.wait(12345, timeout_s=0.1)
+        assert time.monotonic() - t0 < 45
+        assert not server.alive()
+    finally:
+        server.close()

@@ -1,0 +1,180 @@
+"""Tensors the judge owns and lends to a candidate: the candidate's inputs and the slots its
+outputs are copied into. On the GPU they are plain device allocations shared through CUDA IPC
+(the candidate maps the judge's memory; nothing travels through the host); on the CPU they are
+memfd files whose descriptors travel beside a frame and are mapped on both sides.
+
+The CUDA side uses the driver API directly (``cuMemAlloc``/``cuIpcGetMemHandle``/
+``cuIpcOpenMemHandle``): torch's own IPC path keeps a reference counter in ``/dev/shm``, which a
+candidate's private ``/dev/shm`` does not share. Tensors are wrapped through
+``__cuda_array_interface__``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import mmap
+import os
+from dataclasses import dataclass
+
+import torch
+
+_DTYPES = {
+    str(d).removeprefix("torch."): d
+    for d in (
+        torch.float32,
+        torch.float64,
+        torch.float16,
+        torch.bfloat16,
+        torch.int64,
+        torch.int32,
+        torch.int16,
+        torch.int8,
+        torch.uint8,
+        torch.bool,
+        torch.complex64,
+    )
+}
+_TYPESTR = {
+    "float32": "<f4",
+    "float64": "<f8",
+    "float16": "<f2",
+    "bfloat16": "<V2",  # no numpy type string: wrapped as raw bytes, then viewed
+    "int64": "<i8",
+    "int32": "<i4",
+    "int16": "<i2",
+    "int8": "|i1",
+    "uint8": "|u1",
+    "bool": "|b1",
+    "complex64": "<c8",
+}
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def supported(t: torch.Tensor) -> bool:
+    return dtype_name(t.dtype) in _DTYPES
+
+
+def _nbytes(shape: list[int], dtype: str) -> int:
+    n = _DTYPES[dtype].itemsize
+    for s in shape:
+        n *= s
+    return n
+
+
+# --------------------------------------------------------------------------- CUDA driver
+
+
+class _Handle(ctypes.Structure):
+    _fields_ = [("reserved", ctypes.c_char * 64)]  # CUipcMemHandle, passed by value to open
+
+
+class _Driver:
+    def __init__(self) -> None:
+        self.lib = ctypes.CDLL("libcuda.so.1")
+        self.lib.cuIpcOpenMemHandle_v2.argtypes = [
+            ctypes.POINTER(ctypes.c_uint64),
+            _Handle,
+            ctypes.c_uint,
+        ]
+
+    def call(self, name: str, *args) -> None:
+        ret = getattr(self.lib, name)(*args)
+        if ret != 0:
+            raise RuntimeError(f"{name} failed with CUDA error {ret}")
+
+
+_driver: _Driver | None = None
+
+
+def _cuda() -> _Driver:
+    global _driver
+    if _driver is None:
+        torch.empty(1, device="cuda")  # a current context on this thread
+        _driver = _Driver()
+    return _driver
+
+
+class _CudaArray:
+    """The minimal object ``torch.as_tensor`` needs to wrap device memory it does not own."""
+
+    def __init__(self, ptr: int, shape: list[int], dtype: str):
+        storage = "uint8" if dtype == "bfloat16" else dtype
+        nbytes = _nbytes(shape, dtype)
+        self.__cuda_array_interface__ = {
+            "shape": (nbytes,) if dtype == "bfloat16" else tuple(shape),
+            "typestr": _TYPESTR[storage] if dtype != "bfloat16" else "|u1",
+            "data": (ptr, False),
+            "version": 3,
+            "strides": None,
+        }
+
+
+def _wrap_cuda(ptr: int, shape: list[int], dtype: str) -> torch.Tensor:
+    t = torch.as_tensor(_CudaArray(ptr, shape, dtype), device="cuda")
+    if dtype == "bfloat16":
+        t = t.view(torch.bfloat16).view(shape)
+    return t
+
+
+# --------------------------------------------------------------------------- the judge's side
+
+
+@dataclass
+class Lent:
+    """A buffer the judge owns: its tensor and what the candidate needs to map it."""
+
+    tensor: torch.Tensor
+    descriptor: dict
+    fd: int | None = None  # CPU: the memfd to send beside the frame
+    _ptr: int | None = None
+
+    def free(self) -> None:
+        if self._ptr is not None:
+            _cuda().call("cuMemFree_v2", ctypes.c_uint64(self._ptr))
+            self._ptr = None
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def lend(shape: list[int], dtype: str, device: str) -> Lent:
+    nbytes = max(_nbytes(shape, dtype), 1)
+    desc = {"shape": list(shape), "dtype": dtype, "nbytes": nbytes}
+    if device == "cuda":
+        drv = _cuda()
+        ptr = ctypes.c_uint64()
+        drv.call("cuMemAlloc_v2", ctypes.byref(ptr), ctypes.c_size_t(nbytes))
+        handle = _Handle()
+        drv.call("cuIpcGetMemHandle", ctypes.byref(handle), ptr)
+        desc["handle"] = bytes(handle).hex()
+        return Lent(_wrap_cuda(ptr.value, shape, dtype), desc, _ptr=ptr.value)
+    fd = os.memfd_create("htam-buffer", os.MFD_CLOEXEC)
+    os.ftruncate(fd, nbytes)
+    return Lent(_map_cpu(fd, shape, dtype, nbytes), desc, fd=fd)
+
+
+def _map_cpu(fd: int, shape: list[int], dtype: str, nbytes: int) -> torch.Tensor:
+    mem = mmap.mmap(fd, nbytes)
+    flat = torch.frombuffer(mem, dtype=torch.uint8, count=nbytes)
+    return flat[: _nbytes(shape, dtype)].view(_DTYPES[dtype]).view(shape)
+
+
+# --------------------------------------------------------------------------- the candidate's side
+
+
+def borrow(desc: dict, fd: int | None) -> torch.Tensor:
+    """Map a buffer the judge lent (in the candidate's process, by trusted harness code)."""
+    shape, dtype, nbytes = desc["shape"], desc["dtype"], desc["nbytes"]
+    if "handle" in desc:
+        drv = _cuda()
+        ptr = ctypes.c_uint64()
+        handle = _Handle.from_buffer_copy(bytes.fromhex(desc["handle"]))
+        lazy_peer_access = 1
+        drv.call("cuIpcOpenMemHandle_v2", ctypes.byref(ptr), handle, lazy_peer_access)
+        return _wrap_cuda(ptr.value, shape, dtype)
+    if fd is None:
+        raise ValueError("a CPU buffer without its descriptor")
+    return _map_cpu(fd, shape, dtype, nbytes)

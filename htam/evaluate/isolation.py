@@ -1,0 +1,311 @@
+"""OS isolation of candidate processes, with what a machine cannot offer detected and reported.
+
+A candidate runs in a child of the fork server that, before any candidate code exists, enters
+its own mount, network, IPC and UTS namespaces; sees every filesystem read-only except its job
+directory (bound at ``/tmp/job``), with a private ``/tmp``, ``/var/tmp`` and ``/dev/shm``; gets
+rlimits on processes, file size, open files and core dumps; sets ``no_new_privs``; and drops to a
+user id of its own that nothing else on the machine uses. That id is the container: every process
+the candidate starts, ``setsid`` or not, carries it, so one ``kill(-1)`` issued as that user ends
+them all, and a scan of ``/proc`` by owner finds them all (for the memory limit and the freeze
+around the reference's timing). Processes of another user, and the non-dumpable judge, fork
+server and CLI, cannot be read through ``/proc/<pid>/mem`` or ``environ``.
+
+The kernel calls go through ``ctypes`` (``os.unshare`` is Python 3.12 only; ``mount`` has no
+Python binding). Everything here runs in trusted code, before the candidate is imported.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import signal
+import sys
+from dataclasses import dataclass, field
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWUSER = (
+    0x00020000,
+    0x04000000,
+    0x08000000,
+    0x40000000,
+    0x10000000,
+)
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
+JOB_MOUNT = "/tmp/job"  # where a candidate sees its job directory
+UID_BASE = 2_100_000  # candidate user ids: far above any real account
+PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")  # each a fresh tmpfs for the candidate
+_KEEP_WRITABLE = {"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "mqueue"}
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class IsolationError(OSError):
+    pass
+
+
+def _check(ret: int, what: str) -> None:
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise IsolationError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(src: str | None, target: str, fstype: str | None, flags: int, data: str = "") -> None:
+    def enc(s: str | None) -> bytes | None:
+        return s.encode() if s is not None else None
+
+    _check(
+        _libc.mount(enc(src), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data or None)),
+        f"mount {target}",
+    )
+
+
+def prctl(option: int, value: int) -> None:
+    _check(_libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0), f"prctl({option})")
+
+
+def not_dumpable() -> None:
+    """No core dump, no ptrace and no /proc/<pid>/mem or environ of this process for anyone
+    but root: set in the CLI, the fork server and the judge (forked children inherit it)."""
+    prctl(PR_SET_DUMPABLE, 0)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a candidate child will do, decided once per fork server from what the machine
+    offers (``probe``), so every job of one evaluator is isolated alike."""
+
+    namespaces: bool
+    readonly_fs: bool
+    drop_uid: bool
+    missing: tuple[str, ...] = ()  # one line per protection the machine cannot give
+
+    @property
+    def summary(self) -> str:
+        if not self.missing:
+            return "isolation: full (namespaces, read-only filesystem, own user id, rlimits)"
+        return "isolation: partial; " + "; ".join(self.missing)
+
+
+@dataclass
+class Limits:
+    nproc: int = 512  # processes and threads of the candidate's user
+    nofile: int = 1024
+    fsize_bytes: int = 2 << 30  # largest file it may write (builds included)
+    address_space_bytes: int | None = None  # CPU targets only: CUDA reserves huge ranges
+    extra: dict = field(default_factory=dict)
+
+
+def candidate_uid(server_pid: int, slot: int) -> int:
+    """A user id per (fork server, slot): unique on the machine while both live."""
+    return UID_BASE + (server_pid % 200_000) * 4 + slot % 4
+
+
+def _mountinfo() -> list[tuple[str, set[str], str]]:
+    rows = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            parts = line.split()
+            fstype = parts[parts.index("-") + 1]
+            point = parts[4].replace("\\040", " ")
+            rows.append((point, set(parts[5].split(",")), fstype))
+    return rows
+
+
+def _readonly_everything() -> None:
+    for point, opts, fstype in _mountinfo():
+        if fstype in _KEEP_WRITABLE or "ro" in opts:
+            continue
+        flags = MS_REMOUNT | MS_BIND | MS_RDONLY
+        for name, bit in (("nosuid", MS_NOSUID), ("nodev", MS_NODEV), ("noexec", MS_NOEXEC)):
+            if name in opts:
+                flags |= bit
+        try:
+            _mount(None, point, None, flags)
+        except IsolationError:
+            # A mount hidden under another one cannot be reached by its path; what is visible
+            # at that path is remounted in its own turn.
+            continue
+
+
+def enter(job_dir: str, uid: int, plan: Plan, limits: Limits) -> str:
+    """Isolate this (freshly forked, not yet CUDA-initialized) process; return the path at
+    which it sees its job directory. Raises IsolationError when a planned step fails."""
+    os.chdir(job_dir)
+    path = job_dir
+    if plan.namespaces:
+        flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
+        if os.geteuid() != 0:  # an unprivileged user namespace, where the kernel allows one
+            _user_namespace()
+        _check(_libc.unshare(flags), "unshare")
+        _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        job_fd = os.open(job_dir, os.O_RDONLY | os.O_DIRECTORY)
+        needed = [(p, os.open(p, os.O_PATH | os.O_DIRECTORY)) for p in needed_paths()]
+        masks = {a for p, _ in needed if plan.drop_uid and (a := _closed_ancestor(p))}
+        if plan.readonly_fs:
+            _readonly_everything()
+        for private in PRIVATE:
+            if os.path.isdir(private):
+                _mount("tmpfs", private, "tmpfs", MS_NOSUID | MS_NODEV, "size=1g,mode=1777")
+        _expose(needed, masks)
+        os.makedirs(JOB_MOUNT)
+        _mount(f"/proc/self/fd/{job_fd}", JOB_MOUNT, None, MS_BIND)
+        _mount(None, JOB_MOUNT, None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV)
+        os.close(job_fd)
+        path = JOB_MOUNT
+    os.chdir(path)
+    _rlimits(limits)
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    if plan.drop_uid:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+        # A change of user clears "dumpable", which would leave the candidate's own /proc files
+        # owned by root; other users still cannot reach it.
+        prctl(PR_SET_DUMPABLE, 1)
+    return path
+
+
+def needed_paths() -> list[str]:
+    """Folders a candidate must read: the Python installation and every import path."""
+    paths = {sys.prefix, sys.exec_prefix, sys.base_prefix}
+    paths |= {p for p in sys.path if p and os.path.isabs(p)}
+    paths.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # htam itself
+    private = tuple(d + "/" for d in PRIVATE)
+    return sorted(p for p in paths if os.path.isdir(p) and not (p + "/").startswith(private))
+
+
+def _closed_ancestor(path: str) -> str | None:
+    """The outermost folder on the way to ``path`` that other users cannot pass through."""
+    parts = path.strip("/").split("/")
+    for i in range(1, len(parts)):
+        folder = "/" + "/".join(parts[:i])
+        if not os.stat(folder).st_mode & 0o001:
+            return folder
+    return None
+
+
+def _expose(needed: list[tuple[str, int]], masks: set[str]) -> None:
+    """A folder the candidate needs that lies in a home it may not enter (``/root``), or under a
+    private /tmp: the home is replaced by an empty tmpfs (its secrets stay out of view) and
+    only the needed folders are bound back, read-only."""
+    for mask in sorted(masks):
+        _mount("tmpfs", mask, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+    hidden = tuple(masks) + PRIVATE
+    for path, fd in needed:
+        if any(path == h or path.startswith(h + "/") for h in hidden):
+            os.makedirs(path, exist_ok=True)
+            _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+        os.close(fd)
+
+
+def _user_namespace() -> None:
+    uid, gid = os.geteuid(), os.getegid()
+    _check(_libc.unshare(CLONE_NEWUSER), "unshare user")
+    for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
+
+
+def _rlimits(limits: Limits) -> None:
+    def cap(kind: int, value: int) -> None:
+        soft, hard = resource.getrlimit(kind)
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(kind, (value, value))
+
+    cap(resource.RLIMIT_NPROC, limits.nproc)
+    cap(resource.RLIMIT_NOFILE, limits.nofile)
+    cap(resource.RLIMIT_FSIZE, limits.fsize_bytes)
+    cap(resource.RLIMIT_CORE, 0)
+    if limits.address_space_bytes:
+        cap(resource.RLIMIT_AS, limits.address_space_bytes)
+
+
+# --------------------------------------------------------------------------- the user as container
+
+
+def uid_pids(uid: int) -> list[int]:
+    """Every process owned by ``uid`` (the candidate and all it started)."""
+    pids = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if os.stat(f"/proc/{name}").st_uid == uid:
+                    pids.append(int(name))
+            except OSError:
+                continue
+    return pids
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def rss_mb(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/statm", "rb") as f:
+                total += int(f.read().split()[1]) * _PAGE
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / (1 << 20)
+
+
+def signal_all(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            continue
+
+
+def kill_uid(uid: int) -> None:
+    """SIGKILL every process of ``uid`` at once: ``kill(-1)`` from a process of that user reaches
+    all of them atomically, however fast they fork."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+# --------------------------------------------------------------------------- what the machine offers
+
+
+def probe() -> Plan:
+    """Try each protection in a throwaway child and keep those that work."""
+    missing: list[str] = []
+    root = os.geteuid() == 0
+    namespaces = readonly = _try_in_child(_probe_namespaces)
+    if not root:
+        missing.append("no own user id (not running as root)")
+        if not namespaces:
+            missing.append("no namespaces (unprivileged user namespaces are off)")
+    elif not namespaces:
+        missing.append("no namespaces: network, /tmp and the filesystem are shared")
+    return Plan(namespaces=namespaces, readonly_fs=readonly, drop_uid=root, missing=tuple(missing))
+
+
+def _probe_namespaces() -> None:
+    if os.geteuid() != 0:
+        _user_namespace()
+    _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC), "unshare")
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m")
+
+
+def _try_in_child(fn) -> bool:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            fn()
+            os._exit(0)
+        except BaseException:  # noqa: BLE001 - any failure means "not available"
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0

@@ -1,0 +1,194 @@
+"""The evaluator's side of a job: start the judge (and the candidate it drives), then watch them
+from outside with wall-clock limits, host-memory limits on each, and an output cap on the
+candidate's log, ending every process of the job on any breach. Every breach is a cause with its
+figures, never a hang and never an empty message.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from htam.evaluate import isolation
+from htam.evaluate.forkserver import ForkServer
+from htam.evaluate.worker import decode_frames
+
+_TICK_S = 0.05
+
+
+@dataclass
+class Limits:
+    compile_timeout_s: float
+    run_timeout_s: float
+    memory_limit_mb: int
+    output_limit_bytes: int
+
+
+@dataclass
+class JobOutcome:
+    frames: list[dict] = field(default_factory=list)
+    killed: str | None = None  # why the watchdog ended the job, with figures
+    kill_kind: str | None = None  # "timeout", "memory", "output"
+    log: str = ""  # the candidate's (or a trusted job's) captured output, truncated
+    judge_log: str = ""
+    wall_s: float = 0.0
+    started: float = 0.0  # time.monotonic() when the job was asked for
+    result_at: float | None = None
+    candidate_exit: int | None = None
+    job_dir: str | None = None
+
+    @property
+    def result(self) -> dict | None:
+        for frame in reversed(self.frames):
+            if frame.get("type") in ("result", "verdict"):
+                return frame
+        return None
+
+
+def _read_tail(path: Path, limit: int) -> str:
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            if size > limit:
+                f.seek(size - limit)
+            return f.read(limit).decode(errors="replace")
+    except OSError:
+        return ""
+
+
+class _Watch:
+    def __init__(self, server: ForkServer, limits: Limits, outcome: JobOutcome):
+        self.server, self.limits, self.outcome = server, limits, outcome
+        self.judge_pid: int | None = None
+        self.cand: dict | None = None
+        self.log_fd: int | None = None
+
+    def cand_pids(self) -> list[int]:
+        if not self.cand:
+            return []
+        if self.cand["by_uid"]:
+            return isolation.uid_pids(self.cand["uid"])
+        return [self.cand["pid"]]
+
+    def breach(self) -> tuple[str, str] | None:
+        lim = self.limits
+        if self.log_fd is not None and os.fstat(self.log_fd).st_size > lim.output_limit_bytes:
+            return "output", (
+                f"output flood: the candidate printed more than {lim.output_limit_bytes} bytes"
+            )
+        cand_mb = isolation.rss_mb(self.cand_pids())
+        if cand_mb > lim.memory_limit_mb:
+            return "memory", (
+                f"host memory {cand_mb / 1024:.1f} GiB of the "
+                f"{lim.memory_limit_mb / 1024:.1f} GiB allowed "
+                "(raise it with --memory-limit-mb)"
+            )
+        judge_mb = isolation.rss_mb([self.judge_pid]) if self.judge_pid else 0.0
+        if judge_mb > lim.memory_limit_mb:
+            return "memory", (
+                f"the reference needs more host memory than allowed: "
+                f"{judge_mb / 1024:.1f} GiB of {lim.memory_limit_mb / 1024:.1f} GiB "
+                "(raise it with --memory-limit-mb)"
+            )
+        return None
+
+    def end(self) -> None:
+        """Nothing of the job may outlive it: the candidate's user, then the judge."""
+        if self.cand:
+            if self.cand["by_uid"]:
+                self.server.kill_uid(self.cand["uid"])
+            else:
+                _killpg(self.cand["pid"])
+            self.outcome.candidate_exit = self.server.wait(self.cand["pid"], 5.0)
+        if self.judge_pid:
+            _killpg(self.judge_pid)
+            self.server.release(self.judge_pid)
+        if self.log_fd is not None:
+            os.close(self.log_fd)
+
+
+def _killpg(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_job(
+    server: ForkServer, job: dict, workdir: Path, limits: Limits, candidate: dict | None = None
+) -> JobOutcome:
+    """Run a trusted job, or (``candidate`` given: the candidate's job) a judged evaluation."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    outcome = JobOutcome(started=start)
+    watch = _Watch(server, limits, outcome)
+    read_fd, write_fd = os.pipe()
+    judge_end = cand_end = None
+    try:
+        if candidate is not None:
+            judge_end, cand_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            watch.cand = server.candidate(candidate, cand_end.fileno())
+            cand_end.close()
+            outcome.job_dir = watch.cand["dir"]
+            watch.log_fd = os.open(Path(watch.cand["dir"]) / "output.log", os.O_RDONLY)
+            job = {**job, "candidate": {k: watch.cand[k] for k in ("uid", "pid", "by_uid")}}
+        watch.judge_pid = server.judge(
+            job, workdir / "judge.log", write_fd, judge_end.fileno() if judge_end else None
+        )
+        os.close(write_fd)
+        write_fd = None
+        if judge_end:
+            judge_end.close()
+        _loop(watch, read_fd, start)
+    finally:
+        os.close(read_fd)
+        if write_fd is not None:
+            os.close(write_fd)
+        watch.end()
+        outcome.wall_s = time.monotonic() - start
+        outcome.judge_log = _read_tail(workdir / "judge.log", 16 * 1024)
+        if outcome.job_dir:
+            outcome.log = _read_tail(Path(outcome.job_dir) / "output.log", 64 * 1024)
+        else:
+            outcome.log = outcome.judge_log
+    return outcome
+
+
+def _loop(watch: _Watch, read_fd: int, start: float) -> None:
+    outcome, limits = watch.outcome, watch.limits
+    buffer = bytearray()
+    deadline = start + limits.compile_timeout_s + (0 if watch.cand else limits.run_timeout_s)
+    next_check = 0.0
+    while True:
+        now = time.monotonic()
+        if now > deadline:
+            outcome.kill_kind = "timeout"
+            outcome.killed = (
+                f"time limit: {now - start:.0f} s (build {limits.compile_timeout_s:.0f}"
+                f" s + run {limits.run_timeout_s:.0f} s; raise with --timeout-s)"
+            )
+            return
+        ready, _, _ = select.select([read_fd], [], [], _TICK_S)
+        if ready:
+            chunk = os.read(read_fd, 1 << 16)
+            if not chunk:
+                return  # the judge ended
+            buffer.extend(chunk)
+            for frame in decode_frames(buffer):
+                outcome.frames.append(frame)
+                if frame.get("type") == "stage":  # the build is over: the run's limit from now
+                    deadline = time.monotonic() + max(limits.run_timeout_s, frame.get("run_s", 0))
+                if frame.get("type") in ("result", "verdict"):
+                    outcome.result_at = time.monotonic()
+                    return
+        if now >= next_check:
+            next_check = now + 0.1
+            breach = watch.breach()
+            if breach:
+                outcome.kill_kind, outcome.killed = breach
+                return
