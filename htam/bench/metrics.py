@@ -6,9 +6,15 @@ Definitions (the report prints them too):
   correctness check). A unit that failed (its worker died twice, or it raised) counts as incorrect.
 - **fast_p** (KernelBench): fraction of units that are correct AND whose best speedup over eager
   PyTorch is > p, for p in FAST_PS. **fast@1** is fast_1: correct and faster than eager.
-- **geomean speedup** vs eager and vs torch.compile, two variants: ``fail1`` counts every unit
-  without a correct timed candidate as 1.0 (the user keeps the reference); ``excl`` is over the
-  correct units only. None when no unit has the measurement (torch.compile is timed on GPUs only).
+- Two speedups per unit, named apart everywhere (JSON, Markdown, HTML):
+  - the **best candidate** speedup: the raw speedup of the fastest correct candidate, below 1.0
+    when it is slower than the reference (what KernelBench's fast_p and geomeans use);
+  - the **kept** speedup: what the user ends with, who keeps the reference when no correct
+    candidate beats it: max(1.0, best candidate) for a correct unit, 1.0 otherwise; never < 1.0.
+- **candidate geomean** vs eager and vs torch.compile, two variants: ``fail1`` counts every unit
+  without a correct timed candidate as 1.0; ``excl`` is over the correct units only. None when no
+  unit has the measurement (torch.compile is timed on GPUs only). **kept geomean** vs eager is
+  over every unit.
 - **discovery curve**: at each step t, the arithmetic mean over units of the best speedup after
   step t, where "no correct candidate yet" counts as 1.0 and a run shorter than the longest
   (oneshot, a failed unit) keeps its last value.
@@ -49,6 +55,11 @@ class UnitRow:
     error: str | None = None
     device: str | None = None  # where it last ran (worker slot's device)
 
+    @property
+    def kept_speedup(self) -> float:
+        """The speedup the user ends with: the reference stands unless a correct candidate beats it."""
+        return max(1.0, self.speedup) if self.correct and self.speedup else 1.0
+
 
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
@@ -67,11 +78,14 @@ def correctness(rows: list[UnitRow]) -> float | None:
 
 
 def fast_p(rows: list[UnitRow], p: float) -> float | None:
-    return _mean([1.0 if r.correct and r.speedup is not None and r.speedup > p else 0.0
-                  for r in rows])
+    return _mean(
+        [1.0 if r.correct and r.speedup is not None and r.speedup > p else 0.0 for r in rows]
+    )
 
 
-def geomean_speedup(rows: list[UnitRow], versus: str = "eager", failures: str = "fail1") -> float | None:
+def geomean_speedup(
+    rows: list[UnitRow], versus: str = "eager", failures: str = "fail1"
+) -> float | None:
     """Geometric-mean best speedup; ``versus`` eager|compile, ``failures`` fail1|excl."""
     attr = {"eager": "speedup", "compile": "speedup_vs_compile"}[versus]
     measured = [getattr(r, attr) for r in rows if r.correct and getattr(r, attr)]
@@ -82,6 +96,11 @@ def geomean_speedup(rows: list[UnitRow], versus: str = "eager", failures: str = 
     if failures != "fail1":
         raise ValueError(f"failures must be fail1 or excl, not {failures!r}")
     return geomean([getattr(r, attr) if r.correct and getattr(r, attr) else 1.0 for r in rows])
+
+
+def kept_geomean(rows: list[UnitRow]) -> float | None:
+    """Geometric-mean kept speedup vs eager over every unit (never below 1.0)."""
+    return geomean([r.kept_speedup for r in rows])
 
 
 def unit_curve(row: UnitRow, length: int) -> list[float]:
@@ -107,10 +126,11 @@ def summarize(rows: list[UnitRow]) -> dict[str, Any]:
         "correctness": correctness(rows),
         "fast_1": fast_p(rows, 1.0),
         "fast_p": {str(p): fast_p(rows, p) for p in FAST_PS},
-        "geomean_eager_fail1": geomean_speedup(rows, "eager", "fail1"),
-        "geomean_eager_excl": geomean_speedup(rows, "eager", "excl"),
-        "geomean_compile_fail1": geomean_speedup(rows, "compile", "fail1"),
-        "geomean_compile_excl": geomean_speedup(rows, "compile", "excl"),
+        "candidate_geomean_eager_fail1": geomean_speedup(rows, "eager", "fail1"),
+        "candidate_geomean_eager_excl": geomean_speedup(rows, "eager", "excl"),
+        "candidate_geomean_compile_fail1": geomean_speedup(rows, "compile", "fail1"),
+        "candidate_geomean_compile_excl": geomean_speedup(rows, "compile", "excl"),
+        "kept_geomean_eager": kept_geomean(rows),
         "curve": discovery_curve(rows),
         "cost_usd": sum(r.cost_usd for r in rows),
         "tokens": sum(r.tokens for r in rows),
@@ -134,24 +154,28 @@ def compute_metrics(rows: list[UnitRow]) -> dict[str, Any]:
         levels[method] = {lv: summarize(lrs) for lv, lrs in sorted(by_level.items())}
     notes = []
     if any(m["timing_meaningful"] is False for m in methods.values()):
-        notes.append("Some timings come from the Triton interpreter on the CPU: they check "
-                     "correctness but speedups from them are not meaningful.")
-    return {"methods": methods, "by_level": levels, "notes": notes,
-            "definitions": DEFINITIONS}
+        notes.append(
+            "Some timings come from the Triton interpreter on the CPU: they check "
+            "correctness but speedups from them are not meaningful."
+        )
+    return {"methods": methods, "by_level": levels, "notes": notes, "definitions": DEFINITIONS}
 
 
 DEFINITIONS = {
     "correctness": "fraction of units whose best candidate is correct (failed units count as incorrect)",
     "fast_1": "fast@1: fraction of units whose best candidate is correct and faster than eager PyTorch",
     "fast_p": "KernelBench fast_p: fraction of units correct AND with best speedup vs eager > p",
-    "geomean_fail1": "geometric-mean best speedup, units without a correct timed candidate counted as 1.0",
-    "geomean_excl": "geometric-mean best speedup over correct units only (failures excluded)",
+    "candidate_geomean_*_fail1": "geometric mean of the best candidate's raw speedup (below 1.0 "
+    "when slower than the reference), units without a correct timed candidate counted as 1.0",
+    "candidate_geomean_*_excl": "the same over correct units only (failures excluded)",
+    "kept_geomean_eager": "geometric mean over every unit of the speedup the user ends with: "
+    "max(1.0, best candidate) when a candidate is correct, else 1.0 (the reference stands)",
     "curve": "mean over units of the best speedup after each step; no correct candidate yet = 1.0; "
-             "shorter runs keep their last value",
+    "shorter runs keep their last value",
     "cost_usd": "LLM cost in US dollars, summed over units (cached replies cost nothing)",
     "tokens": "prompt + completion tokens, summed over units",
     "wall_s": "unit wall time, summed over units (workers run in parallel)",
     "eval_s": "evaluator wall time of every candidate, summed (GPU time on a GPU target), each "
-              "capped by its step's wall time so cached results do not count again; unit wall "
-              "time where steps carry no timing breakdown",
+    "capped by its step's wall time so cached results do not count again; unit wall "
+    "time where steps carry no timing breakdown",
 }

@@ -178,8 +178,9 @@ def _print_metrics(path: Path) -> None:
         "units",
         "correct",
         "fast@1",
-        "geomean (fail=1)",
-        "geomean (excl)",
+        "candidate geomean (fail=1)",
+        "candidate geomean (excl)",
+        "kept geomean",
         "cost",
     ):
         table.add_column(name)
@@ -189,8 +190,9 @@ def _print_metrics(path: Path) -> None:
             str(m["units"]),
             _fmt(m["correctness"], "pct"),
             _fmt(m["fast_1"], "pct"),
-            _fmt(m["geomean_eager_fail1"], "x"),
-            _fmt(m["geomean_eager_excl"], "x"),
+            _fmt(m["candidate_geomean_eager_fail1"], "x"),
+            _fmt(m["candidate_geomean_eager_excl"], "x"),
+            _fmt(m["kept_geomean_eager"], "x"),
             _fmt(m["cost_usd"], "usd"),
         )
     console.print(table)
@@ -225,7 +227,7 @@ def compare_command(
         fail(str(exc))
     table = Table(title=f"A = {run_a}  vs  B = {run_b}")
     table.add_column("method")
-    for name in ("correct", "fast@1", "geomean (fail=1)", "cost"):
+    for name in ("correct", "fast@1", "candidate geomean (fail=1)", "kept geomean", "cost"):
         table.add_column(f"{name}\nA / B", justify="right")
     for method in dict.fromkeys([*a["methods"], *b["methods"]]):
         ma, mb = a["methods"].get(method, {}), b["methods"].get(method, {})
@@ -233,7 +235,8 @@ def compare_command(
         for key, kind in (
             ("correctness", "pct"),
             ("fast_1", "pct"),
-            ("geomean_eager_fail1", "x"),
+            ("candidate_geomean_eager_fail1", "x"),
+            ("kept_geomean_eager", "x"),
             ("cost_usd", "usd"),
         ):
             cells.append(f"{_fmt(ma.get(key), kind)} / {_fmt(mb.get(key), kind)}")

@@ -78,10 +78,20 @@ def test_every_unit_records_its_worker_and_device(bench):
     done = [r for r in _log(out) if r["status"] == "done"]
     assert len(done) == 6
     assert {r["device"] for r in done} <= {"cpu0", "cpu1"}
-    assert all(isinstance(r["pid"], int) and r["worker"] in (0, 1) and r["wall_s"] > 0 for r in done)
+    assert all(
+        isinstance(r["pid"], int) and r["worker"] in (0, 1) and r["wall_s"] > 0 for r in done
+    )
     for unit in json.loads((out / "plan.json").read_text()):
-        summary = json.loads((out / "runs" / unit["method"] / "s0" / unit["task_id"].replace("/", "__")
-                              / "summary.json").read_text())
+        summary = json.loads(
+            (
+                out
+                / "runs"
+                / unit["method"]
+                / "s0"
+                / unit["task_id"].replace("/", "__")
+                / "summary.json"
+            ).read_text()
+        )
         assert summary["steps"] == 2 and summary["method"] == unit["method"]
 
 
@@ -98,9 +108,16 @@ def test_metrics_from_the_unit_summaries(bench):
         assert m["tokens"] == 900 and m["cost_usd"] == pytest.approx(0.006)
         speedups = [r.speedup for r in rows if r.method == method and r.correct]
         assert len(speedups) == 2
-        assert m["geomean_eager_excl"] == pytest.approx(math.sqrt(speedups[0] * speedups[1]))
-        assert m["geomean_eager_fail1"] == pytest.approx((speedups[0] * speedups[1]) ** (1 / 3))
-        assert m["geomean_compile_fail1"] is None  # torch.compile is not timed on the CPU
+        assert m["candidate_geomean_eager_excl"] == pytest.approx(
+            math.sqrt(speedups[0] * speedups[1])
+        )
+        assert m["candidate_geomean_eager_fail1"] == pytest.approx(
+            (speedups[0] * speedups[1]) ** (1 / 3)
+        )
+        kept = [max(1.0, v) for v in speedups] + [1.0]  # the incorrect Tanh unit keeps 1.0
+        assert m["kept_geomean_eager"] == pytest.approx((kept[0] * kept[1]) ** (1 / 3))
+        assert m["kept_geomean_eager"] >= 1.0
+        assert m["candidate_geomean_compile_fail1"] is None  # torch.compile is not timed on the CPU
         assert len(m["curve"]) == 2 and m["timing_meaningful"] is False
         assert m["eval_s"] > 0 and m["wall_s"] >= m["eval_s"]
     assert metrics["by_level"]["htam"]["1"]["units"] == 3
@@ -121,8 +138,10 @@ def test_reports_are_written_and_render(bench, tmp_path):
     assert html.count('src="data:image/png;base64,') == 5  # 3 plots + 2 memory graphs
     markdown = (out / "report.md").read_text()
     assert "| htam | 3 | 0 | 66.7% |" in markdown and "plots/discovery_curves.png" in markdown
-    assert all((out / "plots" / f"{n}.png").stat().st_size > 1000
-               for n in ("speedup_distribution", "levels", "discovery_curves", "memory_htam-s0"))
+    assert all(
+        (out / "plots" / f"{n}.png").stat().st_size > 1000
+        for n in ("speedup_distribution", "levels", "discovery_curves", "memory_htam-s0")
+    )
     title, console = render_html(out / "report.html", tmp_path)
     assert title == "IMAGES 5 BROKEN 0"
     assert console == ""
