@@ -50,6 +50,10 @@ class ProposalRequest:
     step: int = 0
     seed: int = 0
     tried: frozenset[str] = frozenset()  # sources evaluated earlier in this run (not worth again)
+    # Asked again because the last proposal repeated the code evaluated at this step; the
+    # attempt number keeps a cached reply from answering the same way.
+    repeats_step: int | None = None
+    attempt: int = 0
 
 
 @dataclass
@@ -63,6 +67,9 @@ class Proposal:
     # The local strategy the code realizes when the proposer picked one itself (the request held
     # none); the loop records the step under it, so the memory learns what was really done.
     strategy: Strategy | None = None
+    # No code because the endpoint failed (unreachable, bad key, no quota): not evidence about a
+    # kernel, so the loop keeps it out of the memory and stops when it repeats.
+    infrastructure: bool = False
 
 
 @dataclass
@@ -72,6 +79,7 @@ class Choice:
     usage: Usage = field(default_factory=Usage)
     prompt: str = ""
     response: str = ""
+    infrastructure: bool = False  # the choice fell back because the endpoint failed
 
 
 class Proposer(Protocol):

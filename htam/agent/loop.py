@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from htam.agent.propose import InfrastructureError, propose_distinct
 from htam.agent.rundir import RunDir
 from htam.agent.state import (
     Progress,
@@ -18,6 +19,7 @@ from htam.agent.state import (
     repair_target,
     summary_text,
 )
+from htam.agent.summary import is_faster, lesson, summary
 from htam.evaluate import roofline
 from htam.evaluate.result import EvalResult
 from htam.llm.render import PathStep, Prompts
@@ -41,6 +43,10 @@ class OptimizeConfig:
     language: str = "cpp"
     flat_k: int = 4  # experiences retrieved by the flat-memory baseline
     run_id: str | None = None  # default: derived from method, task and seed (stable on resume)
+    # Consecutive steps lost to the endpoint (each after the client's own retries) before the
+    # run stops: one more try rides out a blip, more would only burn backoff time.
+    infra_patience: int = 2
+    duplicate_retries: int = 2  # asks for different code when a proposal repeats evaluated code
 
     def __post_init__(self) -> None:
         if self.method not in ALL_METHODS:
@@ -84,31 +90,27 @@ class Optimizer:
         cfg = self.config
         run_id = cfg.run_id or f"{cfg.method}:{task.id}:s{cfg.seed}"
         rundir = RunDir(out_dir)
-        rundir.start(
-            {
-                "task_id": task.id,
-                "task_digest": task.digest,
-                "method": cfg.method,
-                "seed": cfg.seed,
-                "steps": cfg.steps,
-                "target": cfg.target,
-                "language": cfg.language,
-                "proposer": self.proposer.name,
-                "run_id": run_id,
-            },
-            resume,
-        )
+        base = getattr(self.evaluator, "evaluator", self.evaluator)  # under a CachedEvaluator
+        size = base.config.size  # the size the evaluator times
+        spec = {"task_id": task.id, "task_digest": task.digest, "method": cfg.method}
+        spec |= {"seed": cfg.seed, "steps": cfg.steps, "target": cfg.target}
+        spec |= {"language": cfg.language, "proposer": self.proposer.name, "size": size}
+        rundir.start({**spec, "run_id": run_id}, resume)
+        identity = {k: v for k, v in spec.items() if k not in ("task_digest", "steps")}
+        identity |= {"steps_planned": cfg.steps, "run_dir": str(rundir.path)}
         started = time.monotonic()
         sig = signature(task, "small")
+        timed = signature(task, size)  # the shapes timed, shown to the user
         # A proposer with nothing to write for this task spares the reference's timing: no
         # candidate will need it.
         ref = self.evaluator.reference(task, timed=self.proposer.can_propose(task))
-        bound = roofline.lower_bound(ref.flops, ref.nbytes, ref.dtypes, self._peaks())
+        bound = roofline.lower_bound(ref.flops, ref.nbytes, ref.dtypes, base.peaks())
         progress = Progress(ref_ms=ref.timing["median_ms"] if ref.timing else None)
         usage = Usage()
         for record in rundir.finished_steps():
             self._replay(record, rundir, progress, usage)
-        for step in range(len(progress.path), cfg.steps):
+        infra_failures = 0
+        while (step := len(progress.path)) < cfg.steps:
             state_text = summary_text(
                 self.prompts,
                 task.id,
@@ -118,23 +120,26 @@ class Optimizer:
                 progress,
                 self.policy_config.K,
             )
-            record, code = self._step(task, sig, bound.kind, step, state_text, progress, run_id)
+            try:
+                record, code = self._step(task, sig, bound.kind, step, state_text, progress, run_id)
+            except InfrastructureError:
+                infra_failures += 1
+                if infra_failures >= cfg.infra_patience:
+                    raise
+                continue
+            infra_failures = 0
             usage.add(Usage(**record["usage"]))
             rundir.save_step(record, code)
             if record["new_best"]:
-                rundir.save_best(code)
+                rundir.save_best(code, faster=is_faster(progress.best_result))
             rundir.save_summary(
-                self._summary(task, progress, usage, ref, time.monotonic() - started)
+                summary(identity, progress, usage, ref, timed, time.monotonic() - started)
             )
             if self.on_step:
                 self.on_step(record)
-        summary = self._summary(task, progress, usage, ref, time.monotonic() - started)
-        rundir.save_summary(summary)
-        return summary
-
-    def _peaks(self) -> dict:
-        evaluator = getattr(self.evaluator, "evaluator", self.evaluator)
-        return evaluator.peaks()
+        result = summary(identity, progress, usage, ref, timed, time.monotonic() - started)
+        rundir.save_summary(result)
+        return result
 
     # ------------------------------------------------------------------ one step
 
@@ -191,12 +196,22 @@ class Optimizer:
             choice = self.proposer.choose_strategy(request, candidates)
         else:
             choice = Choice(None)
+        if choice.infrastructure:
+            raise InfrastructureError(choice.rationale.removeprefix("LLM error: "))
         request.strategy = choice.strategy
         if direction == FLAT_DIRECTION and choice.strategy:
             direction = choice.strategy.direction
         request.guidance = self._guidance(direction, choice, progress, state_text)
-        proposal = self.proposer.propose(request)
-        result = self._evaluate(task, proposal, cfg.language)
+        proposal, repeats, extra = propose_distinct(
+            self.proposer, request, progress, cfg.duplicate_retries
+        )
+        if repeats is None:
+            result = self._evaluate(task, proposal, cfg.language)
+        else:
+            result = EvalResult(
+                Status.REJECTED,
+                messages=[f"the same code as step {repeats}: not evaluated again"],
+            )
         speedup_before = progress.best_speedup or None
         # Times relative to the reference timed beside each candidate; before the first
         # success the bar is the reference itself (1.0).
@@ -217,6 +232,7 @@ class Optimizer:
         )
         usage = Usage()
         usage.add(choice.usage)
+        usage.add(extra)
         usage.add(proposal.usage)
         memory_record = StepRecord(
             run_id=run_id,
@@ -231,9 +247,10 @@ class Optimizer:
             speedup_after=result.speedup,
             reward=value,
             error_excerpt="" if result.correct else " ".join(result.messages)[:300],
-            lesson=_lesson(result, strategy_id),
+            lesson=lesson(result, strategy_id),
         )
-        memory_updated = self._learn(memory_record, state_text)
+        # A repeat teaches nothing new: the memory learned from that code once already.
+        memory_updated = repeats is None and self._learn(memory_record, state_text)
         record = {
             "step": step,
             "method": cfg.method,
@@ -257,6 +274,7 @@ class Optimizer:
             "reward": value,
             "usage": asdict(usage),
             "new_best": new_best,
+            "repeats_step": repeats,
             "best_speedup": progress.best_speedup,
             "memory_updated": memory_updated,
             "wall_s": time.monotonic() - t0,
@@ -323,44 +341,5 @@ class Optimizer:
             ),
         )
         usage.add(Usage(**record["usage"]))
-        self._learn(StepRecord(**record["memory_record"]), record["state_text"])
-
-    def _summary(self, task: Task, progress: Progress, usage: Usage, ref, wall_s: float) -> dict:
-        best = progress.best_result
-        last = progress.last_result
-        return {
-            "task_id": task.id,
-            "method": self.config.method,
-            "seed": self.config.seed,
-            "proposer": self.proposer.name,
-            "target": self.config.target,
-            "language": self.config.language,
-            "steps": len(progress.path),
-            "steps_planned": self.config.steps,
-            "best_status": str(best.status if best else (last.status if last else "none")),
-            "best_speedup": best.speedup if best else None,
-            "best_speedup_vs_compile": best.speedup_vs_compile if best else None,
-            "best_runtime_ms": best.runtime_ms if best else None,
-            "best_sol_fraction": best.sol_fraction if best else None,
-            "ref_runtime_ms": ref.timing["median_ms"] if ref.timing else None,
-            "ref_compile_runtime_ms": ref.compile_timing["median_ms"]
-            if ref.compile_timing
-            else None,
-            "timing_meaningful": best.timing.meaningful if best and best.timing else None,
-            "curve": progress.curve,
-            "statuses": [p.outcome for p in progress.path],
-            "path": [[p.direction, p.strategy] for p in progress.path],
-            "cost_usd": usage.cost_usd,
-            "tokens": {"prompt": usage.prompt_tokens, "completion": usage.completion_tokens},
-            "calls": usage.calls,
-            "cached_calls": usage.cached_calls,
-            "wall_s": wall_s,
-        }
-
-
-def _lesson(result: EvalResult, strategy_id: str | None) -> str:
-    what = strategy_id or "the change"
-    if result.correct and result.speedup:
-        return f"{what}: correct, {result.speedup:.2f}x vs eager"
-    first = result.messages[0][:160] if result.messages else ""
-    return f"{what}: {result.status} {first}".strip()
+        if record.get("repeats_step") is None:
+            self._learn(StepRecord(**record["memory_record"]), record["state_text"])

@@ -5,14 +5,20 @@ Layout::
     run.json            what was asked (task, method, seed, steps, target, language, proposer)
     steps/step_NN.json  one record per finished step (decision, prompts, responses, feedback, cost)
     steps/step_NN.py    the code that step produced, if any
-    best.py             the best correct ModelNew so far
+    best.py             the best correct ModelNew so far, when it is faster than the reference
+    best_slower_than_reference.py   else the best correct one (the reference stands)
     summary.json        the outcome (rewritten after every step)
+
+Without an explicit directory every run gets a new one, ``<stem>-<YYYYmmdd-HHMMSS>`` (a suffix
+``-2``, ``-3`` on a clash), so a command can be run again as it is; ``--resume`` picks the
+newest directory of the stem.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +33,27 @@ def write_atomic(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
+SLOWER_BEST = "best_slower_than_reference.py"
+
+
 class RunDirError(Exception):
     pass
+
+
+def new_run_dir(stem: Path) -> Path:
+    """A fresh directory name for ``stem``: stamped with the local time, never an existing one."""
+    base = f"{stem.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    path, n = stem.parent / base, 1
+    while path.exists():
+        n += 1
+        path = stem.parent / f"{base}-{n}"
+    return path
+
+
+def latest_run_dir(stem: Path) -> Path | None:
+    """The most recently started run of ``stem`` (by run.json's time), if any."""
+    runs = [p.parent for p in stem.parent.glob(f"{stem.name}-*/run.json")]
+    return max(runs, key=lambda p: (p / "run.json").stat().st_mtime, default=None)
 
 
 class RunDir:
@@ -68,8 +93,14 @@ class RunDir:
         path = self.steps_dir / f"step_{step:02d}.py"
         return path.read_text() if path.exists() else None
 
-    def save_best(self, code: str) -> None:
-        write_atomic(self.path / "best.py", code)
+    def save_best(self, code: str, faster: bool) -> None:
+        """best.py only for code faster than the reference: a user who takes best.py never
+        ends up slower than PyTorch. A slower best is kept under a name that says so."""
+        if faster:
+            write_atomic(self.path / "best.py", code)
+            (self.path / SLOWER_BEST).unlink(missing_ok=True)
+        else:
+            write_atomic(self.path / SLOWER_BEST, code)
 
     def save_summary(self, summary: dict[str, Any]) -> None:
         write_atomic(self.path / "summary.json", json.dumps(summary, indent=2))

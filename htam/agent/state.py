@@ -27,6 +27,8 @@ class Progress:
     lineage: list[str] = field(default_factory=list)
     curve: list[float] = field(default_factory=list)  # best speedup after each step
     tried: set[str] = field(default_factory=set)  # every source evaluated so far
+    seen: dict[str, int] = field(default_factory=dict)  # normalized source -> step evaluated
+    duplicates: int = 0  # proposals that repeated evaluated code (asked again, not evaluated)
 
     @property
     def best_speedup(self) -> float:
@@ -39,6 +41,7 @@ class Progress:
         self.last_result, self.last_code = result, code
         if code is not None:
             self.tried.add(code)
+            self.seen.setdefault(normalized(code), len(self.path))
         self.path.append(step)
         self.directions.append(direction)
         better = (
@@ -53,6 +56,11 @@ class Progress:
             self.lineage.append(direction)
         self.curve.append(self.best_speedup)
         return better
+
+
+def normalized(code: str) -> str:
+    """Source without trailing spaces and blank lines: reformatting alone is no new candidate."""
+    return "\n".join(line.rstrip() for line in code.strip().splitlines() if line.strip())
 
 
 def noise_of(*results: EvalResult | None) -> float:

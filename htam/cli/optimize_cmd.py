@@ -1,32 +1,30 @@
-"""``htam optimize TASK``: run the HTAM loop on one task with an LLM or the offline proposer."""
+"""``htam optimize TASK``: run the HTAM loop on one task with an LLM or the offline proposer.
+
+Exit status: 0 when the run ends with a correct candidate (faster or not: the last line says which
+one the user keeps), 1 when no candidate was correct, 2 for a usage error, 3 when the LLM
+endpoint failed (before the first step or repeatedly during the run).
+"""
 
 from __future__ import annotations
 
 import json
-from contextlib import nullcontext
+import logging
 from pathlib import Path
 
 import typer
-from rich.live import Live
-from rich.table import Table
 
-from htam.cli.common import console, default_size, fail, resolve_target
+from htam.cli.common import (
+    console,
+    default_memory,
+    err_console,
+    fail,
+    resolve_target,
+    resolve_task,
+    timed_size,
+)
+from htam.cli.optimize_view import StepsView, final_line, stats_line, timed_line
 
-
-def resolve_task(spec: str):
-    """A task file, or a built-in task by id (``builtin/level1/6_Softmax``) or name."""
-    from htam.tasks import builtin_suite, load_task
-
-    path = Path(spec)
-    if path.exists():
-        return load_task(path)
-    for task in builtin_suite():
-        if spec in (task.id, task.id.removeprefix("builtin/"), task.name):
-            return task
-    fail(
-        f"{spec}: no such task file, and no built-in task has that id or name "
-        "(see `htam tasks list`)"
-    )
+INFRASTRUCTURE_EXIT = 3
 
 
 def make_proposer(
@@ -44,50 +42,32 @@ def make_proposer(
         fail(str(exc))
 
 
-def default_memory() -> Path:
-    from htam.evaluate.config import cache_root
+def _preflight(proposer, quiet: bool) -> None:
+    """An LLM endpoint that cannot serve the run stops it here, before the evaluator starts and
+    before the memory bank is opened."""
+    from htam.llm import LLMError
 
-    return cache_root() / "memory.db"
+    if not hasattr(proposer, "check"):
+        return
+    try:
+        note = proposer.check()
+    except LLMError as exc:
+        fail(f"the LLM endpoint cannot be used: {exc}", code=INFRASTRUCTURE_EXIT)
+    if not quiet or note.startswith("warning"):
+        err_console.print(f"LLM: {note}", highlight=False, soft_wrap=True, markup=False)
 
 
-class LiveSteps:
-    """One row per finished step: a live table on a terminal; elsewhere (a log, a pipe) a line per
-    step as it finishes and the whole table at the end."""
+def _run_dir(out: Path | None, stem: Path, resume: bool) -> Path:
+    from htam.agent.rundir import latest_run_dir, new_run_dir
 
-    def __init__(self, title: str):
-        self.table = Table(title=title)
-        for name in ("step", "direction", "strategy", "status", "best speedup", "cost $"):
-            self.table.add_column(name)
-        self.cost = 0.0
-
-    def display(self):
-        if console.is_terminal:
-            return Live(self.table, console=console, refresh_per_second=4)
-        return nullcontext()
-
-    def close(self) -> None:
-        if not console.is_terminal:
-            console.print(self.table)
-
-    def __call__(self, record: dict) -> None:
-        fb = record["feedback"]
-        self.cost += record["usage"]["cost_usd"]
-        status = fb["status"] + (f" {fb['speedup']:.2f}x" if fb.get("speedup") else "")
-        row = [
-            str(record["step"]),
-            record["direction"],
-            record["strategy"] or "-",
-            status,
-            f"{record['best_speedup']:.2f}x",
-            f"{self.cost:.4f}",
-        ]
-        self.table.add_row(*row)
-        if not console.is_terminal:
-            console.print(
-                f"step {row[0]}: {row[1]} / {row[2]}: {row[3]} (best {row[4]})",
-                highlight=False,
-                soft_wrap=True,
-            )
+    if out is not None:
+        return out
+    if not resume:
+        return new_run_dir(stem)
+    latest = latest_run_dir(stem)
+    if latest is None:
+        fail(f"--resume: no earlier run {stem}-* to continue; pass --out DIR")
+    return latest
 
 
 def optimize_command(
@@ -104,25 +84,37 @@ def optimize_command(
         None, help="cuda or cpu (default: cuda when a GPU is visible)"
     ),
     language: str | None = typer.Option(None, help="cuda | triton (cuda); cpp | triton (cpu)"),
-    size: str | None = typer.Option(None, help="task size: small (CPU) or large (GPU)"),
+    size: str | None = typer.Option(
+        None, help="size timed: small or large (default: large; on the CPU for C++ under 300 MB)"
+    ),
     memory: Path | None = typer.Option(
-        None, help="memory bank (SQLite); created from the seed if missing"
+        None, help="memory bank (SQLite); created from the seed if missing; see `htam memory path`"
     ),
     method: str = typer.Option("htam", help="htam, flat, refine, oneshot, random, no-prefix, ..."),
     seed: int = typer.Option(0, help="seed of the direction policy and the LLM"),
     out: Path | None = typer.Option(
-        None, help="run directory (default runs/<task>-<method>-s<seed>)"
+        None, help="run directory (default: a new runs/<task>-<method>-s<seed>-<time>)"
     ),
-    resume: bool = typer.Option(False, "--resume", help="continue the run in --out"),
+    resume: bool = typer.Option(
+        False, "--resume", help="continue the run in --out (default: the newest of this task)"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="print only the last line"),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="also LLM retries and each failure's first line"
+    ),
 ) -> None:
-    """Optimize TASK for T steps; writes best.py and summary.json to the run directory."""
-    from htam.agent import OptimizeConfig, Optimizer, RunDirError
+    """Optimize TASK for T steps; writes best.py (when faster than PyTorch), summary.json and
+    every step to a run directory."""
+    from htam.agent import InfrastructureError, OptimizeConfig, Optimizer, RunDirError
     from htam.evaluate import CachedEvaluator, EvalConfig, Evaluator, EvaluatorError
     from htam.memory import MemoryBank, MemoryBankError
-    from htam.tasks import TaskError
+    from htam.tasks import TaskError, signature
 
+    if verbose:
+        logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
+    quiet = quiet or as_json
     target, language = resolve_target(target, language, offline=llm is None and base_url is None)
-    the_task = resolve_task(task)
     try:
         config = OptimizeConfig(
             method=method, steps=steps, seed=seed, target=target, language=language
@@ -130,41 +122,55 @@ def optimize_command(
     except ValueError as exc:
         fail(str(exc))
     proposer = make_proposer(llm, base_url, model, target, language)
-    out = out or Path("runs") / f"{the_task.name}-{method}-s{seed}"
+    _preflight(proposer, quiet)  # first: it fails in seconds, loading the tasks takes longer
+    the_task = resolve_task(task)
+    out = _run_dir(out, Path("runs") / f"{the_task.name}-{method}-s{seed}", resume)
     memory = memory or default_memory()
-    view = LiveSteps(f"{the_task.id} · {method} · {proposer.name} · {target}/{language}")
+    size = timed_size(target, language, size, the_task)
+    timed = signature(the_task, size)
+    if not quiet:
+        shapes = [f"{'x'.join(map(str, s))} {d}" for s, d in timed.inputs]
+        other = "large" if size == "small" else None
+        console.print(timed_line(size, shapes, timed.bytes, other), highlight=False)
+        console.print(f"memory bank: {memory}", highlight=False, soft_wrap=True)
+        console.print(f"run directory: {out}", highlight=False, soft_wrap=True)
+    title = f"{the_task.id} · {method} · {proposer.name} · {target}/{language} · {size}"
+    view = StepsView(title, config.steps, quiet=quiet, verbose=verbose)
     try:
         with (
             MemoryBank.open(memory, create=True) as bank,
-            Evaluator(target, EvalConfig(size=default_size(target, size))) as evaluator,
+            Evaluator(target, EvalConfig(size=size)) as evaluator,
             view.display(),
         ):
             optimizer = Optimizer(proposer, CachedEvaluator(evaluator), bank, config, on_step=view)
             summary = optimizer.run(the_task, out, resume=resume)
+    except InfrastructureError as exc:
+        view.close()
+        _stop(f"stopped: the LLM endpoint failed: {exc} (nothing recorded in {memory})", as_json)
     except (TaskError, EvaluatorError, MemoryBankError, RunDirError) as exc:
         fail(str(exc))
     view.close()
-    _print_summary(summary, out)
+    summary["bank"] = str(memory)
+    _finish(summary, out, as_json, quiet)
 
 
-def _print_summary(summary: dict, out: Path) -> None:
-    best = summary["best_speedup"]
-    vs_compile = summary["best_speedup_vs_compile"]
-    console.print(
-        f"[bold]best:[/] {summary['best_status']}"
-        + (f", {best:.2f}x vs eager" if best else "")
-        + (f", {vs_compile:.2f}x vs torch.compile" if vs_compile else "")
-        + (
-            f", {100 * summary['best_sol_fraction']:.1f}% of speed of light"
-            if summary["best_sol_fraction"]
-            else ""
-        )
-        + f" · {summary['steps']} steps · ${summary['cost_usd']:.4f} · {summary['wall_s']:.1f} s"
-    )
-    if summary["timing_meaningful"] is False:
-        console.print("[yellow]note:[/] Triton interpreter timings on the CPU are not meaningful")
-    console.print(f"run directory: {out} (best.py, summary.json, steps/)")
-    console.print_json(json.dumps({k: summary[k] for k in ("curve", "statuses")}))
+def _stop(message: str, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps({"outcome": "stopped", "error": message}))
+    fail(message, code=INFRASTRUCTURE_EXIT)
+
+
+def _finish(summary: dict, out: Path, as_json: bool, quiet: bool) -> None:
+    code = 1 if summary["outcome"] == "none_correct" else 0
+    if as_json:
+        typer.echo(json.dumps(summary))
+        raise typer.Exit(code)
+    if not quiet:
+        console.print(stats_line(summary), highlight=False)
+        if summary["timing_meaningful"] is False:
+            console.print("note: Triton interpreter timings on the CPU are not meaningful")
+    console.print(final_line(summary, out), highlight=False, soft_wrap=True, markup=False)
+    raise typer.Exit(code)
 
 
 def register(app: typer.Typer) -> None:

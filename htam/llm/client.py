@@ -28,6 +28,7 @@ from htam.proposer import Usage
 log = logging.getLogger(__name__)
 
 RETRY_STATUSES = {408, 429}  # plus every 5xx
+PREFLIGHT_TIMEOUT_S = 10.0  # a reachable endpoint lists its models in well under a second
 
 
 @dataclass
@@ -78,6 +79,35 @@ class LLMClient:
             # are OpenAI account details and must not go to other endpoints.
             self._sdk.organization = None
             self._sdk.project = None
+
+    def check(self) -> str:
+        """Preflight before a run: one ``GET /models``, no retries, a short timeout. Raises an
+        LLMError (``infrastructure`` set) when the endpoint is unreachable, down or refuses the
+        key; returns a one-line note (a model the endpoint does not list is a warning only:
+        some servers serve any name, others list aliases)."""
+        sdk = self._sdk.with_options(timeout=min(self.config.timeout_s, PREFLIGHT_TIMEOUT_S))
+        try:
+            models = [m.id for m in sdk.models.list(timeout=PREFLIGHT_TIMEOUT_S).data]
+        except openai.APITimeoutError as e:
+            cause = f"no answer within {PREFLIGHT_TIMEOUT_S:g}s (timeout)"
+            raise LLMUnavailableError(self.url, 1, cause) from e
+        except openai.APIConnectionError as e:
+            raise LLMUnavailableError(self.url, 1, f"cannot connect ({_root_cause(e)})") from e
+        except openai.APIStatusError as e:
+            if e.status_code in (401, 402, 403):
+                detail = _hint(e.status_code, one_line(_status_detail(e), 200), self.config)
+                raise LLMRequestError(self.url, e.status_code, detail) from e
+            if e.status_code >= 500:
+                cause = f"HTTP {e.status_code}: {one_line(_status_detail(e), 200)}"
+                raise LLMUnavailableError(self.url, 1, cause) from e
+            # 404 (no /models route) or 429: the endpoint answers; the first chat call decides.
+            return f"{self.url} answers (GET /models: HTTP {e.status_code})"
+        except (openai.APIResponseValidationError, json.JSONDecodeError, TypeError):
+            return f"{self.url} answers (its model list is not the OpenAI format)"
+        if models and self.config.model not in models:
+            shown = ", ".join(models[:5]) + (", ..." if len(models) > 5 else "")
+            return f"warning: {self.url} does not list model {self.config.model!r} ({shown})"
+        return f"{self.url} answers and serves {self.config.model!r}"
 
     def chat(self, messages: list[dict], **params: Any) -> ChatReply:
         """One chat completion. ``params`` override temperature, max_tokens, seed (None drops a

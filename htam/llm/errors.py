@@ -10,7 +10,13 @@ def one_line(text: str, limit: int = 300) -> str:
 
 
 class LLMError(Exception):
-    """Base of every failure of the LLM client; ``str(e)`` is one line."""
+    """Base of every failure of the LLM client; ``str(e)`` is one line.
+
+    ``infrastructure`` marks failures of the endpoint itself (unreachable, overloaded, bad key,
+    no quota, unknown model): they say nothing about a kernel, so a run stops on them instead of
+    recording them in the memory."""
+
+    infrastructure = False
 
     def __init__(self, message: str):
         super().__init__(one_line(message, limit=600))
@@ -32,11 +38,19 @@ class MissingKeyError(LLMConfigError):
 class LLMUnavailableError(LLMError):
     """The endpoint could not be used after all retries (connection, timeout, 429, 5xx)."""
 
+    infrastructure = True
+
     def __init__(self, url: str, attempts: int, cause: str):
         self.url = url
         self.attempts = attempts
         self.cause = cause
         super().__init__(f"LLM endpoint {url} failed after {attempts} attempt(s): {cause}")
+
+
+# Refusals about the account or the endpoint, not about one request: unauthorized, payment or
+# quota, forbidden, no such model or route. A 400 or 413 (say, a prompt too long) is about the
+# request and stays a failed step.
+INFRASTRUCTURE_STATUSES = {401, 402, 403, 404}
 
 
 class LLMRequestError(LLMError):
@@ -45,4 +59,5 @@ class LLMRequestError(LLMError):
     def __init__(self, url: str, status: int, detail: str):
         self.url = url
         self.status = status
+        self.infrastructure = status in INFRASTRUCTURE_STATUSES
         super().__init__(f"LLM endpoint {url} refused the request (HTTP {status}): {detail}")

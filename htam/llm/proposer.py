@@ -1,8 +1,9 @@
 """The LLM proposer: chooses local strategies and writes implementations through an LLMClient.
 
-A fault of the model or the endpoint never aborts a run: strategy choice falls back to the first
-candidate (the memory orders candidates by evidence), and a proposal without code carries the
-reason in ``Proposal.error``.
+A fault of the model never aborts a run: strategy choice falls back to the first candidate (the
+memory orders candidates by evidence), and a proposal without code carries the reason in
+``Proposal.error``. A failure of the endpoint itself (``LLMError.infrastructure``) is flagged on
+the Choice or Proposal instead, so the loop can stop without learning from it.
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ class LLMProposer:
     def can_propose(self, task: Task) -> bool:
         return True  # a model can always try
 
+    def check(self) -> str:
+        """Preflight: raises an LLMError when the endpoint cannot serve a run (see
+        ``LLMClient.check``)."""
+        return self.client.check()
+
     # -- strategy choice -------------------------------------------------------------------
 
     def choose_strategy(self, request: ProposalRequest, candidates: list[Strategy]) -> Choice:
@@ -59,6 +65,9 @@ class LLMProposer:
             try:
                 reply = self._chat(messages, request, f"choose{attempt}")
             except LLMError as e:
+                if e.infrastructure:
+                    # The endpoint failed: no fallback pick, the step will not run.
+                    return Choice(None, f"LLM error: {e}", usage, infrastructure=True)
                 error = f"LLM error: {e}"
                 break
             usage.add(reply.usage)
@@ -104,11 +113,24 @@ class LLMProposer:
             self._system(request),
             {"role": "user", "content": self._render_write(request, key)},
         ]
+        if request.repeats_step is not None:
+            with self._lock:
+                repeated = self._last_code.get(key)
+            if repeated is not None:
+                messages += [
+                    {"role": "assistant", "content": f"```python\n{repeated}\n```"},
+                    {
+                        "role": "user",
+                        "content": self.prompts.render("duplicate.j2", step=request.repeats_step),
+                    },
+                ]
         prompt = format_messages(messages)
         try:
             reply = self._chat(messages, request, "write")
         except LLMError as e:
-            return Proposal(code=None, error=str(e), prompt=prompt)
+            return Proposal(
+                code=None, error=str(e), prompt=prompt, infrastructure=e.infrastructure
+            )
         code = extract_code(reply.content)
         with self._lock:
             if code is None:
@@ -165,6 +187,8 @@ class LLMProposer:
         # answer, while a rerun of the same step is still served from the cache.
         seed = None if self.client.config.seed is None else request.seed
         salt = f"{purpose}|{request.task.id}|step={request.step}"
+        if request.attempt:
+            salt += f"|attempt={request.attempt}"
         return self.client.chat(messages, seed=seed, cache_salt=salt)
 
 

@@ -17,6 +17,11 @@ def choice(strategy_id: str) -> str:
     return json.dumps({"strategy_id": strategy_id, "rationale": "scripted"})
 
 
+def variant(code: str, n: int) -> str:
+    """The same kernel as different code (a comment in the kernel body)."""
+    return code.replace("@triton.jit\n", f"@triton.jit  # variant {n}\n", 1)
+
+
 def scripted_replies() -> list[Scripted]:
     """Six steps of replies with faults: strategy choices are matched by the JSON request in the
     prompt, code replies come in order."""
@@ -35,8 +40,9 @@ def scripted_replies() -> list[Scripted]:
         Scripted.error(500, "upstream failure"),
         Scripted(content=broken, prompt_tokens=1000, completion_tokens=400),
         Scripted(content=wrong, prompt_tokens=1000, completion_tokens=400),
-        Scripted(content=good, prompt_tokens=1000, completion_tokens=400),
-        Scripted(content=good, prompt_tokens=1000, completion_tokens=400),
+        # correct variants: a run never evaluates the same code twice
+        Scripted(content=variant(good, 1), prompt_tokens=1000, completion_tokens=400),
+        Scripted(content=variant(good, 2), prompt_tokens=1000, completion_tokens=400),
     ]
     for reply in code:
         reply.when = "ModelNew"

@@ -1,6 +1,7 @@
 """Kill -9 a real `htam optimize` during step 3, resume it, and get exactly the memory of an
 uninterrupted run with the same seed and caches: no step is counted twice."""
 
+import hashlib
 import json
 import os
 import signal
@@ -11,7 +12,7 @@ import time
 import pytest
 
 from htam.llm.replay_server import ReplayServer, Scripted
-from tests.agent.conftest import CHAIN, FIXTURES, choice, fenced
+from tests.agent.conftest import CHAIN, FIXTURES, choice, fenced, variant
 
 
 def _optimize(server, tmp_path, name, extra=()):
@@ -70,12 +71,19 @@ def _export(tmp_path, name):
 
 @pytest.mark.slow
 def test_kill_during_step_3_then_resume(tmp_path, prices):
-    good = fenced((FIXTURES / "chain_triton.py").read_text())
-    replies = [
-        Scripted(content=choice("not.a.strategy"), when="strategy_id", repeat=True),
-        Scripted(content=good, when="ModelNew", repeat=True, delay_s=0.4),
-    ]
-    with ReplayServer(replies) as server:
+    good = (FIXTURES / "chain_triton.py").read_text()
+
+    def code(request):
+        """A correct kernel, the same for the same prompt (so both runs see the same replies)
+        and distinct across prompts (a run evaluates no code twice)."""
+        text = request.text()
+        if "strategy_id" in text or "ModelNew" not in text:
+            return None
+        n = int(hashlib.sha1(text.encode()).hexdigest()[:8], 16)
+        return Scripted(content=fenced(variant(good, n)), delay_s=0.4)
+
+    replies = [Scripted(content=choice("not.a.strategy"), when="strategy_id", repeat=True)]
+    with ReplayServer(replies, matcher=code) as server:
         run = _optimize(server, tmp_path, "b")
         steps = tmp_path / "b" / "steps"
         deadline = time.monotonic() + 240
@@ -91,10 +99,12 @@ def test_kill_during_step_3_then_resume(tmp_path, prices):
         assert resumed.wait(timeout=300) == 0, resumed.stdout.read()
         full = _optimize(server, tmp_path, "a")
         assert full.wait(timeout=300) == 0, full.stdout.read()
-        # off a terminal: a line per step as it finishes, then the table, then the summary line
+        # off a terminal: a line per step as it finishes, then the table, then the summary lines
         printed = full.stdout.read()
         assert [f"step {i}:" in printed for i in range(6)] == [True] * 6
-        assert "┘\nbest: " in printed
+        assert "┘\n6 steps" in printed
+        last = printed.strip().splitlines()[-1]
+        assert last.startswith(("best: ", "no faster candidate: the reference stands")), last
     summary = json.loads((tmp_path / "b" / "summary.json").read_text())
     assert summary["steps"] == 6
     a, b = _export(tmp_path, "a"), _export(tmp_path, "b")

@@ -1,0 +1,84 @@
+"""What a run ends with: ``summary.json``, and the outcome a user keeps.
+
+``best_speedup`` is the best correct candidate's speedup over eager PyTorch, however small (what
+KernelBench's fast_p counts). ``user_speedup`` is what the user ends with: the candidate when it
+is faster than the reference, else the reference itself (1.0); None when nothing was correct.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from htam.agent.state import Progress
+from htam.evaluate.result import EvalResult
+from htam.proposer import Usage
+from htam.tasks import Signature
+
+# outcome: the best correct candidate beats the reference / does not / no candidate was correct
+FASTER, REFERENCE_STANDS, NONE_CORRECT = "faster", "reference_stands", "none_correct"
+
+
+def outcome(progress: Progress) -> str:
+    best = progress.best_result
+    if best is None:
+        return NONE_CORRECT
+    return FASTER if is_faster(best) else REFERENCE_STANDS
+
+
+def is_faster(result: EvalResult) -> bool:
+    return bool(result.correct and result.speedup and result.speedup > 1.0)
+
+
+def timed_shapes(sig: Signature) -> list[str]:
+    return [f"{'x'.join(map(str, shape)) or 'scalar'} {dtype}" for shape, dtype in sig.inputs]
+
+
+def summary(
+    run: dict[str, Any],
+    progress: Progress,
+    usage: Usage,
+    ref,
+    timed: Signature,
+    wall_s: float,
+) -> dict[str, Any]:
+    """``run`` holds the run's identity (task_id, method, seed, proposer, target, language,
+    steps_planned, size, run_dir); ``timed`` is the signature at the size that was timed."""
+    best = progress.best_result
+    last = progress.last_result
+    result = outcome(progress)
+    return {
+        **run,
+        "steps": len(progress.path),
+        "outcome": result,
+        "best_status": str(best.status if best else (last.status if last else "none")),
+        "best_speedup": best.speedup if best else None,
+        "user_speedup": None if best is None else max(best.speedup or 1.0, 1.0),
+        "best_file": {FASTER: "best.py", REFERENCE_STANDS: "best_slower_than_reference.py"}.get(
+            result
+        ),
+        "best_speedup_vs_compile": best.speedup_vs_compile if best else None,
+        "best_runtime_ms": best.runtime_ms if best else None,
+        "best_sol_fraction": best.sol_fraction if best else None,
+        "ref_runtime_ms": ref.timing["median_ms"] if ref.timing else None,
+        "ref_compile_runtime_ms": ref.compile_timing["median_ms"] if ref.compile_timing else None,
+        "timed_inputs": timed_shapes(timed),
+        "timed_bytes": timed.bytes,
+        "timing_meaningful": best.timing.meaningful if best and best.timing else None,
+        "curve": progress.curve,
+        "statuses": [p.outcome for p in progress.path],
+        "path": [[p.direction, p.strategy] for p in progress.path],
+        "duplicates": progress.duplicates,
+        "cost_usd": usage.cost_usd,
+        "tokens": {"prompt": usage.prompt_tokens, "completion": usage.completion_tokens},
+        "calls": usage.calls,
+        "cached_calls": usage.cached_calls,
+        "wall_s": wall_s,
+    }
+
+
+def lesson(result: EvalResult, strategy_id: str | None) -> str:
+    what = strategy_id or "the change"
+    if result.correct and result.speedup:
+        return f"{what}: correct, {result.speedup:.2f}x vs eager"
+    first = result.messages[0][:160] if result.messages else ""
+    return f"{what}: {result.status} {first}".strip()

@@ -1,0 +1,109 @@
+"""What ``htam optimize`` shows while it runs and when it ends.
+
+On a terminal: a live table of finished steps under a line that says which step is running and
+for how long. Elsewhere (a log, a pipe): one plain line per finished step, then the table. The
+last line always says what the user keeps.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import nullcontext
+from pathlib import Path
+
+from rich.console import Group
+from rich.live import Live
+from rich.spinner import Spinner
+from rich.table import Table
+
+from htam.cli.common import console, fmt_bytes, fmt_speedup, plural
+
+
+class StepsView:
+    def __init__(self, title: str, steps: int, quiet: bool = False, verbose: bool = False):
+        self.table = Table(title=title)
+        for name in ("step", "direction", "strategy", "status", "best speedup", "s", "cost $"):
+            self.table.add_column(name, overflow="fold")
+        self.steps, self.quiet, self.verbose = steps, quiet, verbose
+        self.cost = 0.0
+        self.done = 0
+        self.started = self.step_started = time.monotonic()
+        self.live = console.is_terminal and not quiet
+
+    def __rich__(self) -> Group:
+        if self.done >= self.steps:
+            return Group(self.table)
+        now = time.monotonic()
+        text = (
+            f"step {self.done + 1}/{self.steps} running · {now - self.step_started:.0f} s "
+            f"(total {now - self.started:.0f} s)"
+        )
+        return Group(self.table, Spinner("dots", text))
+
+    def display(self):
+        if self.live:
+            return Live(self, console=console, refresh_per_second=4, transient=False)
+        return nullcontext()
+
+    def close(self) -> None:
+        if not self.live and not self.quiet and self.table.row_count:
+            console.print(self.table)
+
+    def __call__(self, record: dict) -> None:
+        fb = record["feedback"]
+        self.cost += record["usage"]["cost_usd"]
+        self.done += 1
+        status = fb["status"] + (f" {fmt_speedup(fb['speedup'])}" if fb.get("speedup") else "")
+        best = record["best_speedup"]
+        row = [
+            str(record["step"]),
+            record["direction"],
+            record["strategy"] or "(none)",
+            status,
+            fmt_speedup(best) if best else "-",
+            f"{record['wall_s']:.0f}",
+            f"{self.cost:.4f}",
+        ]
+        self.table.add_row(*row)
+        self.step_started = time.monotonic()
+        if self.quiet or self.live:
+            return
+        console.print(
+            f"step {row[0]}: {row[1]} / {row[2]}: {row[3]} (best {row[4]}, {row[5]} s)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        if self.verbose and fb["status"] != "ok" and fb.get("messages"):
+            console.print(f"  {fb['messages'][0]}", highlight=False, soft_wrap=True, markup=False)
+
+
+def timed_line(size: str, shapes: list[str], nbytes: int, other: str | None) -> str:
+    """Which shapes are timed (and what the other size would time)."""
+    line = f"timing at size {size}: {', '.join(shapes)} ({fmt_bytes(nbytes)} in and out)"
+    return line + (f"; --size {other}" if other else "")
+
+
+def final_line(summary: dict, out: Path) -> str:
+    """The last line: what the user keeps, and where."""
+    best = summary["best_speedup"]
+    if summary["outcome"] == "none_correct":
+        tried = ", ".join(summary["statuses"]) or "no step ran"
+        return f"no correct candidate: the reference stands ({tried}); see {out}/steps/"
+    if summary["outcome"] == "reference_stands":
+        return (
+            f"no faster candidate: the reference stands; best candidate {fmt_speedup(best)} "
+            f"({out / summary['best_file']})"
+        )
+    parts = [f"best: {fmt_speedup(best)} vs eager"]
+    if summary["best_speedup_vs_compile"]:
+        parts.append(f"{fmt_speedup(summary['best_speedup_vs_compile'])} vs torch.compile")
+    if summary["best_sol_fraction"]:
+        parts.append(f"{100 * summary['best_sol_fraction']:.1f}% of speed of light")
+    return ", ".join(parts) + f" → {out / 'best.py'}"
+
+
+def stats_line(summary: dict) -> str:
+    return (
+        f"{plural(summary['steps'], 'step')} · {plural(summary['duplicates'], 'repeat')} "
+        f"not evaluated · ${summary['cost_usd']:.4f} · {summary['wall_s']:.1f} s"
+    )

@@ -1,0 +1,124 @@
+"""A failing LLM endpoint stops a run with its cause and never reaches the memory; a repeated
+candidate is never evaluated twice. Real loopback servers and the real CLI process."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from htam.agent import InfrastructureError, OptimizeConfig, Optimizer
+from htam.evaluate import CachedEvaluator, EvalConfig, Evaluator
+from htam.llm import LLMClient, LLMProposer, resolve_config
+from htam.llm.replay_server import ReplayServer, Scripted
+from htam.memory import MemoryBank
+from tests.agent.conftest import CHAIN, FIXTURES, choice, fenced
+from tests.evaluate.conftest import task_for
+
+
+def _closed_port() -> int:
+    """A loopback port with nothing listening (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_cli_stops_at_once_on_an_unreachable_endpoint(tmp_path):
+    bank = tmp_path / "bank.db"
+    with MemoryBank.open(bank, create=True):
+        pass
+    before = bank.read_bytes()
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    args = ["optimize", "level1/1_ReLU", "--target", "cpu", "--base-url", url, "--model", "x"]
+    started = time.monotonic()
+    run = subprocess.run(
+        [sys.executable, "-m", "htam.cli", *args, "--memory", str(bank)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    elapsed = time.monotonic() - started
+    assert run.returncode == 3 and elapsed < 30, (run.returncode, elapsed)
+    last = (run.stdout + run.stderr).strip().splitlines()[-1]
+    assert "cannot connect" in last and "Connection refused" in last and url in last
+    assert bank.read_bytes() == before
+    assert not (tmp_path / "runs").exists()  # no run directory for a run that never started
+
+
+@pytest.fixture(scope="module")
+def evaluator():
+    # A generous timeout: the machine running the tests may be busy, and a timeout is no bar here.
+    config = EvalConfig(timing_budget_ms=20.0, min_timed=3, max_timed=10, run_timeout_s=120.0)
+    with Evaluator("cpu", config) as ev:
+        yield ev
+
+
+def _optimizer(server, evaluator, bank, records, steps):
+    config = resolve_config(
+        None, server.base_url, server.model, backoff_s=0.01, backoff_max_s=0.02, max_retries=1
+    )
+    loop = OptimizeConfig(method="htam", steps=steps, seed=3, target="cpu", language="triton")
+    proposer = LLMProposer(LLMClient(config))
+    return Optimizer(proposer, CachedEvaluator(evaluator), bank, loop, on_step=records.append)
+
+
+def _code(name: str = "chain_triton.py", old: str = "", new: str = "") -> Scripted:
+    return Scripted(
+        content=fenced((FIXTURES / name).read_text().replace(old, new)), when="ModelNew"
+    )
+
+
+def test_endpoint_failing_mid_run_stops_it_without_learning(tmp_path, evaluator, prices):
+    # Step 0 is served; then the key is refused (401): the step is tried once more, the run
+    # stops with the endpoint's answer, and only step 0 is in the memory and the run directory.
+    replies = [Scripted(content=choice("x"), when="strategy_id", repeat=True), _code()]
+    replies.append(Scripted.error(401, "invalid api key", retry_after=None))
+    replies[-1].repeat = True
+    with (
+        ReplayServer(replies) as server,
+        MemoryBank.open(tmp_path / "m.db", create=True) as bank,
+    ):
+        records: list[dict] = []
+        optimizer = _optimizer(server, evaluator, bank, records, steps=4)
+        with pytest.raises(InfrastructureError, match=r"HTTP 401.*invalid api key"):
+            optimizer.run(task_for(CHAIN + ".py"), tmp_path / "run")
+        assert [r["feedback"]["status"] for r in records] == ["ok"]
+        assert bank.step_count() == 1
+        assert sum(d.stats.tries for d in bank.directions()) == 1
+    assert sorted(p.name for p in (tmp_path / "run" / "steps").glob("*.json")) == ["step_00.json"]
+
+
+def test_a_repeated_candidate_is_asked_again_and_never_evaluated_twice(tmp_path, evaluator, prices):
+    other = _code(old="* alpha + beta", new="* alpha + beta + 0.0")
+    replies = [
+        Scripted(content=choice("x"), when="strategy_id", repeat=True),
+        _code(),  # step 0
+        _code(),  # step 1: the same code ...
+        other,  # ... asked again: a different candidate, evaluated
+        _code(),  # step 2: repeats step 0, then step 1's code, then step 0's again
+        other,
+        _code(),
+    ]
+    with (
+        ReplayServer(replies) as server,
+        MemoryBank.open(tmp_path / "m.db", create=True) as bank,
+    ):
+        records: list[dict] = []
+        summary = _optimizer(server, evaluator, bank, records, steps=3).run(
+            task_for(CHAIN + ".py"), tmp_path / "run"
+        )
+        asked_again = [r for r in server.chat_requests if "already evaluated at step" in r.text()]
+        assert len(asked_again) == 3
+        assert "already evaluated at step 0" in asked_again[0].text()
+        assert [r["repeats_step"] for r in records] == [None, None, 0]
+        assert records[2]["feedback"]["status"] == "rejected"
+        assert "same code as step 0: not evaluated again" in records[2]["feedback"]["messages"][0]
+        assert records[2]["memory_updated"] is False
+        assert bank.step_count() == 2  # the memory learns once per distinct candidate
+        assert summary["duplicates"] == 4
+        codes = [p.read_text() for p in sorted((tmp_path / "run" / "steps").glob("*.py"))]
+        assert len(set(codes[:2])) == 2
