@@ -1,4 +1,5 @@
-"""``htam tasks list``: the tasks of a suite with their signatures."""
+"""``htam tasks list``: the tasks of a suite with their signatures; ``htam tasks check``: every
+reference of a suite run at its real size (see htam.bench.check)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ tasks_app = typer.Typer(
 
 
 def register(app: typer.Typer) -> None:
+    from htam.cli import check_cmd
+
+    check_cmd.register(tasks_app)
     app.add_typer(tasks_app, name="tasks")
 
 

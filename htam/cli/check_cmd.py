@@ -1,0 +1,207 @@
+"""``htam tasks check``: every reference of a suite at its real size, with a progress bar (plain
+lines when stderr is not a terminal), resume, and a table or JSON on stdout."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from htam.cli.common import console, err_console, fail
+
+
+def default_jobs(target: str) -> int:
+    """Warm-up processes: on a GPU a quarter of the cores, at most 4 (each torch.compile build
+    starts compile workers of its own, and the measuring process, which sets the pace, needs CPU
+    too); on the CPU none, since builds there would disturb the CPU timings."""
+    return max(1, min(4, (os.cpu_count() or 4) // 4)) if target == "cuda" else 0
+
+
+def parse_eval_options(items: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs naming EvalConfig fields; values are JSON where they parse as JSON."""
+    from htam.evaluate import EvalConfig
+
+    fields = {f.name for f in dataclasses.fields(EvalConfig)} - {"size", "tolerances", "cache_dir"}
+    options: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or key not in fields:
+            fail(f"--eval {item!r}: give KEY=VALUE with KEY one of {', '.join(sorted(fields))}")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    return options
+
+
+class Reporter:
+    """Progress on stderr: a rich bar on a terminal, otherwise one plain line per event."""
+
+    def __init__(self) -> None:
+        self.live = err_console.is_terminal
+        self.progress: Progress | None = None
+        self.bar = None
+
+    def __call__(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "plan":
+            self._line(
+                f"{data['total']} tasks: {data['skipped']} already checked, {data['todo']} to run"
+            )
+            if self.live and data["todo"]:
+                self.progress = Progress(
+                    TextColumn("{task.description}"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeElapsedColumn(),
+                    TextColumn("{task.fields[last]}"),
+                    console=err_console,
+                    transient=False,
+                )
+                self.progress.start()
+                self.bar = self.progress.add_task("check", total=data["todo"], last="")
+        elif kind == "task_end":
+            record = data["record"]
+            line = f"[{data['done']}/{data['todo']}] {record['id']}: {summary_line(record)}"
+            if self.progress is not None:
+                self.progress.update(self.bar, advance=1, last=record["id"])
+                if record["status"] != "ok":
+                    self._line(line)
+            else:
+                self._line(line)
+        elif kind == "warmups_off":
+            self._line(f"warm-ups off, each task builds torch.compile cold: {data['cause']}")
+        elif kind == "retry_alone":
+            self._line(f"{data['id']}: ran out of GPU memory beside warm-ups; again alone")
+
+    def _line(self, text: str) -> None:
+        target = self.progress.console if self.progress is not None else err_console
+        target.print(escape(text), highlight=False, soft_wrap=True)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def summary_line(record: dict[str, Any]) -> str:
+    if record["status"] == "failed":
+        return f"failed: {record['cause']}"
+    parts = [record["status"], f"eager {record['eager_ms']:.4g} ms"]
+    if record.get("compile_ms"):
+        parts.append(f"compile {record['compile_ms']:.4g} ms ({record['ratio']:.3g}x)")
+    parts.append(f"SoL {100 * record['sol_eager']:.1f}% ({record['bound']})")
+    if record["status"] == "compile_failed":
+        parts.append(record["cause"])
+    return ", ".join(parts)
+
+
+def _table(outcome, title: str) -> list[Table]:
+    from htam.bench.check_report import LEVEL_HEADERS, TASK_HEADERS, level_row, summarize, task_row
+
+    tasks = Table(title=title)
+    for header in TASK_HEADERS:
+        tasks.add_column(
+            header,
+            justify="left" if header in ("task", "status", "cause") else "right",
+            overflow="fold",
+        )
+    for record in outcome.records:
+        tasks.add_row(*[escape(c) for c in task_row(record)])
+    summary = summarize(outcome.records)
+    levels = Table(title="per level")
+    for header in LEVEL_HEADERS:
+        levels.add_column(header, justify="right")
+    for level, s in [*summary["levels"].items(), ("all", summary["all"])]:
+        levels.add_row(*level_row(level, s))
+    return [tasks, levels]
+
+
+def check_command(
+    suite: Annotated[
+        str, typer.Argument(help="builtin, a KernelBench checkout, a directory or file")
+    ],
+    target: Annotated[
+        str | None, typer.Option(help="cuda or cpu (default: cuda if present)")
+    ] = None,
+    size: Annotated[str, typer.Option(help="large (the real size) or small")] = "large",
+    levels: Annotated[str | None, typer.Option(help="Comma-separated levels, e.g. 1,2.")] = None,
+    tasks: Annotated[
+        str | None, typer.Option(help="fnmatch globs on id or name, comma-separated")
+    ] = None,
+    out: Annotated[Path, typer.Option(help="results directory; a rerun into it resumes")] = Path(
+        "runs/check"
+    ),
+    jobs: Annotated[
+        int | None, typer.Option(help="warm-up processes for torch.compile builds")
+    ] = None,
+    measurers: Annotated[
+        int, typer.Option(help="measuring processes; above 1 their timings may overlap")
+    ] = 1,
+    eval_options: Annotated[
+        list[str] | None, typer.Option("--eval", help="evaluator setting KEY=VALUE (repeatable)")
+    ] = None,
+    retry_failed: Annotated[bool, typer.Option(help="run again tasks that failed before")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print check.json to stdout")] = False,
+) -> None:
+    """Run every reference at its real size: status and cause, eager and torch.compile times,
+    FLOPs, bytes, roofline bound. Writes OUT/check.json and OUT/check.md; exit 1 if any failed."""
+    from htam.bench.check import CheckConfig, CheckError, run_check
+    from htam.cli.common import default_target
+    from htam.cli.tasks_cmd import _parse_levels
+    from htam.tasks import TaskError, load_suite
+
+    target = target or default_target()
+    if target not in ("cuda", "cpu"):
+        fail(f"unknown target {target!r}; choose cuda or cpu")
+    if size not in ("small", "large"):
+        fail(f"unknown size {size!r}; choose small or large")
+    if measurers < 1 or (jobs is not None and jobs < 0):
+        fail("--measurers must be at least 1 and --jobs at least 0")
+    errors: list[TaskError] = []
+    try:
+        loaded = load_suite(suite, _parse_levels(levels), tasks, errors=errors)
+    except (TaskError, ValueError, FileNotFoundError) as exc:
+        fail(str(exc), code=1)
+    for error in errors:
+        err_console.print(f"[red]error[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
+    if not loaded:
+        fail(f"no task in {suite} matches the levels and pattern given", code=1)
+    config = CheckConfig(
+        out=out,
+        target=target,
+        size=size,
+        jobs=default_jobs(target) if jobs is None else jobs,
+        measurers=measurers,
+        eval_overrides=parse_eval_options(eval_options or []),
+        retry_failed=retry_failed,
+    )
+    reporter = Reporter()
+    try:
+        outcome = run_check(loaded, config, reporter)
+    except CheckError as exc:
+        fail(str(exc), code=1)
+    finally:
+        reporter.close()
+    if as_json:
+        typer.echo(outcome.files.json.read_text())
+    else:
+        for table in _table(outcome, f"{len(outcome.records)} references, {target}, {size} size"):
+            console.print(table)
+    err_console.print(
+        f"{outcome.measured} run, {outcome.skipped} resumed, "
+        f"{outcome.wall_s:.0f} s; {outcome.files.json} · {outcome.files.markdown}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if errors or any(r["status"] == "failed" for r in outcome.records):
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("check")(check_command)
