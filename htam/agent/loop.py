@@ -129,7 +129,8 @@ class Optimizer:
                 continue
             infra_failures = 0
             usage.add(Usage(**record["usage"]))
-            rundir.save_step(record, code)
+            # a repeat keeps no code file: its code is the file of the step it repeats
+            rundir.save_step(record, code if record["repeats_step"] is None else None)
             if record["new_best"]:
                 rundir.save_best(code, faster=is_faster(progress.best_result))
             rundir.save_summary(

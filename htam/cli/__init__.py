@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 
 import typer
+
+from htam import __version__
 
 app = typer.Typer(
     name="htam",
@@ -18,6 +22,28 @@ COMMAND_MODULES: list[str] = ["tasks_cmd", "eval_cmd", "memory_cmd", "optimize_c
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"htam.cli.{_name}").register(app)
+
+
+# Off a terminal (a pipe, a file) rich would fit tables into 80 columns, or the width of a
+# terminal still attached to stdin, cutting ids to "builtin/level1…"; output there is plain and
+# as wide as its content. An explicit COLUMNS still wins.
+PIPE_COLUMNS = "1000"
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"htam {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    if not sys.stdout.isatty():
+        os.environ.setdefault("COLUMNS", PIPE_COLUMNS)
 
 
 def main() -> None:

@@ -8,7 +8,14 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from htam.cli.common import console, default_size, fail, resolve_target
+from htam.cli.common import (
+    console,
+    fail,
+    fmt_speedup,
+    resolve_target,
+    resolve_task,
+    timed_size,
+)
 from htam.evaluate.result import EvalResult
 
 
@@ -24,10 +31,15 @@ def render(result: EvalResult) -> Table:
     table.add_row("runtime", _fmt(result.runtime_ms, " ms"))
     table.add_row("reference (eager)", _fmt(result.ref_runtime_ms, " ms"))
     table.add_row("reference (torch.compile)", _fmt(result.ref_compile_runtime_ms, " ms"))
-    table.add_row("speedup vs eager", _fmt(result.speedup, "x", 3))
-    table.add_row("speedup vs compile", _fmt(result.speedup_vs_compile, "x", 3))
-    sol = None if result.sol_fraction is None else 100 * result.sol_fraction
-    table.add_row("% of speed of light", f"{_fmt(sol, '%', 3)} ({result.bound or '-'}-bound)")
+    for name, value in (("eager", result.speedup), ("compile", result.speedup_vs_compile)):
+        table.add_row(f"speedup vs {name}", "-" if value is None else fmt_speedup(value))
+    if result.sol_fraction is None:
+        table.add_row("% of speed of light", "-")
+    else:
+        sol = f"{100 * result.sol_fraction:.3g}%"
+        table.add_row(
+            "% of speed of light", sol + (f" ({result.bound}-bound)" if result.bound else "")
+        )
     if result.timing:
         t = result.timing
         table.add_row(
@@ -41,8 +53,10 @@ def render(result: EvalResult) -> Table:
 
 
 def eval_command(
-    task_file: Path = typer.Argument(
-        ..., help="KernelBench-format task file (Model, get_inputs, get_init_inputs)"
+    task_spec: str = typer.Argument(
+        ...,
+        metavar="TASK",
+        help="task file (KernelBench format) or built-in task id, as for `htam optimize`",
     ),
     solution_file: Path = typer.Argument(..., help="Python file defining ModelNew"),
     target: str | None = typer.Option(
@@ -52,7 +66,7 @@ def eval_command(
         None, help="cuda | triton (target cuda), cpp | triton (target cpu)"
     ),
     size: str | None = typer.Option(
-        None, help="small (CPU tests) or large (GPU); default by target"
+        None, help="small or large; default as `htam optimize` (large, on the CPU for C++ < 300 MB)"
     ),
     allow_torch: bool = typer.Option(
         False, "--allow-torch", help="accept a solution without a custom kernel"
@@ -60,16 +74,17 @@ def eval_command(
     as_json: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
     show_log: bool = typer.Option(False, "--log", help="print the candidate's captured output"),
 ) -> None:
-    """Evaluate SOLUTION_FILE against TASK_FILE: correctness, timing, speed of light."""
+    """Evaluate SOLUTION_FILE against TASK: correctness, timing, speed of light."""
     from htam.evaluate import EvalConfig, Evaluator, EvaluatorError
-    from htam.tasks import TaskError, load_task
+    from htam.tasks import TaskError
 
     target, language = resolve_target(target, language)
     if not solution_file.is_file():
         fail(f"{solution_file}: no such solution file")
+    task = resolve_task(task_spec)
     try:
-        task = load_task(task_file)
-        config = EvalConfig(size=default_size(target, size), allow_torch=allow_torch)
+        size = timed_size(target, language, size, task)
+        config = EvalConfig(size=size, allow_torch=allow_torch)
         with Evaluator(target, config) as evaluator:
             result = evaluator.evaluate(task, solution_file.read_text(), language)
     except (TaskError, EvaluatorError) as exc:
@@ -82,7 +97,7 @@ def eval_command(
     else:
         console.print(render(result))
         if show_log and result.log:
-            console.rule("candidate output")
+            console.print("--- candidate output ---")
             console.print(result.log, markup=False, highlight=False)
     raise typer.Exit(0 if result.correct else 1)
 

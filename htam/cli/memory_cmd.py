@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from htam.cli.common import fail
+from htam.cli.common import console, default_memory, fail
 from htam.memory import MemoryBank, MemoryBankError, merge
 from htam.memory.plot import edge_utilities, plot_bank
 from htam.memory.schema import SQLITE_MAGIC
@@ -19,7 +18,6 @@ from htam.policy import PolicyConfig
 memory_app = typer.Typer(
     help="Memory banks: the Hierarchical Transition Graph.", no_args_is_help=True
 )
-console = Console()
 
 
 def register(app: typer.Typer) -> None:
@@ -111,17 +109,74 @@ def merge_cmd(
     typer.echo(f"merged {a} + {b} -> {out} ({len(merged['steps'])} steps)")
 
 
+@memory_app.command("path")
+def path_cmd() -> None:
+    """Print the default bank's path (what `htam optimize` uses without --memory)."""
+    path = default_memory()
+    typer.echo(path)
+    if not path.exists():
+        typer.echo("(not created yet: the first `htam optimize` creates it)", err=True)
+
+
 @memory_app.command("show")
 def show(
-    path: Annotated[Path, typer.Argument(help="Bank file.")],
+    path: Annotated[
+        Path | None, typer.Argument(help="Bank file (default: `htam memory path`).")
+    ] = None,
     top: Annotated[int, typer.Option(help="Strongest edges to list.")] = 15,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
 ) -> None:
     """Directions with statistics, the strongest transitions, strategies with evidence."""
+    path = path or default_memory()
+    if not path.exists():
+        fail(f"{path}: no such bank (`htam memory init {path}` creates one)")
     with _open(path) as bank:
+        if as_json:
+            typer.echo(json.dumps(_show_json(bank, path, top)))
+            return
+        typer.echo(f"bank: {path}")
         console.print(_directions_table(bank))
         console.print(_edges_table(bank, top))
         console.print(_locals_table(bank))
         typer.echo(f"{bank.step_count()} recorded steps")
+
+
+def _show_json(bank: MemoryBank, path: Path, top: int) -> dict[str, Any]:
+    """What `show` prints, labelled: the directions, the strongest transitions, the strategies."""
+    utilities = edge_utilities(bank, PolicyConfig())
+    strongest = sorted(utilities, key=lambda key: (-abs(utilities[key]), key))[:top]
+    edges = {(e.src, e.dst): e for e in bank.edges()}
+    return {
+        "bank": str(path),
+        "steps": bank.step_count(),
+        "directions": [{"id": n.id, **_stats(n.stats)} for n in bank.directions()],
+        "transitions": [
+            {
+                "src": src,
+                "dst": dst,
+                "utility": utilities[src, dst],
+                "observed": edges[src, dst].stats.observed,
+                "steps": edges[src, dst].stats.count,
+                "prior": edges[src, dst].prior_utility,
+                "outcomes": dict(edges[src, dst].stats.status_counts),
+            }
+            for src, dst in strongest
+        ],
+        "strategies": [
+            {"id": n.id, "direction": bank.parent_of[n.id], **_stats(n.stats)}
+            for n in bank.all_locals()
+        ],
+    }
+
+
+def _stats(s) -> dict[str, Any]:
+    return {
+        "tries": s.tries,
+        "improved": s.successes,
+        "mean_reward": s.mean_reward,
+        "trend": s.ema if s.tries else None,
+        "outcomes": dict(s.status_counts),
+    }
 
 
 def _fmt(value: float | None) -> str:

@@ -39,7 +39,6 @@ import triton.language as tl
 """
 
 _CPP_IMPORTS = """import math
-import os
 
 import torch
 import torch.nn as nn
@@ -62,15 +61,14 @@ CPP_SRC = r"""
 {src.strip()}
 """
 
-# A precompiled torch header halves rebuilds; torch keeps it next to its headers.
-_PCH = os.access(os.path.join(os.path.dirname(torch.__file__), "include", "torch"), os.W_OK)
+# No precompiled header (use_pch): torch writes it into its own installed package (a 790 MB
+# extension.h.gch in site-packages), outside the run directory and HTAM_CACHE_DIR.
 _ext = load_inline(
     name="{fn}",
     cpp_sources=CPP_SRC,
     functions=["{fn}"],
     extra_cflags=[{flags}],
     extra_ldflags=["-fopenmp"],
-    use_pch=_PCH,
 )
 '''
 

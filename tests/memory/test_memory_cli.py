@@ -29,7 +29,7 @@ def _learn(path, run: str) -> None:
 def test_init_show_export_import_merge_plot(tmp_path):
     a, b = tmp_path / "a.db", tmp_path / "b.db"
     result = _run("init", a)
-    assert result.exit_code == 0 and "8 directions, 32 strategies" in result.output
+    assert result.exit_code == 0 and "10 directions, 46 strategies" in result.output
     assert _run("init", b).exit_code == 0
     _learn(a, "ra")
     _learn(b, "rb")
@@ -65,3 +65,25 @@ def test_errors_exit_non_zero_and_touch_nothing(tmp_path):
     assert _run("plot", bank, tmp_path / "g.gif").exit_code == 2
     assert _run("import", text, tmp_path / "n.db").exit_code == 2
     assert not (tmp_path / "n.db").exists()
+
+
+def test_default_bank_path_show_and_json(tmp_path, monkeypatch):
+    # conftest points HTAM_CACHE_DIR at a fresh directory; the default bank lives under it
+    monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path / "cache"))
+    default = tmp_path / "cache" / "memory.db"
+    printed = _run("path")
+    assert printed.exit_code == 0 and printed.stdout.strip() == str(default)
+    missing = _run("show")
+    assert missing.exit_code == 2 and "no such bank" in missing.output
+    assert _run("init", default).exit_code == 0
+    _learn(default, "r")
+    shown = _run("show")
+    assert shown.exit_code == 0 and f"bank: {default}" in shown.output
+    data = json.loads(_run("show", "--json", "--top", "2").stdout)
+    assert data["bank"] == str(default) and data["steps"] == 3
+    access = next(d for d in data["directions"] if d["id"] == "memory_access")
+    assert access["tries"] == 3 and access["outcomes"] == {"ok": 3}
+    assert len(data["transitions"]) == 2 and {"src", "dst", "utility"} <= set(
+        data["transitions"][0]
+    )
+    assert any(s["id"] == "memory_access.vectorized_access" for s in data["strategies"])

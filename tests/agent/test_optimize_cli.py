@@ -1,0 +1,91 @@
+"""`htam optimize`, `htam eval` and the CLI's output as a user meets them: real processes, off a
+terminal, with HOME and HTAM_CACHE_DIR of their own."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from htam.tasks import builtin_suite
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # as a user's pipe has it
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return {**env, "HOME": str(home), "HTAM_CACHE_DIR": str(tmp_path / "cache")}
+
+
+def _htam(tmp_path: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    return subprocess.run(
+        [sys.executable, "-m", "htam.cli", *args],
+        cwd=work,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _files(root: Path) -> set[str]:
+    return {str(p) for p in root.rglob("*")}
+
+
+def test_version_and_ids_whole_in_a_pipe(tmp_path):
+    assert _htam(tmp_path, "--version").stdout.strip().startswith("htam ")
+    listed = _htam(tmp_path, "tasks", "list").stdout
+    assert all(task.id in listed for task in builtin_suite())
+    assert "…" not in listed
+
+
+@pytest.mark.slow
+def test_quickstart_twice_each_run_its_own_directory_nothing_written_elsewhere(tmp_path):
+    site = Path(sysconfig.get_paths()["purelib"])
+    before = _files(site)
+    args = ["optimize", "level1/1_ReLU", "--target", "cpu", "--steps", "2", "--size", "small"]
+    summaries = []
+    for _ in range(2):
+        run = _htam(tmp_path, *args, "--json")
+        assert run.returncode in (0, 1), run.stderr
+        assert run.stdout.count("\n") == 1  # one JSON object, nothing else on stdout
+        summaries.append(json.loads(run.stdout))
+    first, second = summaries
+    assert first["run_dir"] != second["run_dir"]
+    assert first["timed_inputs"] == ["33x257 float32"] and first["size"] == "small"
+    assert first["bank"] == str(tmp_path / "cache" / "memory.db")
+    for summary in summaries:
+        run_dir = tmp_path / "work" / summary["run_dir"]
+        records = [json.loads(p.read_text()) for p in (run_dir / "steps").glob("step_*.json")]
+        repeats = [r["step"] for r in records if r["repeats_step"] is not None]
+        assert all(r["memory_updated"] is False for r in records if r["step"] in repeats)
+        codes = [p.read_text() for p in (run_dir / "steps").glob("step_*.py")]
+        assert len(codes) == len(set(codes)) == len(records) - len(repeats)  # none twice
+        kept = summary["best_file"]
+        assert (kept is None) == (summary["outcome"] == "none_correct")
+        assert sorted(p.name for p in run_dir.glob("best*.py")) == ([kept] if kept else [])
+    # The run directories, the bank and the caches are all it wrote.
+    assert _files(site) == before
+    assert not any((tmp_path / "home").iterdir())
+    assert {p.name for p in (tmp_path / "work").iterdir()} == {"runs"}
+
+
+def test_eval_takes_the_same_task_ids_as_optimize(tmp_path):
+    solution = tmp_path / "work" / "broken.py"
+    solution.parent.mkdir()
+    solution.write_text(
+        "import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x)\n"
+    )
+    args = ["eval", "level1/1_ReLU", str(solution), "--target", "cpu", "--size", "small"]
+    run = _htam(tmp_path, *args, "--json", timeout=300)
+    assert run.returncode == 1, run.stderr
+    assert json.loads(run.stdout)["status"] in ("rejected", "compile_error")
+    missing = _htam(tmp_path, "eval", "level9/nothing", str(solution), "--target", "cpu")
+    assert missing.returncode == 2 and "no built-in task has that id" in missing.stderr
