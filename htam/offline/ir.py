@@ -111,6 +111,9 @@ class Match:
     init_source: str  # ModelNew's __init__ method, copied from the reference
     preamble: str = ""  # imports and module-level helpers that __init__ needs
     features: dict[str, bool] = field(default_factory=dict)  # e.g. online_softmax, welford
+    # Float attributes of the reference module (alpha, eps, ...): the trace compiles their values
+    # into the kernels, so the generated __init__ checks that it is built with the same ones.
+    scalars: dict[str, float] = field(default_factory=dict)
 
     def describe(self) -> str:
         return f"{self.family}: {self.summary}"

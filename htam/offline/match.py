@@ -137,8 +137,16 @@ def _match_traced(traced, source: str) -> Match:
         ir, summary = _elementwise(out)
         family = "elementwise"
     preamble, init = copy_init(source)
+    scalars = {k: v for k, v in vars(traced.model).items() if type(v) is float}
     return Match(
-        family, summary, inputs, ir, init_source=init, preamble=preamble, features=features
+        family,
+        summary,
+        inputs,
+        ir,
+        init_source=init,
+        preamble=preamble,
+        features=features,
+        scalars=scalars,
     )
 
 

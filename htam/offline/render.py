@@ -17,18 +17,33 @@ FAST_MATH_FAMILIES = ("elementwise",)
 def cpp_flags(family: str) -> list[str]:
     return CPP_FLAGS + (["-ffast-math"] if family in FAST_MATH_FAMILIES else [])
 
-_HELPERS = '''
+
+# Helpers by name: a generated file holds only those its code calls.
+_HELPERS = {
+    "_attr": '''
 def _attr(obj, path):
     """A parameter or buffer of the module by its dotted path."""
     for part in path.split("."):
         obj = getattr(obj, part)
     return obj
-
-
+''',
+    "_inner": '''
 def _inner(shape, tail):
     """Number of elements spanned by the last ``tail`` dims of ``shape``."""
     return math.prod(shape[len(shape) - tail:]) if tail else 1
-'''
+''',
+    "_specialized": '''
+def _specialized(module, values):
+    """The kernels compute with these constructor values compiled in: other values fail here
+    rather than give wrong results."""
+    for name, value in values.items():
+        if getattr(module, name) != value:
+            raise ValueError(
+                f"this ModelNew is specialized for {name}={value!r}, not "
+                f"{getattr(module, name)!r}: optimize the task with these init inputs"
+            )
+''',
+}
 
 _TRITON_IMPORTS = """import math
 
@@ -90,16 +105,25 @@ def render(
         f"Strategies applied: {', '.join(applied) or 'none (baseline)'}.\n"
         '"""'
     )
-    parts = [head, doc, "", _CPP_IMPORTS if cpp else _TRITON_IMPORTS]
-    if match.preamble:
-        parts.append(match.preamble + "\n")
-    parts.append(_HELPERS)
+    body = ["\n" + k + "\n" for k in kernels]
+    body.append("\nclass ModelNew(nn.Module):")
+    body.append(match.init_source or "    pass")
+    if match.init_source and match.scalars:
+        body.append(f"        _specialized(self, {match.scalars!r})")
+    signature = ", ".join(["self", *match.inputs])
+    body.append(f"\n    def forward({signature}):")
+    body += ["        " + line if line else "" for line in forward]
+    helpers = [h for name, h in _HELPERS.items() if f"{name}(" in "\n".join(body)]
+    imports = _CPP_IMPORTS if cpp else _TRITON_IMPORTS
+    if not any("math." in text for text in (*helpers, *body)):
+        imports = imports.replace("import math\n\n", "")
+    parts = [head, doc, "", imports]
+    if match.preamble:  # what __init__ needs, less the imports the template has already
+        have = set(imports.splitlines())
+        extra = [line for line in match.preamble.splitlines() if line not in have]
+        if any(line.strip() for line in extra):
+            parts.append("\n".join(extra).strip() + "\n")
+    parts += helpers
     if cpp:
         parts.append(_cpp_loader(*cpp, match.family))
-    parts += ["\n" + k + "\n" for k in kernels]
-    parts.append("\nclass ModelNew(nn.Module):")
-    parts.append(match.init_source or "    pass")
-    signature = ", ".join(["self", *match.inputs])
-    parts.append(f"\n    def forward({signature}):")
-    parts += ["        " + line if line else "" for line in forward]
-    return "\n".join(parts) + "\n"
+    return "\n".join(parts + body) + "\n"
