@@ -1,0 +1,173 @@
+"""The red team's table (issue 16, item 5): every attack fixture, the class it belongs to, and
+what the evaluator must make of it.
+
+``expect`` is a list of (status, message substring) pairs, any one of which is the right
+outcome; ``ok`` means the attack achieved nothing (the fixture then computes the right answer
+honestly) and the containment checks of tests/evaluate/test_attacks.py decide. ``hole`` is set
+where the attack got through when the table was written (the test is then a strict xfail that
+says what happened, so the fix shows up as an XPASS).
+"""
+
+from dataclasses import dataclass
+
+from tests.evaluate.cases import RELU
+
+
+@dataclass(frozen=True)
+class Attack:
+    fixture: str
+    cls: str
+    language: str
+    expect: tuple[tuple[str, str], ...]
+    hole: str | None = None
+    # not ok, or ok at no more than this times the honest Triton candidate's speedup (timing
+    # attacks whose fallback is honest)
+    max_speedup_vs_honest: float | None = None
+    # not ok, or ok at no more than this speedup (C++ candidates, timed for real)
+    max_speedup: float | None = None
+    task: str = RELU
+
+
+OK = (("ok", ""),)
+# An honest C++ kernel beside a contained attack: ok, or (on a loaded 2-core machine) rejected by
+# the escape check, whose 0.3 ms slack the judge's clock overruns there (a false positive of
+# the check, reported; never an unearned ok).
+OK_OR_ESCAPE = OK + (("rejected", "escaped the timed stream"),)
+
+ATTACKS_CPU = [
+    # ---------------------------------------------------------------- forged verdict / channel
+    Attack(
+        "attack_forge_wrong_type.py",
+        "forged verdict",
+        "triton",
+        (("rejected", "result channel tampered"),),
+        hole="a well-formed frame of the wrong type (pong) in answer to a call crashes the "
+        "judge: runtime_error 'the judge ended without a verdict: AttributeError: 'Pong' object "
+        "has no attribute 'problem'', not rejected",
+    ),
+    Attack("attack_huge_frame.py", "forged verdict", "triton", (("rejected", "announced"),)),
+    Attack("attack_malformed_json.py", "forged verdict", "triton", (("rejected", "undecodable"),)),
+    Attack(
+        "attack_forge_verdict.py",
+        "forged verdict",
+        "triton",
+        (("rejected", "result channel tampered"),),
+    ),
+    Attack(
+        "attack_done_before_compute.py",
+        "forged verdict",
+        "triton",
+        (("rejected", ""), ("incorrect", "")),
+    ),
+    # ---------------------------------------------------------------- timing in the candidate
+    Attack(
+        "attack_predict_inputs.py",
+        "timing",
+        "triton",
+        (("rejected", "escaped the timed stream"),) + OK,
+        max_speedup_vs_honest=3.0,
+    ),
+    Attack(
+        "attack_late_fill_thread.py",
+        "timing",
+        "triton",
+        (("incorrect", ""), ("rejected", "")),
+    ),
+    Attack(
+        "attack_cpp_late_fill.py",
+        "timing",
+        "cpp",
+        (("incorrect", ""), ("rejected", "")),
+    ),
+    Attack(
+        "attack_shrink_buffer.py",
+        "timing",
+        "triton",
+        (("rejected", ""), ("runtime_error", "candidate")),
+        hole="ftruncate(0) of the memfd behind the lent input (the candidate keeps its "
+        "descriptor; no seals): the judge's own mapping faults (SIGBUS) when it checks the "
+        "input, and it dies: runtime_error 'the judge ended without a verdict: no output'",
+    ),
+    Attack("attack_resize_input.py", "timing", "triton", (("incorrect", "trial"),)),
+    # ---------------------------------------------------------------- slowing the reference
+    Attack("attack_burner_reforking.py", "slowing the reference", "triton", OK),
+    Attack("attack_cpp_patch_torch.py", "slowing the reference", "cpp", OK_OR_ESCAPE),
+    # ---------------------------------------------------------------- patching the harness
+    Attack(
+        "attack_patch_harness_send.py",
+        "patching the harness",
+        "triton",
+        (("rejected", "escaped"),) + OK,
+        max_speedup_vs_honest=3.0,
+    ),
+    Attack(
+        "attack_cpp_forge_timer.py",
+        "patching the harness",
+        "cpp",
+        (("rejected", "escaped"),) + OK,
+        max_speedup=10.0,
+    ),
+    Attack(
+        "attack_reference_fallback.py",
+        "patching the harness",
+        "triton",
+        (("rejected", "no-kernel"),),
+        hole="the no-kernel rule is syntactic: a kernel launched in code that never runs, a "
+        "forward that is the reference's own torch call; ok",
+    ),
+    # ---------------------------------------------------------------- reading what it must not
+    Attack("attack_read_proc.py", "reading", "triton", OK),
+    Attack("attack_read_files.py", "reading", "triton", OK),
+    Attack("attack_cpp_ancestors.py", "reading", "cpp", OK_OR_ESCAPE),
+    # attack_symlink_build_cache.py has its own test (two runs)
+    # ---------------------------------------------------------------- escaping
+    Attack("attack_spawn_setsid.py", "escaping", "triton", OK),
+    Attack("attack_write_outside.py", "escaping", "triton", OK),
+    Attack(
+        "attack_connect_out.py",
+        "escaping",
+        "triton",
+        OK,
+        hole="a Unix socket file the host listens on (here 0777, beside the cache) is reachable "
+        "and got the candidate's bytes: the network namespace does not cover filesystem "
+        "sockets, and connect() works on a read-only mount",
+    ),
+    Attack("attack_fill_tmp.py", "escaping", "triton", OK),
+    Attack(
+        "attack_unlink_log.py",
+        "escaping",
+        "triton",
+        (("runtime_error", "output flood"),),
+        hole="the watchdog measures the log through the descriptor it opened; unlinking "
+        "output.log and printing ~3.8 MB into a new file of that name beats the 1 MB cap: ok",
+    ),
+    Attack(
+        "attack_cpp_escape.py",
+        "escaping",
+        "cpp",
+        OK_OR_ESCAPE,
+        hole="from C: connected to the host's Unix socket file and sent bytes (as "
+        "attack_connect_out.py); its setsid double-forked sleepers and writes were contained",
+    ),
+    # ---------------------------------------------------------------- attacking the evaluator
+    Attack("attack_kill_evaluator.py", "attacking the evaluator", "triton", OK),
+    # (attack_huge_frame.py and attack_malformed_json.py above belong here too)
+    # ---------------------------------------------------------------- poisoning later runs
+    Attack("attack_poison_cache.py", "poisoning", "triton", OK),
+]
+
+# GPU-only classes, for the lead's H200 run (task level1/1_ReLU.py at size large), and the CPU
+# containment fixtures again on the GPU machine.
+ATTACKS_GPU = [
+    Attack(
+        "attack_gpu_late_fill.py",
+        "timing",
+        "cuda",
+        (("incorrect", ""), ("rejected", "")),
+    ),
+    Attack("attack_gpu_ipc_scan.py", "reading", "cuda", (("runtime_error", ""), ("incorrect", ""))),
+    Attack("attack_read_proc.py", "reading", "triton", OK),
+    Attack("attack_cpp_ancestors.py", "reading", "cuda", OK_OR_ESCAPE),
+    Attack("attack_spawn_setsid.py", "escaping", "triton", OK),
+    Attack("attack_kill_evaluator.py", "attacking the evaluator", "triton", OK),
+]
