@@ -18,11 +18,17 @@ app = typer.Typer(
 )
 
 # Command modules, each registering its commands on ``app``. Add a module here to add commands.
-COMMAND_MODULES: list[str] = ["tasks_cmd", "eval_cmd", "memory_cmd", "optimize_cmd", "bench_cmd"]
+COMMAND_MODULES: list[str] = [
+    "tasks_cmd",
+    "eval_cmd",
+    "memory_cmd",
+    "optimize_cmd",
+    "bench_cmd",
+    "transfer_cmd",
+]
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"htam.cli.{_name}").register(app)
-
 
 # Off a terminal (a pipe, a file) rich would fit tables into 80 columns, or the width of a
 # terminal still attached to stdin, cutting ids to "builtin/level1…"; output there is plain and

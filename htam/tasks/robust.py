@@ -131,7 +131,8 @@ def robust_source(path: Path) -> str:
     configs = [_config(module, inputs, init, path) for inputs, init in pairs]
     configs = list({json.dumps(c, sort_keys=True): c for c in configs}.values())
     ignored = ignored_init_keys(data, module)
-    return source.rstrip() + "\n" + _adapter(kind, configs, config_path.name, ignored)
+    adapter = _adapter(kind, configs, config_path.name, ignored) + _forward_without_fn(module)
+    return source.rstrip() + "\n" + adapter
 
 
 def _execute(source: str, path: Path) -> types.ModuleType:
@@ -213,6 +214,24 @@ def _adapter(kind: str, configs: list[dict[str, Any]], config_name: str, ignored
         "",
     ]
     return "\n".join(lines)
+
+
+def _forward_without_fn(module: types.ModuleType) -> str:
+    """Rebinds ``Model.forward`` without its ``fn=forward_fn`` parameter: torch.fx cannot trace
+    a function-valued default, and the offline templates and op families come from that trace.
+    The class keeps its name, so its own ``super(Model, self)`` calls still work."""
+    params = list(inspect.signature(module.Model.forward).parameters.values())[1:]
+    inputs = [p for p in params if p.name != "fn"]
+    plain = all(p.kind == p.POSITIONAL_OR_KEYWORD and p.default is p.empty for p in inputs)
+    if not params or params[-1].name != "fn" or not plain:
+        return ""
+    names = ", ".join(p.name for p in inputs)
+    return (
+        "\n\n_rkb_forward_with_fn = Model.forward\n\n\n"
+        f"def _rkb_forward(self, {names}):\n"
+        f"    return _rkb_forward_with_fn(self, {names}, fn=forward_fn)\n\n\n"
+        "Model.forward = _rkb_forward  # forward(inputs) == forward(inputs, fn=forward_fn)\n"
+    )
 
 
 def _level_dirs(root: Path) -> list[tuple[int, Path]]:
