@@ -89,3 +89,21 @@ def test_eval_takes_the_same_task_ids_as_optimize(tmp_path):
     assert json.loads(run.stdout)["status"] in ("rejected", "compile_error")
     missing = _htam(tmp_path, "eval", "level9/nothing", str(solution), "--target", "cpu")
     assert missing.returncode == 2 and "no built-in task has that id" in missing.stderr
+
+
+def test_run_directories_are_new_and_resume_finds_the_newest(tmp_path):
+    from htam.agent.rundir import latest_run_dir, new_run_dir
+
+    stem = tmp_path / "runs" / "1_ReLU-htam-s0"
+    assert latest_run_dir(stem) is None
+    made = []
+    for _ in range(3):  # within one second: suffixes keep them apart
+        path = new_run_dir(stem)
+        (path / "run.json").parent.mkdir(parents=True)
+        (path / "run.json").write_text("{}")
+        made.append(path)
+    assert len(set(made)) == 3 and all(p.name.startswith(stem.name + "-") for p in made)
+    os.utime(made[1] / "run.json", (2e9, 2e9))  # the most recently started run
+    assert latest_run_dir(stem) == made[1]
+    other = tmp_path / "runs" / "1_ReLU-htam-s01"  # another seed's runs are not this stem's
+    assert latest_run_dir(other) is None
