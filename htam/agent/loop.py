@@ -203,6 +203,7 @@ class Optimizer:
         if direction == FLAT_DIRECTION and choice.strategy:
             direction = choice.strategy.direction
         request.guidance = self._guidance(direction, choice, progress, state_text)
+        repeated_before = progress.duplicates
         proposal, repeats, extra = propose_distinct(
             self.proposer, request, progress, cfg.duplicate_retries
         )
@@ -276,6 +277,7 @@ class Optimizer:
             "usage": asdict(usage),
             "new_best": new_best,
             "repeats_step": repeats,
+            "repeated_proposals": progress.duplicates - repeated_before,
             "best_speedup": progress.best_speedup,
             "memory_updated": memory_updated,
             "wall_s": time.monotonic() - t0,
@@ -342,5 +344,6 @@ class Optimizer:
             ),
         )
         usage.add(Usage(**record["usage"]))
+        progress.duplicates += record.get("repeated_proposals", 0)
         if record.get("repeats_step") is None:
             self._learn(StepRecord(**record["memory_record"]), record["state_text"])
