@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 
@@ -42,7 +43,7 @@ def make_proposer(
         fail(str(exc))
 
 
-def _preflight(proposer, quiet: bool) -> None:
+def _preflight(proposer, quiet: bool, as_json: bool) -> None:
     """An LLM endpoint that cannot serve the run stops it here, before the evaluator starts and
     before the memory bank is opened."""
     from htam.llm import LLMError
@@ -52,7 +53,7 @@ def _preflight(proposer, quiet: bool) -> None:
     try:
         note = proposer.check()
     except LLMError as exc:
-        fail(f"the LLM endpoint cannot be used: {exc}", code=INFRASTRUCTURE_EXIT)
+        _stop(f"the LLM endpoint cannot be used: {exc}", as_json)
     if not quiet or note.startswith("warning"):
         err_console.print(f"LLM: {note}", highlight=False, soft_wrap=True, markup=False)
 
@@ -122,7 +123,9 @@ def optimize_command(
     except ValueError as exc:
         fail(str(exc))
     proposer = make_proposer(llm, base_url, model, target, language)
-    _preflight(proposer, quiet)  # first: it fails in seconds, loading the tasks takes longer
+    _preflight(
+        proposer, quiet, as_json
+    )  # first: it fails in seconds, loading the tasks takes longer
     the_task = resolve_task(task)
     out = _run_dir(out, Path("runs") / f"{the_task.name}-{method}-s{seed}", resume)
     memory = memory or default_memory()
@@ -154,7 +157,7 @@ def optimize_command(
     _finish(summary, out, as_json, quiet)
 
 
-def _stop(message: str, as_json: bool) -> None:
+def _stop(message: str, as_json: bool) -> NoReturn:
     if as_json:
         typer.echo(json.dumps({"outcome": "stopped", "error": message}))
     fail(message, code=INFRASTRUCTURE_EXIT)

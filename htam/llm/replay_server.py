@@ -101,6 +101,8 @@ class ReplayServer:
         self.script = list(script or [])
         self.matcher = matcher  # asked first; returning None falls through to the script
         self.model = model
+        # The answer to ``GET /v1/models`` (a preflight check); None lists ``model``.
+        self.models_reply: Scripted | None = None
         self.requests: list[RecordedRequest] = []
         self.max_in_flight = 0  # most chat requests answered at the same time
         self._in_flight = 0
@@ -212,7 +214,10 @@ def _handler_for(server: ReplayServer) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             self._record("")
-            if self.path == "/v1/models":
+            reply = server.models_reply
+            if self.path == "/v1/models" and reply is not None and reply.status >= 400:
+                self._send(reply.status, _error_body(reply.content, reply.status), reply.headers)
+            elif self.path == "/v1/models":
                 self._send(
                     200, {"object": "list", "data": [{"id": server.model, "object": "model"}]}
                 )
