@@ -164,9 +164,23 @@ def test_schema_error_is_shown_in_the_repair(server, proposer, make_request):
 
 
 def test_llm_error_in_choice_falls_back(server, make_client, make_request):
-    server.add(Scripted.error(500), Scripted.error(500))
+    server.add(Scripted.error(400, "prompt too long"))  # about this request: a fallback pick
     choice = LLMProposer(make_client(max_retries=1)).choose_strategy(make_request(), CANDIDATES)
     assert choice.strategy is CANDIDATES[0] and "LLM error" in choice.rationale
+    assert not choice.infrastructure
+
+
+def test_endpoint_failure_in_choice_is_flagged_not_picked(server, make_client, make_request):
+    server.add(Scripted.error(500), Scripted.error(500))  # the endpoint is down: no pick
+    choice = LLMProposer(make_client(max_retries=1)).choose_strategy(make_request(), CANDIDATES)
+    assert choice.strategy is None and choice.infrastructure
+    assert "failed after 2 attempt(s): HTTP 500" in choice.rationale
+
+
+def test_endpoint_failure_in_proposal_is_flagged(server, make_client, make_request):
+    server.add(Scripted.error(401, "invalid key"))
+    proposal = LLMProposer(make_client()).propose(make_request())
+    assert proposal.code is None and proposal.infrastructure and "HTTP 401" in proposal.error
 
 
 def test_trivial_choices_make_no_call(server, proposer, make_request):
