@@ -149,7 +149,11 @@ def optimize_command(
             summary = optimizer.run(the_task, out, resume=resume)
     except InfrastructureError as exc:
         view.close()
-        _stop(f"stopped: the LLM endpoint failed: {exc} (nothing recorded in {memory})", as_json)
+        _stop(
+            f"stopped: the LLM endpoint failed: {exc} (the failed steps are not in the memory; "
+            f"--resume --out {out} continues)",
+            as_json,
+        )
     except (TaskError, EvaluatorError, MemoryBankError, RunDirError) as exc:
         fail(str(exc))
     view.close()
