@@ -49,6 +49,34 @@ def test_cli_stops_at_once_on_an_unreachable_endpoint(tmp_path):
     assert not (tmp_path / "runs").exists()  # no run directory for a run that never started
 
 
+def test_cli_stops_when_the_endpoint_refuses_after_the_preflight(tmp_path):
+    # GET /models answers, every chat request is refused: the step is tried twice, then the run
+    # stops with the endpoint's answer on the last line and the bank as it was.
+    bank = tmp_path / "bank.db"
+    with MemoryBank.open(bank, create=True):
+        pass
+    before = bank.read_bytes()
+    refused = Scripted.error(401, "invalid api key")
+    refused.repeat = True
+    with ReplayServer([refused]) as server:
+        args = ["optimize", "level1/1_ReLU", "--target", "cpu", "--language", "triton"]
+        args += ["--base-url", server.base_url, "--model", server.model, "--size", "small"]
+        run = subprocess.run(
+            [sys.executable, "-m", "htam.cli", *args, "--memory", str(bank), "--out", "run"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        chats = len(server.chat_requests)
+    assert run.returncode == 3, run.stderr
+    last = (run.stdout + run.stderr).strip().splitlines()[-1]
+    assert last.startswith("error: stopped: the LLM endpoint failed") and "HTTP 401" in last
+    assert chats == 2  # one step, tried twice (a 401 is not retried by the client)
+    assert bank.read_bytes() == before
+    assert not (tmp_path / "run" / "steps").exists()
+
+
 @pytest.fixture(scope="module")
 def evaluator():
     # A generous timeout: the machine running the tests may be busy, and a timeout is no bar here.
