@@ -107,3 +107,23 @@ def test_run_directories_are_new_and_resume_finds_the_newest(tmp_path):
     assert latest_run_dir(stem) == made[1]
     other = tmp_path / "runs" / "1_ReLU-htam-s01"  # another seed's runs are not this stem's
     assert latest_run_dir(other) is None
+
+
+def test_the_last_line_says_what_the_user_keeps():
+    from htam.cli.optimize_view import final_line
+
+    out = Path("runs/x")
+    base = {"best_speedup_vs_compile": None, "best_sol_fraction": None, "statuses": []}
+    slower = {**base, "outcome": "reference_stands", "best_speedup": 0.0712}
+    slower["best_file"] = "best_slower_than_reference.py"
+    assert final_line(slower, out) == (
+        "no faster candidate: the reference stands; best candidate 0.071x "
+        "(runs/x/best_slower_than_reference.py)"
+    )
+    faster = {**base, "outcome": "faster", "best_speedup": 4.71, "best_sol_fraction": 0.225}
+    assert (
+        final_line(faster, out) == "best: 4.71x vs eager, 22.5% of speed of light → runs/x/best.py"
+    )
+    none = {**base, "outcome": "none_correct", "best_speedup": None}
+    none["statuses"] = ["rejected", "incorrect"]
+    assert final_line(none, out).startswith("no correct candidate: the reference stands (rejected")
