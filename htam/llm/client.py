@@ -61,7 +61,8 @@ class LLMClient:
         self.config = config
         self.url = config.base_url.rstrip("/")
         self.prices = prices or PriceTable.load(config.prices_path)
-        self.cache = ResponseCache(config.resolved_cache_dir()) if config.cache else None
+        cap = None if config.cache_max_mb is None else config.cache_max_mb * 1_000_000
+        self.cache = ResponseCache(config.resolved_cache_dir(), cap) if config.cache else None
         self.total = Usage()  # over every call of this client
         self._sleep = sleep
         self._rng = rng or random.Random(config.seed)

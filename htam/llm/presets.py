@@ -74,6 +74,9 @@ class LLMConfig(BaseModel):
     concurrency: int = Field(default=4, ge=1)  # simultaneous requests of one client
     cache: bool = True
     cache_dir: Path | None = None  # None: $HTAM_CACHE_DIR/llm or ~/.cache/htam/llm
+    cache_max_mb: int | None = Field(
+        default=1024, ge=1
+    )  # least recently used go first; None: no cap
     prices_path: Path | None = None  # None: $HTAM_PRICES or the packaged table
     seed: int | None = 0  # sent as the request seed and seeds retry jitter; None: not sent
 
