@@ -128,9 +128,7 @@ class LLMProposer:
         try:
             reply = self._chat(messages, request, "write")
         except LLMError as e:
-            return Proposal(
-                code=None, error=str(e), prompt=prompt, infrastructure=e.infrastructure
-            )
+            return Proposal(code=None, error=str(e), prompt=prompt, infrastructure=e.infrastructure)
         code = extract_code(reply.content)
         with self._lock:
             if code is None:
