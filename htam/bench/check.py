@@ -1,25 +1,17 @@
 """``htam tasks check``: run every reference of a suite at its real size and record, per task,
 whether it runs (and why not), its eager and torch.compile times, FLOPs, bytes and roofline.
 
-Why two kinds of process. A torch.compile build is seconds to a minute of CPU work (Dynamo,
-Inductor, Triton) per task, while timing needs the GPU to itself. So ``jobs`` *warm-up* processes
-run each reference once with torch.compile, side by side, only to fill the Inductor and Triton
-caches (their own reference timings go to a throwaway cache directory); one *measuring* process
-then runs the task again, alone on the GPU for its timing, and finds its compiled build in the
-cache. Every process owns its own ``Evaluator`` (and thus its own fork server and sandboxed job
-processes), as the bench's workers do; more GPUs would take one measuring process each.
+A torch.compile build is CPU work, a timing wants the GPU alone: ``jobs`` *warm-up* processes
+run each reference once with torch.compile only to fill the Inductor and Triton caches (their
+timings go to a throwaway cache directory), and ``measurers`` *measuring* processes (1: one
+timing at a time) then run it again, timed, finding the build cached. Each process owns an
+``Evaluator``, as the bench's workers do. GPU memory is shared by estimate (meta-device data
+times ``MEMORY_FACTOR`` within ``gpu_share`` of the GPU); a measurement that ran out of memory
+beside others is done again alone. docs/tasks.md has the whole design and the figures.
 
-GPU memory is shared by all of them: each running reference holds an estimate of its data (from
-a run on the meta device, times ``MEMORY_FACTOR``), a new one starts only while the estimates fit
-``gpu_share`` of the GPU (or when the GPU is idle), and the measurement goes first. A measurement
-that ran out of GPU memory while warm-ups were running is done again alone before it counts.
-
-Files under OUT (resumable: a task with a record is not run again)::
-
-    config.json     what the records depend on (target, size, evaluator settings)
-    results.jsonl   one record per measured task, appended as each one ends
-    check.json      config, per-level summary and every record (written at the end)
-    check.md        the same as tables
+Files under OUT (resumable: a task with a record is not run again): config.json (what the
+records depend on), results.jsonl (one record per task, appended as each ends), and at the end
+check.json (config, per-level summary, every record) and check.md (the same as tables).
 """
 
 from __future__ import annotations
@@ -241,6 +233,10 @@ class _Scheduler:
             result = future.result()
         except BrokenProcessPool:
             result = {"fatal": "a warm-up process died"}
+        # An evaluator fault in a warm-up (not the task's failure, which is a value) costs only
+        # the warm-up: the measurement will meet it again and record it.
+        except Exception as exc:  # noqa: BLE001
+            result = {"ok": False, "cause": cw.one_line(f"{type(exc).__name__}: {exc}")}
         if "fatal" in result:
             self._warmups_off(result["fatal"])
         else:
@@ -270,6 +266,10 @@ class _Scheduler:
             self.ready.extendleft((t.task, t.alone) for t in self.timing.values())
             self.timing.clear()
             record = {"status": "failed", "cause": "the measuring process died"}
+        # An evaluator fault (its fork server broke, the device peaks could not be measured) is
+        # recorded as this task's failure, with its cause; the check goes on with the others.
+        except Exception as exc:  # noqa: BLE001
+            record = {"status": "failed", "cause": cw.one_line(f"{type(exc).__name__}: {exc}")}
         if "fatal" in record:
             raise CheckError(record["fatal"])
         cause = (record.get("cause") or "").lower()

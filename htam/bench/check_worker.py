@@ -9,9 +9,13 @@ message that no longer says why, so it is kept and returned by every call instea
 
 from __future__ import annotations
 
+import contextlib
+import io
 import multiprocessing.util
 import os
+import signal
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +46,8 @@ def one_line(text: str) -> str:
 
 
 def init_worker(target: str, config: Any, env: dict[str, str]) -> None:
+    # Ctrl-C is the parent's to handle: it stops the pools (a finished task is on disk already).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.update(env)
     from htam.evaluate import Evaluator, EvaluatorError
 
@@ -120,9 +126,12 @@ def gpu_estimate(task: Task, size: str) -> int | None:
     from htam.tasks.runtime import instantiate, nbytes
 
     try:
-        model, inputs = instantiate(task, size, device="meta")
-        with torch.no_grad():
-            out = model(*inputs)
+        # The reference's own warnings and prints would land between the progress lines.
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            model, inputs = instantiate(task, size, device="meta")
+            with torch.no_grad():
+                out = model(*inputs)
     # A reference is arbitrary code: an op without a meta kernel, data-dependent control flow
     # or anything else only means "size unknown", which the scheduler treats as "the whole GPU".
     except Exception:  # noqa: BLE001
