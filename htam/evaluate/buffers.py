@@ -12,13 +12,14 @@ candidate's private ``/dev/shm`` does not share. Tensors are wrapped through
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import mmap
 import os
 from dataclasses import dataclass
 
 import torch
 
-_DTYPES = {
+DTYPES = {
     str(d).removeprefix("torch."): d
     for d in (
         torch.float32,
@@ -53,12 +54,8 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def supported(t: torch.Tensor) -> bool:
-    return dtype_name(t.dtype) in _DTYPES
-
-
 def _nbytes(shape: list[int], dtype: str) -> int:
-    n = _DTYPES[dtype].itemsize
+    n = DTYPES[dtype].itemsize
     for s in shape:
         n *= s
     return n
@@ -151,15 +148,18 @@ def lend(shape: list[int], dtype: str, device: str) -> Lent:
         drv.call("cuIpcGetMemHandle", ctypes.byref(handle), ptr)
         desc["handle"] = bytes(handle).hex()
         return Lent(_wrap_cuda(ptr.value, shape, dtype), desc, _ptr=ptr.value)
-    fd = os.memfd_create("htam-buffer", os.MFD_CLOEXEC)
+    fd = os.memfd_create("htam-buffer", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     os.ftruncate(fd, nbytes)
+    # Sealed: the candidate holds the descriptor too, and a shrunk file would fault the
+    # judge's own mapping (SIGBUS).
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
     return Lent(_map_cpu(fd, shape, dtype, nbytes), desc, fd=fd)
 
 
 def _map_cpu(fd: int, shape: list[int], dtype: str, nbytes: int) -> torch.Tensor:
     mem = mmap.mmap(fd, nbytes)
     flat = torch.frombuffer(mem, dtype=torch.uint8, count=nbytes)
-    return flat[: _nbytes(shape, dtype)].view(_DTYPES[dtype]).view(shape)
+    return flat[: _nbytes(shape, dtype)].view(DTYPES[dtype]).view(shape)
 
 
 # --------------------------------------------------------------------------- the candidate's side

@@ -121,15 +121,22 @@ class Failed(_Msg):
     message: str = Field(max_length=8000)
 
 
-class Pong(_Msg):
-    type: Literal["pong"]
+# What each request of the judge must be answered with.
+REPLIES = {
+    "null": "done",
+    "build": "built",
+    "model": "ready",
+    "buffers": "ready",
+    "use": "ready",
+    "call": "done",
+    "collect": "done",
+}
 
-
-CandidateMessage = Annotated[Built | Ready | Done | Failed | Pong, Field(discriminator="type")]
+CandidateMessage = Annotated[Built | Ready | Done | Failed, Field(discriminator="type")]
 _ADAPTER: TypeAdapter = TypeAdapter(CandidateMessage)
 
 
-def parse(message: dict) -> Built | Ready | Done | Failed | Pong:
+def parse(message: dict) -> Built | Ready | Done | Failed:
     try:
         return _ADAPTER.validate_python(message)
     except ValidationError as exc:

@@ -46,12 +46,16 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, table: dict[str, Tolera
 
 # Elements per slice: float32 slices of 4 MB stay in cache and no large temporary is allocated
 # (fresh pages are what makes whole-tensor arithmetic on hundreds of megabytes slow).
+# On a GPU every slice costs a few host synchronizations, so slices are large there (1 GiB of
+# float32 temporaries at most).
 _SLICE = 1 << 20
+_GPU_SLICE = 1 << 28
 _stats: dict[int, tuple[weakref.ref, tuple[float, bool]]] = {}  # id -> (tensor, stats)
 
 
-def _slices(n: int):
-    return ((i, min(i + _SLICE, n)) for i in range(0, n, _SLICE))
+def _slices(n: int, cuda: bool = False):
+    step = _GPU_SLICE if cuda else _SLICE
+    return ((i, min(i + step, n)) for i in range(0, n, step))
 
 
 def _reference_stats(r: torch.Tensor) -> tuple[float, bool]:
@@ -61,7 +65,7 @@ def _reference_stats(r: torch.Tensor) -> tuple[float, bool]:
     if entry is not None and entry[0]() is r:
         return entry[1]
     flat, sq, finite = r.reshape(-1), 0.0, True
-    for i, j in _slices(flat.numel()):
+    for i, j in _slices(flat.numel(), flat.is_cuda):
         part = flat[i:j].float()
         ok = torch.isfinite(part)
         if not bool(ok.all()):
@@ -80,7 +84,7 @@ def _compare_slices(
     error is within ``atol`` cannot break the elementwise rule, so only others are looked at
     element by element; a NaN or infinity anywhere makes the slice's sum of squares non-finite."""
     n_bad, worst, worst_at, err_sq = 0, -1.0, 0, 0.0
-    for i, j in _slices(r.numel()):
+    for i, j in _slices(r.numel(), r.is_cuda):
         oc, rc = o[i:j].float(), r[i:j].float()
         err = (oc - rc).abs_()
         sq = torch.dot(err, err).item()

@@ -113,11 +113,13 @@ class Evaluator:
         job.update(extra)
         return job
 
-    def _run(self, job: dict, candidate: dict | None = None) -> JobOutcome:
+    def _run(
+        self, job: dict, candidate: dict | None = None, runner: dict | None = None
+    ) -> JobOutcome:
         self._jobs += 1
         workdir = self._workroot / f"judge{self._jobs}"
         try:
-            return run_job(self.server, job, workdir, self._limits(), candidate)
+            return run_job(self.server, job, workdir, self._limits(), candidate, runner)
         except ForkServerError:
             self._restart_server()  # the next evaluation gets a working server
             raise
@@ -229,8 +231,12 @@ class Evaluator:
             meaningful=not (self.device == "cpu" and language == "triton"),
             **self.config.judge_settings(),
         )
+        # The reference runs in a process isolated exactly like the candidate's, through the
+        # same harness: the two are timed alike, and the reference never shares a process with
+        # the candidate.
+        runner = {**candidate, "code": f"{task.source}\n\nModelNew = Model\n", "preload": None}
         try:
-            outcome = self._run(job, candidate)
+            outcome = self._run(job, candidate, runner)
         except ForkServerError as exc:
             result.status = Status.RUNTIME_ERROR
             result.messages = [f"{exc}; it was replaced, and this evaluation is lost (rerun it)"]
@@ -239,7 +245,9 @@ class Evaluator:
         judge_outcome(result, outcome, self.config)
         if outcome.job_dir:
             integrity.promote(self.cache_dir, Path(outcome.job_dir), code_digest)
-            shutil.rmtree(outcome.job_dir, ignore_errors=True)
+        for folder in (outcome.job_dir, outcome.runner_dir):
+            if folder:
+                shutil.rmtree(folder, ignore_errors=True)
         if result.status is Status.OK:
             self._timing(result, outcome, ref)
         return result
@@ -260,6 +268,13 @@ class Evaluator:
             result.messages.append("timings under the Triton interpreter are not meaningful")
         bound = roofline.lower_bound(ref.flops, ref.nbytes, ref.dtypes, self.peaks())
         result.sol_fraction, result.bound = bound.time_ms / result.runtime_ms, bound.kind
+        slack = res["escape"]["slack_ms"]
+        if result.timing.meaningful and result.runtime_ms < 2 * slack:
+            result.flags.append(
+                f"calls of {result.runtime_ms:.3f} ms are within 2x of the judge's clock "
+                f"resolution here ({slack:.1f} ms): the time rests on the candidate's own events "
+                "(time a larger size to bound it)"
+            )
         if result.speedup and result.speedup > c.flag_speedup and result.timing.meaningful:
             result.flags.append(
                 f"speedup {result.speedup:.1f}x is above {c.flag_speedup:.0f}x: check it by hand"

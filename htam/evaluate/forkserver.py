@@ -150,8 +150,8 @@ class ForkServer:
             return "the evaluator's fork server stopped answering"
         return f"the evaluator's fork server broke its channel ({type(exc).__name__})"
 
-    def judge(self, job: dict, log: Path, result_fd: int, sock_fd: int | None) -> int:
-        fds = [result_fd] + ([sock_fd] if sock_fd is not None else [])
+    def judge(self, job: dict, log: Path, result_fd: int, sock_fds: list[int]) -> int:
+        fds = [result_fd, *sock_fds]
         return self._started(self._ask({"op": "judge", "job": job, "log": str(log)}, fds))["pid"]
 
     def candidate(self, job: dict, sock_fd: int) -> dict:
@@ -279,7 +279,8 @@ class Server:
         if self.warm_cuda and self.plan.drop_uid:
             self._check_cuda_as_candidate()
         self.judge_standby = self._fork_judge()
-        self.cand_standby = self._fork_candidate()
+        # A job takes two isolated processes (the candidate and the reference's runner).
+        self.cand_standbys = [self._fork_candidate(), self._fork_candidate()]
 
     def _check_cuda_as_candidate(self) -> None:
         """A candidate's own user must be able to use the GPU; where it cannot, candidates keep
@@ -365,11 +366,11 @@ class Server:
                     reply = self._start(op, request, fds)
                 send_frame(self.sock, reply)
         finally:
-            self.judge_standby.discard()
-            self.cand_standby.discard()
+            for standby in [self.judge_standby, *self.cand_standbys]:
+                standby.discard()
 
     def _start(self, op: str, request: dict, fds: list[int]) -> dict:
-        standby = self.judge_standby if op == "judge" else self.cand_standby
+        standby = self.judge_standby if op == "judge" else self.cand_standbys.pop(0)
         if op == "candidate" and request["job"].get("preload"):
             self._preload(request["job"]["preload"], standby)
         handed = standby.hand_over(request, fds)
@@ -381,7 +382,7 @@ class Server:
         if op == "judge":
             self.judge_standby = fresh
         else:
-            self.cand_standby = fresh
+            self.cand_standbys.append(fresh)
         for fd in fds:
             os.close(fd)
         if not handed:
@@ -436,7 +437,8 @@ def _judge_main(control: socket.socket, warm_cuda: bool) -> None:
     if job["kind"] == "judge":
         from htam.evaluate import judge, worker
 
-        judge.run(job, worker.Emitter(fds[0]), socket.socket(fileno=fds[1]))
+        cand, ref = (socket.socket(fileno=fd) for fd in fds[1:3])
+        judge.run(job, worker.Emitter(fds[0]), cand, ref)
     else:
         from htam.evaluate import worker
 
@@ -447,6 +449,8 @@ def _candidate_main(control: socket.socket, job_dir: str, uid: int, plan, limits
     _stdio_to(os.path.join(job_dir, "output.log"))
     seen_at = isolation.enter(job_dir, uid, plan, limits)
     _warm(warm)
+    if plan.socket_filter:  # after CUDA has made its threads: the filter covers them too
+        isolation.deny_sockets()
     try:
         request, fds = recv_frame(control, with_fds=True)
     except (EOFError, OSError):

@@ -76,14 +76,20 @@ def builds_dir(cache_dir: Path, code_digest: str) -> Path:
 def promote(cache_dir: Path, job_dir: Path, code_digest: str, parts=("ext", "triton")) -> None:
     """Copy what a finished (dead) candidate built into the cache for the same code only, with a
     sealed manifest of every file's hash."""
-    present = [p for p in parts if (job_dir / p).is_dir() and any((job_dir / p).iterdir())]
+    # A link in place of a folder would make this (privileged) copy read what it points to.
+    present = [
+        p
+        for p in parts
+        if stat.S_ISDIR(os.lstat(job_dir / p).st_mode if os.path.lexists(job_dir / p) else 0)
+        and any((job_dir / p).iterdir())
+    ]
     if not present:
         return
     target = builds_dir(cache_dir, code_digest)
     staging = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     shutil.rmtree(staging, ignore_errors=True)
     for part in present:
-        shutil.copytree(job_dir / part, staging / part, symlinks=True, ignore=_special)
+        shutil.copytree(job_dir / part, staging / part, ignore=_special)
     write_sealed(cache_dir, staging / "manifest.json", {"files": _files_except(staging)})
     shutil.rmtree(target, ignore_errors=True)
     os.replace(staging, target)
@@ -91,12 +97,12 @@ def promote(cache_dir: Path, job_dir: Path, code_digest: str, parts=("ext", "tri
 
 def _special(folder: str, names: list[str]) -> list[str]:
     """What a hostile build left that is neither a file nor a folder (a FIFO would block the
-    copy), or is too large to keep."""
+    copy, a link would be followed), or is too large to keep."""
     skip = []
     for name in names:
         st = os.lstat(os.path.join(folder, name))
         regular = stat.S_ISREG(st.st_mode) and st.st_size < MAX_BUILD_FILE
-        if not (regular or stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+        if not (regular or stat.S_ISDIR(st.st_mode)):  # links are not copied: nor followed
             skip.append(name)
     return skip
 

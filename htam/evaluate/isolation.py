@@ -78,12 +78,16 @@ class Plan:
     namespaces: bool
     readonly_fs: bool
     drop_uid: bool
+    socket_filter: bool = False
     missing: tuple[str, ...] = ()  # one line per protection the machine cannot give
 
     @property
     def summary(self) -> str:
         if not self.missing:
-            return "isolation: full (namespaces, read-only filesystem, own user id, rlimits)"
+            return (
+                "isolation: full (namespaces, read-only filesystem, own user id, rlimits, "
+                "no new sockets)"
+            )
         return "isolation: partial; " + "; ".join(self.missing)
 
 
@@ -97,8 +101,9 @@ class Limits:
 
 
 def candidate_uid(server_pid: int, slot: int) -> int:
-    """A user id per (fork server, slot): unique on the machine while both live."""
-    return UID_BASE + (server_pid % 200_000) * 4 + slot % 4
+    """A user id per (fork server, slot): unique on the machine while both live (a server has
+    at most five isolated processes alive: two standbys, a job's two, one being ended)."""
+    return UID_BASE + (server_pid % 100_000) * 8 + slot % 8
 
 
 def _mountinfo() -> list[tuple[str, set[str], str]]:
@@ -222,6 +227,52 @@ def _rlimits(limits: Limits) -> None:
         cap(resource.RLIMIT_AS, limits.address_space_bytes)
 
 
+# --------------------------------------------------------------------------- no new sockets
+
+
+class _Filter(ctypes.Structure):
+    _fields_ = [
+        ("code", ctypes.c_ushort),
+        ("jt", ctypes.c_ubyte),
+        ("jf", ctypes.c_ubyte),
+        ("k", ctypes.c_uint),
+    ]
+
+
+class _Program(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_Filter))]
+
+
+_LD, _JEQ, _RET = 0x20, 0x15, 0x06
+_ALLOW, _EACCES = 0x7FFF0000, 0x00050000 | 13
+_X86_64, _SYS_SOCKET, _SYS_SECCOMP = 0xC000003E, 41, 317
+_AF_UNIX, _AF_INET, _AF_INET6 = 1, 2, 10
+
+
+def deny_sockets() -> None:
+    """No new socket of the unix or internet families, in every thread of the process and its
+    descendants (seccomp, synchronized across threads). A network namespace keeps the network
+    out, but not a unix socket file that some other program left world-writable; the harness
+    keeps the one socket it was given."""
+    prog = [
+        (_LD, 0, 0, 4),  # arch
+        (_JEQ, 0, 6, _X86_64),
+        (_LD, 0, 0, 0),  # syscall number
+        (_JEQ, 0, 4, _SYS_SOCKET),
+        (_LD, 0, 0, 16),  # first argument: the family
+        (_JEQ, 3, 0, _AF_UNIX),
+        (_JEQ, 2, 0, _AF_INET),
+        (_JEQ, 1, 0, _AF_INET6),
+        (_RET, 0, 0, _ALLOW),
+        (_RET, 0, 0, _EACCES),
+    ]
+    filters = (_Filter * len(prog))(*[_Filter(*ins) for ins in prog])
+    program = _Program(len(prog), filters)
+    set_filter, tsync = 1, 1
+    ret = _libc.syscall(_SYS_SECCOMP, set_filter, tsync, ctypes.byref(program))
+    _check(ret, "seccomp")
+
+
 # --------------------------------------------------------------------------- the user as container
 
 
@@ -288,7 +339,22 @@ def probe() -> Plan:
             missing.append("no namespaces (unprivileged user namespaces are off)")
     elif not namespaces:
         missing.append("no namespaces: network, /tmp and the filesystem are shared")
-    return Plan(namespaces=namespaces, readonly_fs=readonly, drop_uid=root, missing=tuple(missing))
+    sockets = _try_in_child(_probe_socket_filter)
+    if not sockets:
+        missing.append("no socket filter (seccomp unavailable): unix socket files are reachable")
+    return Plan(namespaces, readonly, root, sockets, tuple(missing))
+
+
+def _probe_socket_filter() -> None:
+    import socket
+
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    deny_sockets()
+    try:
+        socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    except PermissionError:
+        return
+    raise IsolationError(0, "the socket filter let a socket through")
 
 
 def _probe_namespaces() -> None:

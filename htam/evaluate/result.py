@@ -26,7 +26,7 @@ class Timing:
     max_ms: float
     iqr_ms: float
     trials: int
-    method: str  # "cuda_events" or "perf_counter"
+    method: str  # "cuda_events" or "perf_counter" (+ " bounded by the judge's clock")
     meaningful: bool = True  # False for the Triton interpreter on the CPU
 
     @property

@@ -168,7 +168,7 @@ def check_source(code: str, language: str, allow_torch: bool = False) -> list[Vi
     if not has_model_new:
         found.append(Violation("no-model-new", 0, "the solution defines no class ModelNew"))
     if not allow_torch:
-        found.extend(_kernel_rule(checker, language))
+        found.extend(_kernel_rule(checker, language) or _forward_rule(tree, checker, language))
     return found
 
 
@@ -182,3 +182,86 @@ def _kernel_rule(checker: _Checker, language: str) -> list[Violation]:
             return []
         detail = f"no {language} kernel is built with torch.utils.cpp_extension.load_inline"
     return [Violation("no-kernel", 0, detail + "; pass --allow-torch to time torch-only code")]
+
+
+SELF = ("self", "cls")
+
+
+def _forward_rule(tree: ast.Module, checker: _Checker, language: str) -> list[Violation]:
+    """ModelNew.forward must reach a kernel launch through the module's own functions and
+    methods: a kernel launched only in code that never runs is no kernel."""
+    functions: dict[str, list[ast.AST]] = {}
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    aliases: dict[str, set[str]] = {}  # self.fn = relu -> fn: {relu}
+    extensions: set[str] = set()  # names bound to a load_inline/load result
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            functions.setdefault(node.name, []).append(node)
+        if isinstance(node, ast.Assign):
+            value = ast.unparse(node.value)
+            for target in node.targets:
+                name = (
+                    target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+                )
+                if isinstance(node.value, ast.Call) and ast.unparse(node.value.func).split(".")[
+                    -1
+                ] in ("load_inline", "load"):
+                    extensions.add(name)
+                aliases.setdefault(name, set()).add(value.split(".")[-1].split("(")[0])
+
+    def launches(fn: ast.AST) -> bool:
+        for node in ast.walk(fn):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Subscript) and getattr(func.value, "id", "") in (
+                checker.jit_functions
+            ):
+                return True
+            root = _root(func)
+            if root in extensions or (isinstance(func, ast.Attribute) and func.attr in extensions):
+                return True
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute):
+                if func.value.attr in extensions:  # self.ext.relu(x)
+                    return True
+        return False
+
+    def callees(fn: ast.AST) -> set[str]:
+        names = set()
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Name):
+                name = node.id
+            elif isinstance(node, ast.Attribute) and getattr(node.value, "id", "") in SELF:
+                name = node.attr  # self.helper(...), not torch.relu(...)
+            else:
+                continue
+            names |= {name} | aliases.get(name, set())
+        out = set()
+        for name in names:
+            if name in classes:  # a helper module called from forward: all its methods
+                out |= {f.name for f in classes[name].body if isinstance(f, ast.FunctionDef)}
+            elif name in functions:
+                out.add(name)
+        return out
+
+    model = classes.get("ModelNew")
+    forward = [f for f in (model.body if model else []) if getattr(f, "name", "") == "forward"]
+    if not forward:
+        return []
+    seen, todo = set(), [forward[0]]
+    while todo:
+        fn = todo.pop()
+        if launches(fn):
+            return []
+        for name in callees(fn) - seen:
+            seen.add(name)
+            todo.extend(functions[name])
+    what = "@triton.jit kernel" if language == "triton" else f"{language} extension function"
+    return [
+        Violation(
+            "no-kernel",
+            forward[0].lineno,
+            f"ModelNew.forward reaches no launched {what} (one launched only in code that "
+            "never runs is no kernel); pass --allow-torch to time torch-only code",
+        )
+    ]

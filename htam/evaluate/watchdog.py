@@ -27,6 +27,7 @@ class Limits:
     run_timeout_s: float
     memory_limit_mb: int
     output_limit_bytes: int
+    disk_limit_mb: int = 4096  # everything the candidate writes into its job directory
 
 
 @dataclass
@@ -41,6 +42,7 @@ class JobOutcome:
     result_at: float | None = None
     candidate_exit: int | None = None
     job_dir: str | None = None
+    runner_dir: str | None = None
 
     @property
     def result(self) -> dict | None:
@@ -66,29 +68,46 @@ class _Watch:
         self.server, self.limits, self.outcome = server, limits, outcome
         self.judge_pid: int | None = None
         self.cand: dict | None = None
+        self.runner: dict | None = None  # the reference's isolated runner
         self.log_fd: int | None = None
+        self.log_path: Path | None = None
 
-    def cand_pids(self) -> list[int]:
-        if not self.cand:
+    @staticmethod
+    def pids(info: dict | None) -> list[int]:
+        if not info:
             return []
-        if self.cand["by_uid"]:
-            return isolation.uid_pids(self.cand["uid"])
-        return [self.cand["pid"]]
+        return isolation.uid_pids(info["uid"]) if info["by_uid"] else [info["pid"]]
 
-    def breach(self) -> tuple[str, str] | None:
+    def breach(self, disk: bool = False) -> tuple[str, str] | None:
         lim = self.limits
-        if self.log_fd is not None and os.fstat(self.log_fd).st_size > lim.output_limit_bytes:
-            return "output", (
-                f"output flood: the candidate printed more than {lim.output_limit_bytes} bytes"
-            )
-        cand_mb = isolation.rss_mb(self.cand_pids())
+        if self.log_fd is not None:
+            if os.fstat(self.log_fd).st_size > lim.output_limit_bytes:
+                return "output", (
+                    f"output flood: the candidate printed more than {lim.output_limit_bytes} bytes"
+                )
+            try:
+                replaced = os.stat(self.log_path).st_ino != os.fstat(self.log_fd).st_ino
+            except FileNotFoundError:
+                replaced = True
+            if replaced:
+                return "output", "the candidate removed or replaced its output log"
+        if disk and self.cand:
+            used = _folder_bytes(self.cand["dir"])
+            if used > lim.disk_limit_mb << 20:
+                return "output", (
+                    f"disk: the candidate's job directory holds {used / 2**30:.1f} GiB of the "
+                    f"{lim.disk_limit_mb / 1024:.1f} GiB allowed"
+                )
+        cand_mb = isolation.rss_mb(self.pids(self.cand))
         if cand_mb > lim.memory_limit_mb:
             return "memory", (
                 f"host memory {cand_mb / 1024:.1f} GiB of the "
                 f"{lim.memory_limit_mb / 1024:.1f} GiB allowed "
                 "(raise it with --memory-limit-mb)"
             )
-        judge_mb = isolation.rss_mb([self.judge_pid]) if self.judge_pid else 0.0
+        judge_mb = isolation.rss_mb(
+            self.pids(self.runner) + ([self.judge_pid] if self.judge_pid else [])
+        )
         if judge_mb > lim.memory_limit_mb:
             return "memory", (
                 f"the reference needs more host memory than allowed: "
@@ -99,17 +118,32 @@ class _Watch:
 
     def end(self) -> None:
         """Nothing of the job may outlive it: the candidate's user, then the judge."""
-        if self.cand:
-            if self.cand["by_uid"]:
-                self.server.kill_uid(self.cand["uid"])
+        for info in (self.cand, self.runner):
+            if not info:
+                continue
+            if info["by_uid"]:
+                self.server.kill_uid(info["uid"])
             else:
-                _killpg(self.cand["pid"])
-            self.outcome.candidate_exit = self.server.wait(self.cand["pid"], 5.0)
+                _killpg(info["pid"])
+            code = self.server.wait(info["pid"], 5.0)
+            if info is self.cand:
+                self.outcome.candidate_exit = code
         if self.judge_pid:
             _killpg(self.judge_pid)
             self.server.release(self.judge_pid)
         if self.log_fd is not None:
             os.close(self.log_fd)
+
+
+def _folder_bytes(folder: str) -> int:
+    total = 0
+    for root, _, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                continue
+    return total
 
 
 def _killpg(pid: int) -> None:
@@ -120,35 +154,49 @@ def _killpg(pid: int) -> None:
 
 
 def run_job(
-    server: ForkServer, job: dict, workdir: Path, limits: Limits, candidate: dict | None = None
+    server: ForkServer,
+    job: dict,
+    workdir: Path,
+    limits: Limits,
+    candidate: dict | None = None,
+    runner: dict | None = None,
 ) -> JobOutcome:
-    """Run a trusted job, or (``candidate`` given: the candidate's job) a judged evaluation."""
+    """Run a trusted job, or (``candidate`` and the reference's ``runner`` given) a judged
+    evaluation."""
     workdir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     outcome = JobOutcome(started=start)
     watch = _Watch(server, limits, outcome)
     read_fd, write_fd = os.pipe()
-    judge_end = cand_end = None
+    judge_ends: list[socket.socket] = []
     try:
         if candidate is not None:
-            judge_end, cand_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-            watch.cand = server.candidate(candidate, cand_end.fileno())
-            cand_end.close()
+            for role, spec in (("candidate", candidate), ("runner", runner)):
+                ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+                judge_ends.append(ours)
+                info = server.candidate(spec, theirs.fileno())
+                theirs.close()
+                setattr(watch, "cand" if role == "candidate" else "runner", info)
+                job = {**job, role: {k: info[k] for k in ("uid", "pid", "by_uid")}}
             outcome.job_dir = watch.cand["dir"]
-            watch.log_fd = os.open(Path(watch.cand["dir"]) / "output.log", os.O_RDONLY)
-            job = {**job, "candidate": {k: watch.cand[k] for k in ("uid", "pid", "by_uid")}}
+            outcome.runner_dir = watch.runner["dir"]
+            watch.log_path = Path(watch.cand["dir"]) / "output.log"
+            watch.log_fd = os.open(watch.log_path, os.O_RDONLY)
         watch.judge_pid = server.judge(
-            job, workdir / "judge.log", write_fd, judge_end.fileno() if judge_end else None
+            job, workdir / "judge.log", write_fd, [s.fileno() for s in judge_ends]
         )
         os.close(write_fd)
         write_fd = None
-        if judge_end:
-            judge_end.close()
+        for s in judge_ends:
+            s.close()
+        judge_ends = []
         _loop(watch, read_fd, start)
     finally:
         os.close(read_fd)
         if write_fd is not None:
             os.close(write_fd)
+        for s in judge_ends:
+            s.close()
         watch.end()
         outcome.wall_s = time.monotonic() - start
         outcome.judge_log = _read_tail(workdir / "judge.log", 16 * 1024)
@@ -163,7 +211,7 @@ def _loop(watch: _Watch, read_fd: int, start: float) -> None:
     outcome, limits = watch.outcome, watch.limits
     buffer = bytearray()
     deadline = start + limits.compile_timeout_s + (0 if watch.cand else limits.run_timeout_s)
-    next_check = 0.0
+    next_check = next_disk = 0.0
     while True:
         now = time.monotonic()
         if now > deadline:
@@ -188,7 +236,9 @@ def _loop(watch: _Watch, read_fd: int, start: float) -> None:
                     return
         if now >= next_check:
             next_check = now + 0.1
-            breach = watch.breach()
+            disk = now >= next_disk
+            next_disk = now + 1.0 if disk else next_disk
+            breach = watch.breach(disk)
             if breach:
                 outcome.kill_kind, outcome.killed = breach
                 return

@@ -41,9 +41,6 @@ ATTACKS_CPU = [
         "forged verdict",
         "triton",
         (("rejected", "result channel tampered"),),
-        hole="a well-formed frame of the wrong type (pong) in answer to a call crashes the "
-        "judge: runtime_error 'the judge ended without a verdict: AttributeError: 'Pong' object "
-        "has no attribute 'problem'', not rejected",
     ),
     Attack("attack_huge_frame.py", "forged verdict", "triton", (("rejected", "announced"),)),
     Attack("attack_malformed_json.py", "forged verdict", "triton", (("rejected", "undecodable"),)),
@@ -84,9 +81,6 @@ ATTACKS_CPU = [
         "timing",
         "triton",
         (("rejected", ""), ("runtime_error", "candidate")),
-        hole="ftruncate(0) of the memfd behind the lent input (the candidate keeps its "
-        "descriptor; no seals): the judge's own mapping faults (SIGBUS) when it checks the "
-        "input, and it dies: runtime_error 'the judge ended without a verdict: no output'",
     ),
     Attack("attack_resize_input.py", "timing", "triton", (("incorrect", "trial"),)),
     # ---------------------------------------------------------------- slowing the reference
@@ -112,8 +106,6 @@ ATTACKS_CPU = [
         "patching the harness",
         "triton",
         (("rejected", "no-kernel"),),
-        hole="the no-kernel rule is syntactic: a kernel launched in code that never runs, a "
-        "forward that is the reference's own torch call; ok",
     ),
     # ---------------------------------------------------------------- reading what it must not
     Attack("attack_read_proc.py", "reading", "triton", OK),
@@ -127,27 +119,20 @@ ATTACKS_CPU = [
         "attack_connect_out.py",
         "escaping",
         "triton",
-        OK,
-        hole="a Unix socket file the host listens on (here 0777, beside the cache) is reachable "
-        "and got the candidate's bytes: the network namespace does not cover filesystem "
-        "sockets, and connect() works on a read-only mount",
+        OK + (("compile_error", "Permission denied"),),  # no socket may be made at all
     ),
     Attack("attack_fill_tmp.py", "escaping", "triton", OK),
     Attack(
         "attack_unlink_log.py",
         "escaping",
         "triton",
-        (("runtime_error", "output flood"),),
-        hole="the watchdog measures the log through the descriptor it opened; unlinking "
-        "output.log and printing ~3.8 MB into a new file of that name beats the 1 MB cap: ok",
+        (("runtime_error", "replaced its output log"),),
     ),
     Attack(
         "attack_cpp_escape.py",
         "escaping",
         "cpp",
         OK_OR_ESCAPE,
-        hole="from C: connected to the host's Unix socket file and sent bytes (as "
-        "attack_connect_out.py); its setsid double-forked sleepers and writes were contained",
     ),
     # ---------------------------------------------------------------- attacking the evaluator
     Attack("attack_kill_evaluator.py", "attacking the evaluator", "triton", OK),

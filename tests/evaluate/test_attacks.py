@@ -208,7 +208,12 @@ def _outcome(attack: Attack, result, a: Arena) -> None:
         limit = attack.max_speedup_vs_honest * a.honest.speedup
         assert result.speedup <= limit, f"unearned speedup {result.speedup:.3f} > {limit:.3f}"
     if result.status == "ok" and attack.max_speedup:
-        assert result.speedup <= attack.max_speedup, f"unearned speedup {result.speedup:.1f}"
+        # Below the judge's clock resolution on this machine (a loaded 2-core CPU) the result
+        # must say that its time rests on the candidate's own events; above it, the time holds.
+        unbounded = any("clock resolution" in f for f in result.flags)
+        assert unbounded or result.speedup <= attack.max_speedup, (
+            f"unearned speedup {result.speedup:.1f} without a resolution flag"
+        )
 
 
 def _marks(attack: Attack):
@@ -243,13 +248,6 @@ def _cleanup_markers(a: Arena) -> None:
     _connections(a)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HOLE: a job directory's 'ext' (or 'triton') that is a symlink is followed when the "
-    "evaluator promotes the build into its cache (Path.is_dir and copytree follow a top-level "
-    "link), as root; the next run of the same code gets the copied folder preloaded into its "
-    "job directory, chowned to it: a root-only file in the home came back in the result",
-)
 def test_symlinked_build_folder_reads_nothing(arena):
     before = _before(arena)
     first = _evaluate(arena.evaluator, "attack_symlink_build_cache.py", "triton")

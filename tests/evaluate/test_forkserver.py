@@ -49,7 +49,7 @@ def test_a_job_runs_in_a_process_made_before_it_was_asked_for(server, tmp_path):
     time.sleep(1.5)
     asked = time.time()
     read_fd, write_fd = os.pipe()
-    pid = server.judge(PROBE, tmp_path / "log", write_fd, None)
+    pid = server.judge(PROBE, tmp_path / "log", write_fd, [])
     os.close(write_fd)
     try:
         assert _started_at(pid) < asked - 0.5
@@ -61,7 +61,7 @@ def test_a_job_runs_in_a_process_made_before_it_was_asked_for(server, tmp_path):
 def test_a_dead_standby_is_replaced_and_jobs_still_run(server, tmp_path):
     time.sleep(0.5)
     standbys = _children(server.process.pid)
-    assert len(standbys) == 2  # one judge, one candidate
+    assert len(standbys) == 3  # one judge, two isolated (candidate and reference runner)
     for pid in standbys:
         os.kill(pid, signal.SIGKILL)
     time.sleep(0.2)
