@@ -25,6 +25,7 @@ COMMAND_MODULES: list[str] = [
     "optimize_cmd",
     "bench_cmd",
     "transfer_cmd",
+    "doctor_cmd",
 ]
 
 for _name in COMMAND_MODULES:

@@ -79,14 +79,13 @@ def eval_command(
     from htam.tasks import TaskError
 
     target, language = resolve_target(target, language)
-    if not solution_file.is_file():
-        fail(f"{solution_file}: no such solution file")
+    code = read_solution(solution_file)
     task = resolve_task(task_spec)
     try:
         size = timed_size(target, language, size, task)
         config = EvalConfig(size=size, allow_torch=allow_torch)
         with Evaluator(target, config) as evaluator:
-            result = evaluator.evaluate(task, solution_file.read_text(), language)
+            result = evaluator.evaluate(task, code, language)
     except (TaskError, EvaluatorError) as exc:
         fail(str(exc))
     if as_json:
@@ -95,11 +94,29 @@ def eval_command(
             data.pop("log")
         typer.echo(json.dumps(data))
     else:
+        console.print(result.isolation, markup=False, soft_wrap=True)
         console.print(render(result))
         if show_log and result.log:
             console.print("--- candidate output ---")
             console.print(result.log, markup=False, highlight=False)
     raise typer.Exit(0 if result.correct else 1)
+
+
+def read_solution(path: Path) -> str:
+    """The solution's text, or a one-line error: missing, a folder, too large, not UTF-8."""
+    from htam.evaluate.evaluator import MAX_SOLUTION_BYTES
+
+    if path.is_dir():
+        fail(f"{path}: is a directory, not a solution file")
+    if not path.is_file():
+        fail(f"{path}: no such solution file")
+    size = path.stat().st_size
+    if size > MAX_SOLUTION_BYTES:
+        fail(f"{path}: {size} bytes; a solution may have at most {MAX_SOLUTION_BYTES}")
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        fail(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})")
 
 
 def register(app: typer.Typer) -> None:

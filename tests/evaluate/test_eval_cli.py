@@ -1,0 +1,41 @@
+"""Bad solution files get one-line errors before any evaluator starts; `htam doctor` says what
+the machine offers the evaluator."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from htam.cli import app
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize(
+    "make, expected",
+    [
+        (lambda p: p.write_bytes(b"\xff\xfe not text"), "not UTF-8 text"),
+        (lambda p: p.write_bytes(b"a" * (1 << 21)), "a solution may have at most 1048576"),
+        (lambda p: p.mkdir(), "is a directory"),
+        (lambda p: None, "no such solution file"),
+    ],
+    ids=["non-utf8", "oversize", "directory", "missing"],
+)
+def test_bad_solution_files_get_one_line_errors(tmp_path, make, expected):
+    path = tmp_path / "solution.py"
+    make(path)
+    result = runner.invoke(app, ["eval", "level1/1_ReLU", str(path), "--target", "cpu"])
+    assert result.exit_code == 2
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and expected in lines[0], result.output
+    assert "Traceback" not in result.output
+
+
+def test_doctor_reports_each_protection():
+    result = runner.invoke(app, ["doctor", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["isolation"].startswith("isolation: ")
+    assert set(report["checks"]) >= {"an own user id per candidate", "no new sockets (seccomp)"}
+    # Missing protections are named, one line each; none is silently skipped.
+    assert all(report["checks"].values()) == (report["missing"] == [])
