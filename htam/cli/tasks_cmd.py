@@ -43,7 +43,9 @@ def list_tasks(
     pattern: Annotated[
         str | None, typer.Option(help="fnmatch globs on task id or name, comma-separated.")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help='One JSON object on stdout: {"tasks": [...], ...}.')
+    ] = False,
 ) -> None:
     """List tasks with level, op families, small-size FLOPs and bytes, and shapes.
 
@@ -58,13 +60,25 @@ def list_tasks(
         err.print(f"[red]error[/red] {error}", markup=True, highlight=False, soft_wrap=True)
         raise typer.Exit(1) from error
     if as_json:
-        typer.echo(json.dumps([_task_dict(t) for t in tasks], indent=2))
+        typer.echo(json.dumps(_listing(path, tasks, errors), indent=2))
     else:
         Console().print(_table(tasks, path))
     for error in errors:
         err.print(f"[red]error[/red] {error}", markup=True, highlight=False, soft_wrap=True)
     if errors:
         raise typer.Exit(1)
+
+
+def _listing(path: str, tasks: list[Task], errors: list[TaskError]) -> dict:
+    """One labelled object, so that a reader can tell the tasks from anything added later and
+    sees the bad files too (they also go to stderr, one line each, for a person)."""
+    return {
+        "suite": path,
+        "size": "small",  # the size the signatures are computed at
+        "count": len(tasks),
+        "tasks": [_task_dict(t) for t in tasks],
+        "errors": [str(error) for error in errors],
+    }
 
 
 def _task_dict(task: Task) -> dict:

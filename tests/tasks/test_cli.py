@@ -23,7 +23,15 @@ def test_list_builtin_table():
 def test_list_levels_as_json():
     result = runner.invoke(app, ["tasks", "list", "--levels", "2,3", "--json"])
     assert result.exit_code == 0, result.output
-    rows = json.loads(result.output)
+    # one labelled object, parsed whole: nothing else on stdout
+    listing = json.loads(result.stdout)
+    assert set(listing) == {"suite", "size", "count", "tasks", "errors"}
+    assert listing["suite"] == "builtin" and listing["size"] == "small"
+    assert listing["errors"] == []
+    rows = listing["tasks"]
+    assert listing["count"] == len(rows)
+    assert all({"id", "name", "level", "digest", "path", "signature"} <= set(r) for r in rows)
+    assert all(r["id"].startswith("builtin/level") for r in rows)  # ids whole, never cut
     assert len(rows) == 14 and {row["level"] for row in rows} == {2, 3}
     gemm = next(row for row in rows if row["name"] == "1_Gemm_Bias_ReLU")
     assert gemm["signature"]["ops"] == ["linear", "relu"]
@@ -37,7 +45,9 @@ def test_bad_files_are_reported_and_the_rest_listed(tmp_path):
     write(folder / "empty.py", "import torch\n")
     result = runner.invoke(app, ["tasks", "list", str(folder), "--json"])
     assert result.exit_code == 1
-    assert '"id": "mixed/good"' in result.stdout
+    listing = json.loads(result.stdout)
+    assert [row["id"] for row in listing["tasks"]] == ["mixed/good"]
+    assert len(listing["errors"]) == 2
     errors = [line for line in result.stderr.splitlines() if line.startswith("error")]
     assert len(errors) == 2
     assert any("broken.py: syntax error at line 1" in line for line in errors)
