@@ -4,7 +4,20 @@ the files the report points to."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 CELL_CHARS = 160
+
+
+@dataclass(frozen=True)
+class Link:
+    """A table cell that points to a file of the bench (``href`` relative to the report)."""
+
+    text: str
+    href: str
+
+    def __str__(self) -> str:
+        return self.text
 
 
 def one_line(text: str, limit: int = 300) -> str:
@@ -20,6 +33,8 @@ def one_line(text: str, limit: int = 300) -> str:
 
 
 def cell(value: object, limit: int = CELL_CHARS) -> str:
+    if isinstance(value, Link):
+        return f"[{cell(value.text, limit)}]({value.href})"
     text = " ".join(str(value).split())  # every run of whitespace, line breaks included
     if len(text) > limit:
         text = text[: limit - 3] + "..."

@@ -1,12 +1,26 @@
-"""The report's figures as PNG bytes (matplotlib, Agg backend: files only, never a display)."""
+"""The report's figures as PNG bytes (matplotlib, Agg backend: files only, never a display), each
+with the data it shows as drawn: axes, ticks, value labels, what overlaps what. The HTML report
+carries that data beside the image, so that a test (or a reader) can check the figure without
+reading pixels."""
 
 from __future__ import annotations
 
 import io
-from pathlib import Path
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
 from htam.bench.metrics import UnitRow
+
+# Below this many points a box plot invents a distribution (quartiles of 3 points): show points.
+BOX_MIN_POINTS = 8
+LABEL_FONT = 7
+
+
+@dataclass
+class Plot:
+    png: bytes
+    data: dict[str, Any] = field(default_factory=dict)
 
 
 def _pyplot():
@@ -18,93 +32,285 @@ def _pyplot():
     return plt
 
 
-def _png(fig) -> bytes:
+def _marks(ax, renderer) -> list[tuple[str, Any]]:
+    """Display-space boxes of what carries data: bars, scatter points and line markers."""
+    from matplotlib.patches import Rectangle
+    from matplotlib.transforms import Bbox
+
+    marks = []
+    for patch in ax.patches:
+        if isinstance(patch, Rectangle) and patch.get_width() and patch.get_height():
+            marks.append(("bar", patch.get_window_extent(renderer)))
+    scale = ax.figure.dpi / 72.0
+
+    def dots(kind: str, points, radius: float) -> None:
+        for x, y in ax.transData.transform(points):
+            if math.isfinite(x) and math.isfinite(y):
+                marks.append(
+                    (kind, Bbox.from_extents(x - radius, y - radius, x + radius, y + radius))
+                )
+
+    for coll in ax.collections:
+        sizes = coll.get_sizes()
+        if len(coll.get_offsets()) and len(sizes):
+            dots("point", coll.get_offsets(), math.sqrt(max(sizes)) / 2 * scale)
+    for line in ax.lines:
+        if line.get_marker() not in (None, "", "None", " "):
+            dots("point", line.get_xydata(), line.get_markersize() / 2 * scale)
+    return marks
+
+
+def _overlaps(fig, axes_texts: bool = True) -> list[str]:
+    """Every label (value label, annotation, legend) that lies over a data mark or another
+    label: what a reader cannot read. Empty in a good figure. Without ``axes_texts`` only the
+    legends count (a graph's node names sit on their nodes by design)."""
+    renderer = fig.canvas.get_renderer()
+    found: list[str] = []
+    legends = [leg for leg in [*fig.legends, *(ax.get_legend() for ax in fig.axes)] if leg]
+    for ax in fig.axes:
+        marks = _marks(ax, renderer)
+        texts = [(t.get_text(), t.get_window_extent(renderer)) for t in ax.texts if t.get_text()]
+        texts = texts if axes_texts else []
+        texts += [("legend", leg.get_window_extent(renderer)) for leg in legends]
+        for i, (name, box) in enumerate(texts):
+            inner = box.expanded(0.98, 0.9)  # glyph boxes have padding: touching is not hiding
+            hits = [kind for kind, mark in marks if inner.overlaps(mark)]
+            hits += [other for other, box2 in texts[i + 1 :] if inner.overlaps(box2)]
+            found += [f"{ax.get_title() or 'axes'}: {name!r} over {hit}" for hit in hits]
+    return sorted(set(found))
+
+
+def _axes_data(ax) -> dict[str, Any]:
+    lo, hi = sorted(ax.get_xlim())
+    return {
+        "title": ax.get_title(),
+        "xlabel": ax.get_xlabel(),
+        "ylabel": ax.get_ylabel(),
+        "xticks": [float(t) for t in ax.get_xticks() if lo - 1e-9 <= t <= hi + 1e-9],
+        "xticklabels": [t.get_text() for t in ax.get_xticklabels()],
+        "ylim": [float(v) for v in ax.get_ylim()],
+        "yscale": ax.get_yscale(),
+        "texts": [t.get_text() for t in ax.texts],
+    }
+
+
+def _finish(fig, kind: str, axes_texts: bool = True, **data: Any) -> Plot:
+    fig.canvas.draw()  # lays out ticks and labels, so what is read back is what is drawn
+    data = {
+        "kind": kind,
+        "axes": [_axes_data(ax) for ax in fig.axes],
+        "overlaps": _overlaps(fig, axes_texts),
+        **data,
+    }
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
     _pyplot().close(fig)
-    return buffer.getvalue()
+    return Plot(buffer.getvalue(), data)
 
 
-def speedup_distribution(rows: list[UnitRow], methods: list[str]) -> bytes:
-    """Best speedup vs eager of every correct unit, one column of points per method."""
+def _legend_below(fig, ax, ncol: int) -> None:
+    """The legend under the figure, where it can never cover a bar or a point."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        fig.legend(
+            handles,
+            labels,
+            loc="upper center",
+            bbox_to_anchor=(0.5, 0.0),
+            ncol=max(1, ncol),
+            fontsize=8,
+            frameon=False,
+        )
+
+
+def speedup_distribution(rows: list[UnitRow], methods: list[str]) -> Plot:
+    """Best speedup vs eager of every correct unit, one column of points per method; a box only
+    over enough points to have quartiles; the counts in the tick labels, off the data."""
+    from matplotlib.ticker import FuncFormatter
+
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(methods) + 2), 4))
+    columns, ticks = [], []
     for i, method in enumerate(methods):
         mine = [r for r in rows if r.method == method]
         values = [r.speedup for r in mine if r.correct and r.speedup]
-        if values:
+        boxed = len(values) >= BOX_MIN_POINTS
+        if boxed:
             ax.boxplot(values, positions=[i], widths=0.5, showfliers=False)
+        if values:
             jitter = [i + 0.12 * ((k % 5) - 2) / 2 for k in range(len(values))]
             ax.scatter(jitter, values, s=14, alpha=0.7, zorder=3)
-        failed = len(mine) - len(values)
-        ax.annotate(
-            f"{failed} not correct",
-            (i, 0),
-            xycoords=("data", "axes fraction"),
-            xytext=(0, 4),
-            textcoords="offset points",
-            ha="center",
-            fontsize=8,
-        )
+        ticks.append(f"{method}\n{len(values)} correct, {len(mine) - len(values)} not")
+        columns.append({"method": method, "points": len(values), "box": boxed})
     ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
-    ax.set_xticks(range(len(methods)), methods, rotation=20)
+    ax.set_xticks(range(len(methods)), ticks, fontsize=8)
     ax.set_yscale("log")
+    # Plain ratios on the log axis: "0.3x" reads at a glance, "3 x 10^-1" does not.
+    plain = FuncFormatter(lambda v, _: f"{v:g}x")
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
+    ax.tick_params(axis="y", which="minor", labelsize=7)
     ax.set_xlim(-0.6, len(methods) - 0.4)
-    ax.set_ylabel("best speedup vs eager (log)")
+    ax.set_ylabel("best speedup vs eager (log; dashed: eager)")
     ax.set_title("Speedup distribution (correct units)")
-    return _png(fig)
+    return _finish(fig, "speedup_distribution", columns=columns)
 
 
-def level_bars(by_level: dict[str, dict[str, Any]], methods: list[str]) -> bytes:
+def _percent(value: float) -> str:
+    return f"{100 * value:.0f}%"
+
+
+def _ratio(value: float) -> str:
+    return f"{value:.2f}x"
+
+
+LEVEL_PANELS = (
+    ("correctness", "correct", _percent),
+    ("fast_1", "fast@1 (correct and faster than eager)", _percent),
+    ("candidate_geomean_eager_fail1", "best candidate geomean (fail = 1.0)", _ratio),
+    ("kept_geomean_eager", "kept geomean (never < 1)", _ratio),
+)
+
+
+def level_bars(by_level: dict[str, dict[str, Any]], methods: list[str]) -> Plot:
     """Correctness, fast@1, the best candidate's geomean speedup (failures as 1.0) and the kept
-    geomean speedup per level, a bar per method."""
+    geomean speedup per level, a bar per method, every bar labelled with its value (a 0% bar is
+    invisible without its label); the legend under the panels, off the bars."""
     plt = _pyplot()
     levels = sorted({lv for m in methods for lv in by_level.get(m, {})})
-    panels = (
-        ("correctness", "correct"),
-        ("fast_1", "fast@1"),
-        ("candidate_geomean_eager_fail1", "best candidate geomean (fail = 1.0)"),
-        ("kept_geomean_eager", "kept geomean (never < 1)"),
-    )
-    fig, axes = plt.subplots(1, len(panels), figsize=(20, 4))
+    fig, axes = plt.subplots(1, len(LEVEL_PANELS), figsize=(20, 4))
     width = 0.8 / max(1, len(methods))
-    for j, (key, label) in enumerate(panels):
-        ax = axes[j]
+    crowded = len(methods) * len(levels) > 6  # narrow bars: labels turned upright to fit
+    panels = []
+    for ax, (key, title, fmt) in zip(axes, LEVEL_PANELS, strict=True):
+        bars, top = [], 1.0
         for i, method in enumerate(methods):
-            values = [by_level.get(method, {}).get(lv, {}).get(key) or 0.0 for lv in levels]
+            got = [by_level.get(method, {}).get(lv, {}).get(key) for lv in levels]
             xs = [k + (i - (len(methods) - 1) / 2) * width for k in range(len(levels))]
-            ax.bar(xs, values, width=width, label=method)
+            drawn = ax.bar(xs, [v or 0.0 for v in got], width=width, label=method)
+            labels = ["n/a" if v is None else fmt(v) for v in got]
+            texts = ax.bar_label(
+                drawn, labels, padding=2, fontsize=LABEL_FONT, rotation=90 if crowded else 0
+            )
+            top = max([top, *(v for v in got if v is not None)])
+            bars += [
+                {"method": method, "level": lv, "value": v, "label": t.get_text()}
+                for lv, v, t in zip(levels, got, texts, strict=True)
+            ]
         ax.set_xticks(range(len(levels)), [f"level {lv}" for lv in levels])
-        ax.set_title(label)
-        if key in ("correctness", "fast_1"):
-            ax.set_ylim(0, 1)
+        ax.set_title(title, fontsize=10)
+        # From 0 with head room for the labels: a ratio near 1.0 is not blown up into a cliff.
+        ax.set_ylim(0, top * (1.35 if crowded else 1.18))
+        if key in ("correctness", "fast_1"):  # fractions: no tick past 100%
+            ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0], ["0%", "25%", "50%", "75%", "100%"])
         else:
             ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
-    axes[0].legend(fontsize=8)
-    return _png(fig)
+        panels.append({"key": key, "title": title, "bars": bars})
+    _legend_below(fig, axes[0], len(methods))
+    return _finish(fig, "levels", panels=panels)
 
 
-def discovery_curves(methods_metrics: dict[str, dict[str, Any]]) -> bytes:
+def discovery_curves(methods_metrics: dict[str, dict[str, Any]]) -> Plot:
+    """The mean best speedup after each step: whole steps on x, y from 0 through 1.0 (the
+    reference's speed), so 0.26 against 0.30 looks like the small gap it is."""
+    from matplotlib.ticker import MaxNLocator
+
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
+    top, steps = 1.0, 1
     for method, m in methods_metrics.items():
         curve = m["curve"]
         ax.plot(range(1, len(curve) + 1), curve, marker="o", label=method)
+        top, steps = max([top, *curve]), max(steps, len(curve))
+    ax.axhline(1.0, color="grey", linestyle="--", linewidth=1, label="eager PyTorch = 1.0")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole: no 1.2, 1.4
+    ax.set_xlim(0.5, steps + 0.5)
+    ax.set_ylim(0, top * 1.1)
     ax.set_xlabel("step")
-    ax.set_ylabel("mean best speedup (none correct yet = 1.0)")
+    ax.set_ylabel("mean best speedup vs eager")
     ax.set_title("Discovery curves")
-    ax.legend(fontsize=8)
-    return _png(fig)
+    _legend_below(fig, ax, len(methods_metrics) + 1)
+    return _finish(fig, "discovery_curves")
 
 
-def memory_graph(bank_file: Path) -> bytes:
-    """The transition graph of one bank, drawn by htam.memory.plot."""
-    import tempfile
+def memory_graph(bank_file) -> Plot:
+    """The transition graph of one bank, edges drawn by their evidence: an edge this bench took
+    is solid (width: times taken; green: mean observed reward >= 0, red: < 0); an edge known
+    only from the seed's prior is thin, grey and dotted, since nothing was observed on it."""
+    import networkx as nx
+    from matplotlib.colors import to_hex
+    from matplotlib.lines import Line2D
 
     from htam.memory import MemoryBank
-    from htam.memory.plot import plot_bank
 
-    with tempfile.TemporaryDirectory() as tmp, MemoryBank.open(bank_file) as bank:
-        path = plot_bank(bank, Path(tmp) / "graph.png")
-        _pyplot().close("all")
-        return path.read_bytes()
+    plt = _pyplot()
+    with MemoryBank.open(bank_file) as bank:
+        nodes = {node.id: node.stats.tries for node in bank.directions()}
+        edges = [(e.src, e.dst, e.stats.count, e.stats.observed) for e in bank.edges()]
+    graph = nx.DiGraph()
+    graph.add_nodes_from(nodes)
+    graph.add_edges_from((src, dst) for src, dst, *_ in edges)
+    positions = nx.circular_layout(graph)
+    fig, ax = plt.subplots(figsize=(9, 9))
+    sizes = {n: 400 + 40 * tries for n, tries in nodes.items()}
+    nx.draw_networkx_nodes(
+        graph,
+        positions,
+        nodelist=list(nodes),
+        ax=ax,
+        node_size=[sizes[n] for n in nodes],
+        node_color=["#9ecae1" if t else "#eeeeee" for t in nodes.values()],
+    )
+    nx.draw_networkx_labels(graph, positions, font_size=8, ax=ax)
+    drawn = []
+    for evidence in ("prior", "observed"):  # observed on top
+        chosen = [e for e in edges if (e[2] > 0) == (evidence == "observed")]
+        if not chosen:
+            continue
+        if evidence == "observed":
+            style = dict(
+                style="solid",
+                width=[1.0 + 1.5 * math.log2(1 + c) for *_, c, _ in chosen],
+                edge_color=["#2ca02c" if (r or 0) >= 0 else "#d62728" for *_, r in chosen],
+            )
+        else:
+            style = dict(style=":", width=0.8, edge_color="#b0b0b0", alpha=0.8)
+        patches = nx.draw_networkx_edges(
+            graph,
+            positions,
+            edgelist=[(s, d) for s, d, *_ in chosen],
+            ax=ax,
+            arrows=True,
+            node_size=[sizes[n] for n in graph.nodes],
+            connectionstyle="arc3,rad=0.1",
+            **style,
+        )
+        for (src, dst, count, reward), patch in zip(chosen, patches, strict=True):
+            drawn.append(
+                {
+                    "src": src,
+                    "dst": dst,
+                    "count": count,
+                    "observed_reward": reward,
+                    "evidence": evidence,
+                    "linestyle": str(patch.get_linestyle()),
+                    "width": float(patch.get_linewidth()),
+                    "color": to_hex(patch.get_edgecolor()),
+                }
+            )
+    key = [
+        Line2D([], [], color="#2ca02c", lw=2.5, label="taken, mean reward >= 0"),
+        Line2D([], [], color="#d62728", lw=2.5, label="taken, mean reward < 0"),
+        Line2D([], [], color="#b0b0b0", lw=1, ls=":", label="seed prior only (never taken)"),
+    ]
+    fig.legend(
+        handles=key,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.06),
+        ncol=3,
+        fontsize=8,
+        frameon=False,
+    )
+    ax.set_title("Transition graph (node size: tries, grey: untried; edge width: times taken)")
+    ax.set_axis_off()
+    return _finish(fig, "memory_graph", axes_texts=False, edges=drawn)

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from htam.bench import markdown, plots
+from htam.bench.config import Unit
+from htam.bench.markdown import Link
 from htam.bench.metrics import FAST_PS, UnitRow
 from htam.bench.results import bench_metrics, load_rows
 
@@ -23,7 +26,7 @@ MAX_MEMORY_GRAPHS = 4
 class Table:
     title: str
     headers: list[str]
-    rows: list[list[str]]
+    rows: list[list[str | Link]]
 
 
 @dataclass
@@ -31,6 +34,7 @@ class Figure:
     name: str
     caption: str
     png: bytes
+    data: dict[str, Any] = field(default_factory=dict)  # what the figure shows, as drawn
 
 
 @dataclass
@@ -61,7 +65,21 @@ def _pair(m: dict[str, Any], versus: str) -> str:
     return f"{times(m[f'{prefix}_fail1'])} / {times(m[f'{prefix}_excl'])}"
 
 
-def method_table(metrics: dict[str, Any]) -> Table:
+def target(metrics: dict[str, Any], rows: list[UnitRow]) -> str | None:
+    """The bench's target (cuda|cpu) from bench.json, else from where its units ran."""
+    named = metrics.get("bench", {}).get("target")
+    if named:
+        return named
+    devices = {(r.device or "").split(":")[0].rstrip("0123456789") for r in rows if r.device}
+    return devices.pop() if len(devices) == 1 else None
+
+
+def eval_header(target: str | None) -> str:
+    # Evaluation time is device-busy time: GPU time only where a GPU did the work.
+    return {"cuda": "eval (GPU) s", "cpu": "eval (CPU) s"}.get(target or "", "eval s")
+
+
+def method_table(metrics: dict[str, Any], target: str | None = None) -> Table:
     headers = [
         "method",
         "units",
@@ -75,7 +93,7 @@ def method_table(metrics: dict[str, Any]) -> Table:
         "cost $",
         "tokens",
         "wall s",
-        "eval (GPU) s",
+        eval_header(target),
     ]
     rows = []
     for method, m in metrics["methods"].items():
@@ -138,11 +156,27 @@ def curve_table(metrics: dict[str, Any]) -> Table:
     )
 
 
-def unit_table(rows: list[UnitRow]) -> Table:
-    """One line per unit; an error is shown by its first line (the whole of it is in
-    units.jsonl and the unit's run directory)."""
+def _href(path: Path) -> str:
+    return quote(path.as_posix())
+
+
+def unit_links(row: UnitRow, out: Path) -> tuple[Link, Link | str]:
+    """The unit's run directory, and its best.py (written only for code faster than the
+    reference) or why there is none; paths relative to the report, which sits in ``out``."""
+    unit = Unit(row.method, row.seed, row.task_id, row.level, row.steps_planned)
+    run_dir = unit.run_dir(out).relative_to(out)
+    unit_link = Link(row.key, _href(run_dir) + "/")
+    if (out / run_dir / "best.py").exists():
+        return unit_link, Link("best.py", _href(run_dir / "best.py"))
+    return unit_link, "none: reference kept" if row.correct else "none"
+
+
+def unit_table(rows: list[UnitRow], out: Path | None = None) -> Table:
+    """One line per unit, linked to its run directory and best.py when ``out`` is given; an
+    error is shown by its first line (the whole of it is in units.jsonl and the run directory)."""
     headers = [
         "unit",
+        "best.py",
         "state",
         "best",
         "best candidate vs eager",
@@ -154,7 +188,7 @@ def unit_table(rows: list[UnitRow]) -> Table:
     ]
     body = [
         [
-            r.key,
+            *(unit_links(r, out) if out is not None else (r.key, "-")),
             r.state,
             "correct" if r.correct else "not correct",
             times(r.speedup),
@@ -190,29 +224,33 @@ def make_figures(out: Path, rows: list[UnitRow], metrics: dict[str, Any]) -> lis
     methods = list(metrics["methods"])
     if not methods:
         return []
-    figures = [
-        Figure(
+    drawn = [
+        (
             "speedup_distribution",
-            "Best speedup vs eager per unit (correct units; log scale)",
+            "Best speedup vs eager per unit (correct units; log scale; a box only over "
+            f"{plots.BOX_MIN_POINTS} points or more)",
             plots.speedup_distribution(rows, methods),
         ),
-        Figure(
+        (
             "levels",
             "Correctness, fast@1, best-candidate geomean (failures as 1.0) and kept "
             "geomean per level",
             plots.level_bars(metrics["by_level"], methods),
         ),
-        Figure(
+        (
             "discovery_curves",
-            "Mean best speedup after each step",
+            "Mean best speedup vs eager after each step; a unit with no correct candidate yet "
+            "counts as 1.0, the reference's own speed",
             plots.discovery_curves(metrics["methods"]),
         ),
     ]
     for bank in memory_banks(out):
-        figures.append(
-            Figure(f"memory_{bank.stem}", f"Memory graph of {bank.name}", plots.memory_graph(bank))
+        caption = (
+            f"Memory graph of {bank.name}: solid edges were taken in this bench, dotted grey "
+            "ones are the seed's prior only"
         )
-    return figures
+        drawn.append((f"memory_{bank.stem}", caption, plots.memory_graph(bank)))
+    return [Figure(name, caption, plot.png, plot.data) for name, caption, plot in drawn]
 
 
 def _subtitle(metrics: dict[str, Any]) -> str:
@@ -240,7 +278,13 @@ def _markdown(
 def _html(title: str, metrics: dict[str, Any], tables: list[Table], figures: list[Figure]) -> str:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["j2"]))
     inline = [
-        {"caption": f.caption, "data": base64.b64encode(f.png).decode("ascii")} for f in figures
+        {
+            "name": f.name,
+            "caption": f.caption,
+            "data": base64.b64encode(f.png).decode("ascii"),
+            "plot": json.dumps(f.data),
+        }
+        for f in figures
     ]
     return env.get_template("report.html.j2").render(
         title=title,
@@ -268,7 +312,12 @@ def write_report(out: Path, title: str | None = None) -> ReportFiles:
         path = plot_dir / f"{fig.name}.png"
         path.write_bytes(fig.png)
         paths.append(path)
-    tables = [method_table(metrics), level_table(metrics), curve_table(metrics), unit_table(rows)]
+    tables = [
+        method_table(metrics, target(metrics, rows)),
+        level_table(metrics),
+        curve_table(metrics),
+        unit_table(rows, out),
+    ]
     markdown = out / "report.md"
     markdown.write_text(_markdown(title, metrics, tables, figures))
     html = out / "report.html"
