@@ -15,85 +15,20 @@ is: a candidate whose difference is larger let work escape its events.
 from __future__ import annotations
 
 import secrets
-import signal
 import socket
 import statistics
 import time
 
 import torch
 
-from htam.evaluate import buffers, channel, isolation, measure
+from htam.evaluate import buffers, channel, measure
 from htam.evaluate.compare import compare_tensor
 from htam.evaluate.config import Tolerance
+from htam.evaluate.runner import Runner, Verdict
 from htam.evaluate.worker import Emitter, as_list, build, configs, inputs_for, task_module
 
 _perf = time.perf_counter
 _clock = time.monotonic
-
-
-class Verdict(Exception):
-    """The job is decided (status and message); raised from anywhere in the run."""
-
-    def __init__(self, status: str, message: str):
-        super().__init__(message)
-        self.status, self.message = status, message
-
-
-class Runner:
-    """The judge's view of one harness process: its channel, its processes, its buffers."""
-
-    def __init__(self, sock: socket.socket, info: dict, trusted: bool):
-        self.sock, self.uid, self.pid, self.by_uid = sock, info["uid"], info["pid"], info["by_uid"]
-        self.trusted = trusted
-        self.name = "the reference" if trusted else "the candidate"
-        self.stopped = False
-        self.baseline_ms = 0.0
-        self.ins: list = []
-        self.slots: list = []
-
-    def _fail(self, status: str, message: str) -> Verdict:
-        if self.trusted:  # not the candidate's fault: the task cannot be judged
-            return Verdict("error", f"the reference failed: {message.strip().splitlines()[-1]}")
-        return Verdict(status, message)
-
-    def ask(self, message: dict, timeout_s: float, fds: list[int] | None = None):
-        if self.stopped:
-            self.freeze(False)
-        try:
-            channel.send(self.sock, message, fds)
-        except OSError:
-            raise self._fail("runtime_error", f"{self.name}'s process ended") from None
-        reply = self.answer(timeout_s)
-        expected = channel.REPLIES[message["op"]]
-        if reply.type != expected:
-            raise self._fail(
-                "rejected",
-                f"result channel tampered: a {reply.type!r} message in answer to "
-                f"{message['op']!r} (expected {expected!r})",
-            )
-        return reply
-
-    def answer(self, timeout_s: float):
-        try:
-            msg, _ = channel.recv(self.sock, timeout_s)
-            parsed = channel.parse(msg)
-        except channel.ChannelTimeout:
-            raise self._fail(
-                "timeout", f"{self.name} did not answer within {timeout_s:.0f} s"
-            ) from None
-        except channel.ChannelClosed:
-            raise self._fail("runtime_error", f"{self.name}'s process ended") from None
-        except channel.ChannelError as exc:
-            raise self._fail("rejected", f"result channel tampered: {exc}") from None
-        if parsed.type == "failed":
-            raise self._fail(parsed.status, parsed.message)
-        return parsed
-
-    def freeze(self, stop: bool) -> None:
-        """Stop every process of this runner (host-wide quiescence) or let them go on."""
-        pids = isolation.uid_pids(self.uid) if self.by_uid else [self.pid]
-        isolation.signal_all(pids, signal.SIGSTOP if stop else signal.SIGCONT)
-        self.stopped = stop
 
 
 class Judge:

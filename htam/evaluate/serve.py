@@ -1,9 +1,306 @@
-"""Entry point of the fork server process (kept apart so ``python -m`` runs a module that the
-package has not imported yet)."""
+"""The fork server process (``python -m htam.evaluate.serve FD``): imports torch and the
+evaluator's child code once, then forks judge and isolated children on request, keeping a
+standby of each role ready. ``htam.evaluate.forkserver`` is the client side and says why.
+"""
 
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import signal
+import socket
 import sys
+import time
+import traceback
+from dataclasses import dataclass, replace
 
-from htam.evaluate.forkserver import serve
+from htam.evaluate import isolation
+from htam.evaluate.forkserver import OPTIONAL_PRELOAD, PRELOAD, recv_frame, send_frame
+
+
+def _waitpid(pid: int, timeout: float) -> int | None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return None
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.005)
+
+
+def _stdio_to(log: str) -> None:
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(null)
+    os.close(fd)
+
+
+def _finish(fn, *args) -> None:
+    code = 0
+    try:
+        fn(*args)
+    except BaseException:  # the child must always exit through os._exit, whatever happened
+        traceback.print_exc()
+        code = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+@dataclass
+class Standby:
+    """A child forked ahead of its job, isolated (a candidate) and with its CUDA context made."""
+
+    pid: int
+    control: socket.socket
+    uid: int | None = None
+    job_dir: str | None = None
+
+    def hand_over(self, request: dict, fds: list[int]) -> bool:
+        try:
+            send_frame(self.control, request, fds)
+            return True
+        except OSError:
+            self.discard()
+            return False
+        finally:
+            self.control.close()
+
+    def discard(self) -> None:
+        self.control.close()
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        _waitpid(self.pid, 5.0)
+
+
+class Server:
+    def __init__(self, sock: socket.socket, config: dict):
+        self.sock = sock
+        self.workroot = config["workroot"]
+        self.warm_cuda = config["warm_cuda"]
+        self.limits: isolation.Limits = config["limits"]
+        self.plan = isolation.probe()
+        self.jobs = 0
+        if self.warm_cuda and self.plan.drop_uid:
+            self._check_cuda_as_candidate()
+        self.judge_standby = self._fork_judge()
+        # A job takes two isolated processes (the candidate and the reference's runner).
+        self.cand_standbys = [self._fork_candidate(), self._fork_candidate()]
+
+    def _check_cuda_as_candidate(self) -> None:
+        """A candidate's own user must be able to use the GPU; where it cannot, candidates keep
+        the server's user and the result says so."""
+        uid = isolation.candidate_uid(os.getpid(), 3)
+        pid = os.fork()
+        if pid == 0:
+            ok = 1
+            try:
+                isolation.enter(
+                    self.workroot, uid, replace(self.plan, namespaces=False), self.limits
+                )
+                import torch
+
+                torch.empty(1, device="cuda")
+                ok = 0
+            finally:
+                os._exit(ok)
+        if _waitpid(pid, 120.0) != 0:
+            self.plan = replace(
+                self.plan,
+                drop_uid=False,
+                missing=self.plan.missing
+                + ("no own user id: the GPU cannot be used by an unprivileged user here",),
+            )
+
+    def _fork(self, main, *args) -> Standby:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid = os.fork()
+        if pid == 0:
+            ours.close()
+            self.sock.close()
+            os.setsid()
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            keep = theirs.fileno()
+            os.closerange(3, keep)
+            os.closerange(keep + 1, 65536)
+            _finish(main, theirs, *args)
+        theirs.close()
+        return Standby(pid, ours)
+
+    def _fork_judge(self) -> Standby:
+        return self._fork(_judge_main, self.warm_cuda)
+
+    def _fork_candidate(self) -> Standby:
+        self.jobs += 1
+        uid = isolation.candidate_uid(os.getpid(), self.jobs)
+        job_dir = os.path.join(self.workroot, f"job{self.jobs}")
+        os.makedirs(job_dir)
+        log = os.path.join(job_dir, "output.log")
+        open(log, "w").close()
+        if self.plan.drop_uid:
+            os.chown(job_dir, uid, uid)
+            os.chown(log, uid, uid)
+        standby = self._fork(_candidate_main, job_dir, uid, self.plan, self.limits, self.warm_cuda)
+        standby.uid, standby.job_dir = uid, job_dir
+        return standby
+
+    def serve(self) -> None:
+        send_frame(self.sock, {"op": "ready", "plan": self.plan})
+        released: set[int] = set()
+        try:
+            while True:
+                try:
+                    request, fds = recv_frame(self.sock, with_fds=True)
+                except EOFError:
+                    return
+                released = {pid for pid in released if _waitpid(pid, 0.0) is None}
+                op = request["op"]
+                if op == "exit":
+                    return
+                if op == "release":
+                    released.add(request["pid"])
+                    reply = {}
+                elif op == "wait":
+                    reply = {"status": _waitpid(request["pid"], request["timeout"])}
+                elif op == "kill_uid":
+                    isolation.kill_uid(request["uid"])
+                    reply = {}
+                elif op == "ping":
+                    reply = {"op": "pong"}
+                else:
+                    reply = self._start(op, request, fds)
+                send_frame(self.sock, reply)
+        finally:
+            for standby in [self.judge_standby, *self.cand_standbys]:
+                standby.discard()
+
+    def _start(self, op: str, request: dict, fds: list[int]) -> dict:
+        standby = self.judge_standby if op == "judge" else self.cand_standbys.pop(0)
+        if op == "candidate" and request["job"].get("preload"):
+            self._preload(request["job"]["preload"], standby)
+        handed = standby.hand_over(request, fds)
+        fresh = self._fork_judge() if op == "judge" else self._fork_candidate()
+        if not handed:  # the standby died: hand the job to the fresh one and fork another
+            standby = fresh
+            handed = standby.hand_over(request, fds)
+            fresh = self._fork_judge() if op == "judge" else self._fork_candidate()
+        if op == "judge":
+            self.judge_standby = fresh
+        else:
+            self.cand_standbys.append(fresh)
+        for fd in fds:
+            os.close(fd)
+        if not handed:
+            log = os.path.join(standby.job_dir or self.workroot, "output.log")
+            raise_text = _tail(log) or "no output"
+            return {"pid": None, "error": f"a new {op} process could not start: {raise_text}"}
+        return {
+            "pid": standby.pid,
+            "uid": standby.uid,
+            "dir": standby.job_dir,
+            "by_uid": self.plan.drop_uid,
+        }
+
+    def _preload(self, source: str, standby: Standby) -> None:
+        """Verified builds of the same code, copied into the job directory (which the standby
+        sees as its own) before it may run anything."""
+        shutil.copytree(source, standby.job_dir, dirs_exist_ok=True, symlinks=True)
+        if self.plan.drop_uid:
+            for folder, dirs, files in os.walk(standby.job_dir):
+                for name in dirs + files:
+                    os.lchown(os.path.join(folder, name), standby.uid, standby.uid)
+
+
+def _tail(path: str) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            lines = [line.strip() for line in f.read()[-4000:].splitlines() if line.strip()]
+        return lines[-1] if lines else ""
+    except OSError:
+        return ""
+
+
+def _warm(warm_cuda: bool) -> None:
+    if warm_cuda:
+        try:
+            import torch
+
+            torch.empty(1, device="cuda")
+        except Exception:  # noqa: BLE001 - the job will meet (and report) the same problem
+            pass
+
+
+def _judge_main(control: socket.socket, warm_cuda: bool) -> None:
+    _warm(warm_cuda)
+    try:
+        request, fds = recv_frame(control, with_fds=True)
+    except (EOFError, OSError):
+        os._exit(0)  # the server went away or gave up on this standby
+    control.close()
+    _stdio_to(request["log"])
+    job = request["job"]
+    if job["kind"] == "judge":
+        from htam.evaluate import judge, worker
+
+        cand, ref = (socket.socket(fileno=fd) for fd in fds[1:3])
+        judge.run(job, worker.Emitter(fds[0]), cand, ref)
+    else:
+        from htam.evaluate import worker
+
+        worker.run(job, fds[0])
+
+
+def _candidate_main(control: socket.socket, job_dir: str, uid: int, plan, limits, warm) -> None:
+    _stdio_to(os.path.join(job_dir, "output.log"))
+    seen_at = isolation.enter(job_dir, uid, plan, limits)
+    _warm(warm)
+    if plan.socket_filter:  # after CUDA has made its threads: the filter covers them too
+        isolation.deny_sockets()
+    try:
+        request, fds = recv_frame(control, with_fds=True)
+    except (EOFError, OSError):
+        os._exit(0)
+    control.close()
+    job = request["job"]
+    code_path = os.path.join(seen_at, "candidate.py")
+    with open(code_path, "w") as f:
+        f.write(job["code"])
+    job = {**job, "code_path": code_path, "extension_dir": os.path.join(seen_at, "ext")}
+    job["env"] = {
+        **job.get("env", {}),
+        "TRITON_CACHE_DIR": os.path.join(seen_at, "triton"),
+        "TORCHINDUCTOR_CACHE_DIR": os.path.join(seen_at, "inductor"),
+        "TORCH_EXTENSIONS_DIR": os.path.join(seen_at, "ext"),
+        "HOME": seen_at,
+    }
+    from htam.evaluate import harness
+
+    harness.run(job, socket.socket(fileno=fds[0]))
+
+
+def serve(fd: int) -> None:
+    isolation.not_dumpable()
+    sock = socket.socket(fileno=fd)
+    config, _ = recv_frame(sock)
+    for name in PRELOAD + OPTIONAL_PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            if name in PRELOAD:
+                raise
+    Server(sock, config).serve()
+
 
 if __name__ == "__main__":
     serve(int(sys.argv[1]))
