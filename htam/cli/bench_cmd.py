@@ -10,7 +10,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from htam.cli.common import console, default_size, fail, resolve_target
+from htam.cli.common import (
+    MEMORY_LIMIT_HELP,
+    TIMEOUT_HELP,
+    console,
+    default_size,
+    fail,
+    limit_overrides,
+    resolve_target,
+)
 
 
 def _csv(text: str) -> list[str]:
@@ -107,6 +115,10 @@ def bench_command(
     memory_mode: str = typer.Option("fresh", help="fresh | accumulate | frozen"),
     out: Path = typer.Option(Path("runs/bench"), help="bench directory"),
     resume: bool = typer.Option(False, "--resume", help="continue the bench in --out"),
+    memory_limit_mb: int | None = typer.Option(
+        None, "--memory-limit-mb", min=256, help=MEMORY_LIMIT_HELP
+    ),
+    timeout_s: float | None = typer.Option(None, "--timeout-s", min=1.0, help=TIMEOUT_HELP),
 ) -> None:
     """Run every (method, seed, task) unit; writes OUT/metrics.json, report.md and report.html."""
     from htam.bench import BenchConfig, BenchError, ProposerSpec, run_bench
@@ -131,6 +143,7 @@ def bench_command(
             memory=memory,
             memory_mode=memory_mode,
             proposer=spec,
+            eval_overrides=limit_overrides(memory_limit_mb, timeout_s),
         )
     except ValueError as exc:
         fail(str(exc))

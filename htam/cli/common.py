@@ -107,3 +107,19 @@ def default_size(target: str, size: str | None) -> str:
     if size not in ("small", "large"):
         fail(f"unknown size {size!r}; choose small or large")
     return size
+
+
+MEMORY_LIMIT_HELP = (
+    "host memory a candidate or the reference may use, MB (default: half the machine)"
+)
+TIMEOUT_HELP = "time limit after the build, seconds (default 120; raised with the reference's time)"
+
+
+def limit_overrides(memory_limit_mb: int | None, timeout_s: float | None) -> dict:
+    """EvalConfig fields for the limits a user raised (the message of a hit limit names them)."""
+    out: dict = {}
+    if memory_limit_mb is not None:
+        out["memory_limit_mb"] = memory_limit_mb
+    if timeout_s is not None:
+        out["run_timeout_s"] = timeout_s
+    return out

@@ -9,9 +9,12 @@ import typer
 from rich.table import Table
 
 from htam.cli.common import (
+    MEMORY_LIMIT_HELP,
+    TIMEOUT_HELP,
     console,
     fail,
     fmt_speedup,
+    limit_overrides,
     resolve_target,
     resolve_task,
     timed_size,
@@ -71,6 +74,10 @@ def eval_command(
     allow_torch: bool = typer.Option(
         False, "--allow-torch", help="accept a solution without a custom kernel"
     ),
+    memory_limit_mb: int | None = typer.Option(
+        None, "--memory-limit-mb", min=256, help=MEMORY_LIMIT_HELP
+    ),
+    timeout_s: float | None = typer.Option(None, "--timeout-s", min=1.0, help=TIMEOUT_HELP),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
     show_log: bool = typer.Option(False, "--log", help="print the candidate's captured output"),
 ) -> None:
@@ -83,7 +90,8 @@ def eval_command(
     task = resolve_task(task_spec)
     try:
         size = timed_size(target, language, size, task)
-        config = EvalConfig(size=size, allow_torch=allow_torch)
+        limits = limit_overrides(memory_limit_mb, timeout_s)
+        config = EvalConfig(size=size, allow_torch=allow_torch, **limits)
         with Evaluator(target, config) as evaluator:
             result = evaluator.evaluate(task, code, language)
     except (TaskError, EvaluatorError) as exc:

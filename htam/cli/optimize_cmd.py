@@ -15,10 +15,13 @@ from typing import NoReturn
 import typer
 
 from htam.cli.common import (
+    MEMORY_LIMIT_HELP,
+    TIMEOUT_HELP,
     console,
     default_memory,
     err_console,
     fail,
+    limit_overrides,
     resolve_target,
     resolve_task,
     timed_size,
@@ -99,6 +102,10 @@ def optimize_command(
     resume: bool = typer.Option(
         False, "--resume", help="continue the run in --out (default: the newest of this task)"
     ),
+    memory_limit_mb: int | None = typer.Option(
+        None, "--memory-limit-mb", min=256, help=MEMORY_LIMIT_HELP
+    ),
+    timeout_s: float | None = typer.Option(None, "--timeout-s", min=1.0, help=TIMEOUT_HELP),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print only the last line"),
     verbose: bool = typer.Option(
@@ -142,7 +149,9 @@ def optimize_command(
     try:
         with (
             MemoryBank.open(memory, create=True) as bank,
-            Evaluator(target, EvalConfig(size=size)) as evaluator,
+            Evaluator(
+                target, EvalConfig(size=size, **limit_overrides(memory_limit_mb, timeout_s))
+            ) as evaluator,
             view.display(),
         ):
             optimizer = Optimizer(proposer, CachedEvaluator(evaluator), bank, config, on_step=view)

@@ -101,10 +101,13 @@ class ForkServer:
             "warm_cuda": warm_cuda,
             "limits": limits or isolation.Limits(),
         }
+        # The server runs this very htam, whichever one an installed path would find.
+        root = str(Path(__file__).resolve().parents[2])
+        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "htam.evaluate.serve", str(theirs.fileno())],
             pass_fds=[theirs.fileno()],
-            env=scrubbed_env(env),
+            env=scrubbed_env({**(env or {}), "PYTHONPATH": path}),
             cwd=self._home,
             stdin=subprocess.DEVNULL,
             start_new_session=True,

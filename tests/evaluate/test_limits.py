@@ -1,0 +1,41 @@
+"""A reference that needs more host memory than allowed fails with one line that names the
+limit, its figures and the option that raises it."""
+
+import pytest
+
+from htam.evaluate import EvalConfig, Evaluator
+from htam.tasks import load_task
+from htam.tasks.task import TaskError
+
+BIG_OUTPUT = """import torch
+import torch.nn as nn
+
+N = 1 << 29  # 2 GiB of float32 out, twice over
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        y = x.expand(N).clone()
+        return y + 1
+
+
+def get_inputs():
+    return [torch.ones(1)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_reference_over_the_host_limit_names_the_limit_and_the_option(tmp_path):
+    path = tmp_path / "big_output.py"
+    path.write_text(BIG_OUTPUT)
+    task = load_task(path)
+    with Evaluator("cpu", EvalConfig(size="large", memory_limit_mb=1024)) as evaluator:
+        with pytest.raises(TaskError) as caught:
+            evaluator.reference(task, timed=False)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "the reference needs more host memory than allowed" in message
+    assert "of 1.0 GiB" in message and "--memory-limit-mb" in message
