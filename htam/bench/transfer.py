@@ -174,7 +174,7 @@ def _per_task(arms: dict[str, dict]) -> dict[str, dict[str, Any]]:
 def _plot_curves(arms: dict[str, dict], path: Path) -> Path | None:
     if not any(arm["curve"] for arm in arms.values()):
         return None
-    from htam.bench.plots import _png, _pyplot
+    from htam.bench.plots import _finish, _legend_below, _pyplot
 
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -182,8 +182,8 @@ def _plot_curves(arms: dict[str, dict], path: Path) -> Path | None:
         ax.plot(range(1, len(data["curve"]) + 1), data["curve"], marker="o", label=arm)
     ax.set_xlabel("step")
     ax.set_ylabel("mean best speedup vs eager (0 = none correct)")
-    ax.legend()
-    path.write_bytes(_png(fig))
+    _legend_below(fig, ax, ncol=len(arms))
+    path.write_bytes(_finish(fig, "transfer_curves").png)
     return path
 
 
