@@ -94,6 +94,7 @@ def test_reference_against_itself_is_even(steady_evaluator, task):
     assert all(r.status == "ok" for r in results), [r.messages for r in results]
     speedups = [r.speedup for r in results]
     # Unbiased: the median is even. Two processes on a shared 2-core machine are noisier than
-    # one (a single run strayed to 1.29 and 0.76 here), not biased.
-    assert 0.9 < statistics.median(speedups) < 1.11, speedups
-    assert all(0.7 < s < 1.43 for s in speedups), speedups
+    # one (single runs strayed to 1.29 and 0.76 here, medians of 3 to 1.08), not biased; a
+    # measurement that favours either side (the old separate-process timing: 0.33-1.73) fails.
+    assert 0.85 < statistics.median(speedups) < 1.18, speedups
+    assert all(0.6 < s < 1.67 for s in speedups), speedups
