@@ -81,7 +81,7 @@ class EvalConfig:
         )
         settings = {k: getattr(self, k) for k in keys}
         if settings["escape_slack_ms"] is None:
-            settings["escape_slack_ms"] = 0.05 if self.size == "large" else 0.1
+            settings["escape_slack_ms"] = 0.05 if self.size == "large" else 0.5
         settings["tolerances"] = {k: asdict(v) for k, v in self.tolerances.items()}
         return settings
 
