@@ -1,11 +1,15 @@
 """Rendering SSA programs into C++ statements (float math, OpenMP loops).
 
 The generated function is named ``HTAM_FN``; :func:`htam.offline.render.cpp_names` replaces it
-with a name derived from the hash of the source. Sizes are arguments, so one build serves every
-shape.
+with a name derived from the hash of the source and adds its Python binding. Sizes are arguments,
+so one build serves every shape. Tensors arrive as data pointers (``t.data_ptr()`` on the Python
+side) and scratch buffers are plain arrays: the code includes ``Python.h``, never
+``torch/extension.h``, whose parsing made each build take a minute or more on a small CPU.
 """
 
 from __future__ import annotations
+
+import re
 
 from htam.offline.expr import Math, emit, literal
 from htam.offline.ir import ACC, Arg, Operand, Program
@@ -13,7 +17,9 @@ from htam.offline.ir import ACC, Arg, Operand, Program
 # Below this many elements (or multiply-adds) a parallel region costs more than it saves: waking
 # threads on a busy machine can take a scheduler time slice (milliseconds).
 HEADER = (
-    "#include <torch/extension.h>\n#include <algorithm>\n#include <cmath>\n#include <vector>\n"
+    "#ifndef PY_SSIZE_T_CLEAN\n#define PY_SSIZE_T_CLEAN\n#endif\n#include <Python.h>\n"
+    "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n#include <memory>\n"
+    "#include <vector>\n"
     "#ifndef PARALLEL_MIN\n#define PARALLEL_MIN 65536\n#endif\n"
 )
 REDUCTION_NAMES = ("rsum", "rmax", "rmin", "rargmax", "rargmin")
@@ -31,8 +37,8 @@ def operand_index(op: Operand, flat: str) -> str:
 
 
 def operand_params(ops: list[Operand]) -> tuple[list[str], list[str]]:
-    """(tensor parameters, size parameters) of the C++ function for the operands."""
-    tensors = [f"torch::Tensor {op.name}" for op in ops]
+    """(pointer parameters, size parameters) of the C++ function for the operands."""
+    tensors = [f"const float* __restrict__ {op.name}_p" for op in ops]
     sizes = []
     for op in ops:
         if op.pattern in ("trail", "mid"):
@@ -44,7 +50,7 @@ def operand_params(ops: list[Operand]) -> tuple[list[str], list[str]]:
 
 def operand_args(ops: list[Operand], out_var: str) -> tuple[list[str], list[str]]:
     """Python call arguments matching :func:`operand_params`."""
-    tensors = [f"t_{op.name}" for op in ops]
+    tensors = [f"t_{op.name}.data_ptr()" for op in ops]
     sizes = []
     for op in ops:
         if op.pattern in ("trail", "mid"):
@@ -55,9 +61,17 @@ def operand_args(ops: list[Operand], out_var: str) -> tuple[list[str], list[str]
 
 
 def pointers(ops: list[Operand]) -> list[str]:
-    lines = [f"const float* __restrict__ {op.name}_p = {op.name}.data_ptr<float>();" for op in ops]
-    lines += [f"const float s_{op.name} = {op.name}_p[0];" for op in ops if op.pattern == "scalar"]
-    return lines
+    """Statements reading the scalar operands (the others are read through ``<name>_p``)."""
+    return [f"const float s_{op.name} = {op.name}_p[0];" for op in ops if op.pattern == "scalar"]
+
+
+def scratch(name: str, count: str) -> list[str]:
+    """A float buffer of ``count`` elements for the function's lifetime, left uninitialized:
+    ``<name>_p`` points to it."""
+    return [
+        f"std::unique_ptr<float[]> {name}(new float[{count}]);",
+        f"float* __restrict__ {name}_p = {name}.get();",
+    ]
 
 
 class CppProgram:
@@ -120,3 +134,46 @@ class CppProgram:
         return [
             f"const float in_{op.name} = {op.name}_p[{operand_index(op, flat)}];" for op in operands
         ]
+
+
+_SIGNATURE = re.compile(r"void HTAM_FN\(([^)]*)\)")
+
+
+def python_binding(fn: str, body: str) -> str:
+    """A METH_FASTCALL wrapper and the module init (``PyInit_<fn>``) for the ``void HTAM_FN(...)``
+    of ``body``, named ``fn``: pointers arrive as integers (``t.data_ptr()``), sizes as ints.
+    Python's C API only, so the build parses no pybind11 or torch headers."""
+    params = [p.strip() for p in _SIGNATURE.search(body).group(1).split(",")]
+    decls, names = [], []
+    for i, param in enumerate(params):
+        ctype = param.rsplit(" ", 1)[0].replace("__restrict__", "").strip()
+        if ctype.endswith("*"):
+            value = f"static_cast<{ctype}>(PyLong_AsVoidPtr(args[{i}]))"
+        elif ctype in ("int64_t", "std::int64_t"):
+            value = f"(int64_t)PyLong_AsLongLong(args[{i}])"
+        else:
+            raise ValueError(f"a C++ kernel parameter of unsupported type: {param!r}")
+        decls.append(f"  {ctype} a{i} = {value};")
+        names.append(f"a{i}")
+    n = len(params)
+    lines = [
+        f"static PyObject* {fn}_py(PyObject*, PyObject* const* args, Py_ssize_t nargs) {{",
+        f"  if (nargs != {n}) {{",
+        f'    PyErr_Format(PyExc_TypeError, "{fn} takes {n} arguments (%zd given)", nargs);',
+        "    return nullptr;",
+        "  }",
+        *decls,
+        "  if (PyErr_Occurred()) return nullptr;",
+        "  Py_BEGIN_ALLOW_THREADS",
+        f"  {fn}({', '.join(names)});",
+        "  Py_END_ALLOW_THREADS",
+        "  Py_RETURN_NONE;",
+        "}",
+        f"static PyMethodDef {fn}_methods[] = {{",
+        f'    {{"{fn}", (PyCFunction)(void (*)(void)){fn}_py, METH_FASTCALL, nullptr}},',
+        "    {nullptr, nullptr, 0, nullptr}};",
+        f"static PyModuleDef {fn}_module = "
+        f'{{PyModuleDef_HEAD_INIT, "{fn}", nullptr, -1, {fn}_methods}};',
+        f"PyMODINIT_FUNC PyInit_{fn}(void) {{ return PyModule_Create(&{fn}_module); }}",
+    ]
+    return "\n".join(lines) + "\n"

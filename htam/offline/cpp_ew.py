@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from htam.offline.cpp_common import HEADER, CppProgram, operand_args, operand_params, pointers
+from htam.offline.cpp_common import (
+    HEADER,
+    CppProgram,
+    operand_args,
+    operand_params,
+    pointers,
+    scratch,
+)
 from htam.offline.expr import Math
 from htam.offline.ir import EwIR, Op, Operand, Program
 from htam.offline.render import cpp_names
@@ -73,10 +80,7 @@ def ew_code(prog: Program, operands: list[Operand], p: dict, m: Math, target: st
         ]
         dest = target if i == last else f"tmp{i}_p"
         if i != last:
-            lines += [
-                f"torch::Tensor tmp{i} = torch::empty_like(out);",
-                f"float* __restrict__ tmp{i}_p = tmp{i}.data_ptr<float>();",
-            ]
+            lines += scratch(f"tmp{i}", "n")
         single = Program([Op(op.name, args, op.attrs, op.kind)], 0)
         lines += ew_loop(single, used, p, m, dest)
     return lines
@@ -84,10 +88,8 @@ def ew_code(prog: Program, operands: list[Operand], p: dict, m: Math, target: st
 
 def ew_solution(ir: EwIR, p: dict, m: Math) -> tuple[tuple[str, str], list[str]]:
     tensors, sizes = operand_params(ir.operands)
-    params = ", ".join(["torch::Tensor out", *tensors, *sizes])
+    params = ", ".join(["float* __restrict__ out_p", *tensors, "int64_t n", *sizes])
     body = [
-        "const int64_t n = out.numel();",
-        "float* __restrict__ out_p = out.data_ptr<float>();",
         *pointers(ir.operands),
         *ew_code(ir.prog, ir.operands, p, m, "out_p"),
     ]
@@ -98,7 +100,7 @@ def ew_solution(ir: EwIR, p: dict, m: Math) -> tuple[tuple[str, str], list[str]]
     prim = f"t_{ir.primary}"
     lines += [
         f"out = torch.empty({prim}.shape, dtype=torch.float32, device={prim}.device)",
-        f"_ext.{fn}({', '.join(['out', *t_args, *s_args])})",
+        f"_ext.{fn}({', '.join(['out.data_ptr()', *t_args, 'out.numel()', *s_args])})",
         "return out",
     ]
     return (fn, src), lines

@@ -6,7 +6,14 @@ panel of ``nc`` columns of B contiguously, so the K loop streams it from cache f
 
 from __future__ import annotations
 
-from htam.offline.cpp_common import HEADER, CppProgram, operand_args, operand_params, pointers
+from htam.offline.cpp_common import (
+    HEADER,
+    CppProgram,
+    operand_args,
+    operand_params,
+    pointers,
+    scratch,
+)
 from htam.offline.cpp_ew import ew_code
 from htam.offline.expr import Math
 from htam.offline.ir import GemmIR
@@ -82,9 +89,9 @@ def gemm_solution(ir: GemmIR, p: dict, m: Math) -> tuple[tuple[str, str], list[s
     tensors, sizes = operand_params(operands)
     params = ", ".join(
         [
-            "torch::Tensor out",
-            "torch::Tensor ga",
-            "torch::Tensor gb",
+            "float* __restrict__ out_p",
+            "const float* __restrict__ A",
+            "const float* __restrict__ B",
             *tensors,
             "int64_t batch",
             "int64_t M",
@@ -99,17 +106,9 @@ def gemm_solution(ir: GemmIR, p: dict, m: Math) -> tuple[tuple[str, str], list[s
             *sizes,
         ]
     )
-    body = [
-        "const float* __restrict__ A = ga.data_ptr<float>();",
-        "const float* __restrict__ B = gb.data_ptr<float>();",
-        "float* __restrict__ out_p = out.data_ptr<float>();",
-        *pointers(operands),
-    ]
+    body = pointers(operands)
     if separate:
-        body += [
-            f"torch::Tensor {GEMM_OUT} = torch::empty_like(out);",
-            f"float* __restrict__ {GEMM_OUT}_p = {GEMM_OUT}.data_ptr<float>();",
-        ]
+        body += ["const int64_t n = batch * M * N;", *scratch(GEMM_OUT, "n")]
     body += _kernel(ir, p, m, f"{GEMM_OUT}_p" if separate else "out_p")
     if separate:
         prog, ops = separate_epilogue(ir)
@@ -119,7 +118,7 @@ def gemm_solution(ir: GemmIR, p: dict, m: Math) -> tuple[tuple[str, str], list[s
             "vec": p["vec"],
             "split_tail": p["split_tail"],
         }
-        body += ["const int64_t n = out.numel();", *ew_code(prog, ops, ew, m, "out_p")]
+        body += ew_code(prog, ops, ew, m, "out_p")
     src = HEADER + f"\nvoid HTAM_FN({params}) {{\n" + "\n".join("  " + s for s in body) + "\n}\n"
     fn, src = cpp_names("gemm", src)
     lines = [f"t_{op.name} = {op.source}.contiguous()" for op in operands]
@@ -127,9 +126,9 @@ def gemm_solution(ir: GemmIR, p: dict, m: Math) -> tuple[tuple[str, str], list[s
     t_args, s_args = operand_args(operands, "out")
     call = ", ".join(
         [
-            "out",
-            "ga3",
-            "gb3",
+            "out.data_ptr()",
+            "ga3.data_ptr()",
+            "gb3.data_ptr()",
             *t_args,
             "batch",
             "M",

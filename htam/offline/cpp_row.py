@@ -131,14 +131,20 @@ class CppRow:
     def function(self) -> str:
         ir, p = self.ir, self.p
         tensors, sizes = operand_params(ir.operands)
-        params = ", ".join(
-            ["torch::Tensor out", *tensors, "int64_t outer", "int64_t R", "int64_t inner", *sizes]
-        )
         out_t = "int64_t" if ir.out_dtype == "int64" else "float"
+        params = ", ".join(
+            [
+                f"{out_t}* __restrict__ out_p",
+                *tensors,
+                "int64_t outer",
+                "int64_t R",
+                "int64_t inner",
+                *sizes,
+            ]
+        )
         rows = 16 if p["coalesce"] else 1
         sched = f"schedule(static, {p['rows']})" if p["rows"] > 1 else "schedule(static)"
         body = [
-            f"{out_t}* __restrict__ out_p = out.data_ptr<{out_t}>();",
             *pointers(ir.operands),
             "const float R_f = (float)R;",
             *(self.cp.stmt(i) for i in self.sched.before),
@@ -167,5 +173,5 @@ def row_solution(ir: RowIR, p: dict, m: Math) -> tuple[tuple[str, str], list[str
     lines = [f"t_{op.name} = {op.source}.contiguous()" for op in ir.operands]
     lines += row_sizes(ir)
     t_args, s_args = operand_args(ir.operands, f"t_{ir.primary}")
-    call = ", ".join(["out", *t_args, "outer", "R", "inner", *s_args])
+    call = ", ".join(["out.data_ptr()", *t_args, "outer", "R", "inner", *s_args])
     return (fn, src), lines + [f"_ext.{fn}({call})", "return out"]

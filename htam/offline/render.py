@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
+from htam.offline.cpp_common import python_binding
 from htam.offline.ir import Match
 from htam.offline.params import header
 
@@ -54,38 +55,69 @@ import triton.language as tl
 """
 
 _CPP_IMPORTS = """import math
+import os
 
 import torch
 import torch.nn as nn
-from torch.utils.cpp_extension import load_inline
+from torch.utils.cpp_extension import load
 """
 
 
 def cpp_names(family: str, body: str) -> tuple[str, str]:
     """(function name, full C++ source): the name is a hash of the body, so identical code
-    reuses one compiled extension, and distinct code never collides (even when combined)."""
+    reuses one compiled extension, and distinct code never collides (even when combined). The
+    source is the body with its function made static and named, then a Python module of that
+    name calling it (:func:`htam.offline.cpp_common.python_binding`)."""
     digest = hashlib.sha1(body.encode()).hexdigest()[:12]
     fn = f"htam_{family}_{digest}"
-    return fn, body.replace("HTAM_FN", fn)
+    kernel = body.replace("void HTAM_FN(", "static void HTAM_FN(", 1).replace("HTAM_FN", fn)
+    return fn, kernel.rstrip() + "\n\n" + python_binding(fn, body)
 
 
-def _cpp_loader(fn: str, src: str, family: str) -> str:
-    flags = ", ".join(repr(f) for f in cpp_flags(family))
-    return f'''
+# The solution writes its C++ into torch's extension directory and builds it there with
+# torch.utils.cpp_extension.load (torch's compiler flags, ninja, a lock against concurrent
+# builds). TORCH_EXTENSIONS_DIR is the job's own directory under the evaluator; otherwise the
+# build goes under HTAM_CACHE_DIR, never into the installed torch package.
+_CPP_LOADER = '''
 CPP_SRC = r"""
-{src.strip()}
+{src}
 """
 
-# No precompiled header (use_pch): torch writes it into its own installed package (a 790 MB
-# extension.h.gch in site-packages), outside the run directory and HTAM_CACHE_DIR.
-_ext = load_inline(
+
+def _source_file(name, text):
+    """(build directory, C++ file); the file is rewritten only when it differs, so an unchanged
+    extension is not built again."""
+    root = os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(
+        os.environ.get("HTAM_CACHE_DIR") or os.path.expanduser("~/.cache/htam"), "extensions"
+    )
+    directory = os.path.join(root, name)
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, name + ".cpp")
+    old = None
+    if os.path.exists(path):
+        with open(path) as f:
+            old = f.read()
+    if old != text:
+        with open(path + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(path + ".tmp", path)
+    return directory, path
+
+
+_build_dir, _source = _source_file("{fn}", CPP_SRC)
+_ext = load(
     name="{fn}",
-    cpp_sources=CPP_SRC,
-    functions=["{fn}"],
+    sources=[_source],
+    build_directory=_build_dir,
     extra_cflags=[{flags}],
     extra_ldflags=["-fopenmp"],
 )
 '''
+
+
+def _cpp_loader(fn: str, src: str, family: str) -> str:
+    flags = ", ".join(repr(f) for f in cpp_flags(family))
+    return _CPP_LOADER.format(src=src.strip(), fn=fn, flags=flags)
 
 
 def render(
@@ -116,7 +148,7 @@ def render(
     helpers = [h for name, h in _HELPERS.items() if f"{name}(" in "\n".join(body)]
     imports = _CPP_IMPORTS if cpp else _TRITON_IMPORTS
     if not any("math." in text for text in (*helpers, *body)):
-        imports = imports.replace("import math\n\n", "")
+        imports = imports.replace("import math\n\n", "").replace("import math\n", "")
     parts = [head, doc, "", imports]
     if match.preamble:  # what __init__ needs, less the imports the template has already
         have = set(imports.splitlines())

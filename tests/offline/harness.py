@@ -2,7 +2,7 @@
 
 C++ solutions are checked in bulk: the sources of many solutions are compiled into ONE extension
 (each solution's function is named by the hash of its code, so they never collide), and each
-solution file then runs with its ``_ext = load_inline(...)`` statement replaced by that shared
+solution file then runs with its ``_ext = load(...)`` statement replaced by that shared
 extension. Everything else in the file (the Python wrapper, the C++ code) runs as generated.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
+import os
 import tempfile
 import types
 from pathlib import Path
@@ -39,7 +40,7 @@ def solution(task: Task, language: str, strategies: tuple[str, ...] = ()) -> str
 
 def load_solution(code: str, ext=None) -> types.ModuleType:
     """Import a solution file (Triton needs kernels defined in a real file); with ``ext``, its
-    own load_inline statement is left out and ``_ext`` is that shared extension instead."""
+    own ``_ext = load(...)`` statement is left out and ``_ext`` is that shared extension instead."""
     if ext is not None:
         tree = ast.parse(code)
         tree.body = [n for n in tree.body if not _is_ext_assign(n)]
@@ -56,7 +57,12 @@ def load_solution(code: str, ext=None) -> types.ModuleType:
 
 
 def _is_ext_assign(node: ast.stmt) -> bool:
-    return isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "_ext"
+    """``_ext = load(...)`` or the statement writing its source file."""
+    if not isinstance(node, ast.Assign):
+        return False
+    target = node.targets[0]
+    names = [getattr(t, "id", "") for t in getattr(target, "elts", [target])]
+    return "_ext" in names or "_source" in names
 
 
 def cpp_unit(code: str) -> tuple[str, str]:
@@ -73,20 +79,36 @@ def cpp_unit(code: str) -> tuple[str, str]:
 
 
 def build_combined(codes: list[str]):
-    """One extension holding the functions of every C++ solution in ``codes``."""
-    from torch.utils.cpp_extension import load_inline
+    """One shared library holding the functions of every C++ solution in ``codes``; each unit
+    keeps its own Python module (``PyInit_<name>``), imported from that library. Returns (an
+    object with every unit's function as an attribute, the number of distinct units)."""
+    from torch.utils.cpp_extension import load
 
     units = dict(cpp_unit(c) for c in codes)
     combined = "\n".join(units[k] for k in sorted(units))
     digest = hashlib.sha1(combined.encode()).hexdigest()[:12]
-    return load_inline(
-        name=f"htam_offline_tests_{digest}",
-        cpp_sources=combined,
-        functions=sorted(units),
+    name = f"htam_offline_tests_{digest}"
+    root = os.environ.get("TORCH_EXTENSIONS_DIR") or tempfile.gettempdir()
+    build_dir = Path(root) / name
+    build_dir.mkdir(parents=True, exist_ok=True)
+    source = build_dir / f"{name}.cpp"
+    if not source.exists() or source.read_text() != combined:
+        source.write_text(combined)
+    library = load(
+        name=name,
+        sources=[str(source)],
+        build_directory=str(build_dir),
         extra_cflags=CPP_FLAGS,
         extra_ldflags=["-fopenmp"],
-        use_pch=True,
-    ), len(units)
+        is_python_module=False,  # the library only: its modules are imported below
+    )
+    functions = {}
+    for fn in units:
+        spec = importlib.util.spec_from_file_location(fn, library)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        functions[fn] = getattr(module, fn)
+    return types.SimpleNamespace(**functions), len(units)
 
 
 def build_pair(

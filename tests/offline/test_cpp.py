@@ -1,7 +1,7 @@
 """Generated C++/OpenMP solutions compile and match their references.
 
 All solutions but one share a single combined build (see tests/offline/harness.py); one solution
-file runs exactly as written, building its own extension through load_inline.
+file runs exactly as written, building its own extension through torch's cpp_extension.load.
 """
 
 import pytest
@@ -58,6 +58,6 @@ def test_a_solution_file_runs_as_written():
     proposal = OfflineProposer("cpu").propose(
         ProposalRequest(task=task, target="cpu", language="cpp", base_code=None, feedback=None)
     )
-    module = load_solution(proposal.code)  # its own load_inline builds the extension
+    module = load_solution(proposal.code)  # its own load() builds the extension
     for overrides in CASES["ew_gelu_sigmoid"][2]:
         assert compare(task, module, overrides) is None
