@@ -17,6 +17,7 @@ def generate(match: Match, language: str, params: dict, applied: list[str]) -> s
 
         emit = {"elementwise": ew_solution, "row": row_solution, "gemm": gemm_solution}
         kernels, forward = emit[match.family](match.ir, params, m)
+        forward = [*match.prelude, *forward]  # the library prefix (torch) before the kernels
         return render(match, language, params, applied, kernels, forward)
     if language == "cpp":
         from htam.offline.cpp_ew import ew_solution as cpp_ew
@@ -25,5 +26,6 @@ def generate(match: Match, language: str, params: dict, applied: list[str]) -> s
 
         emit = {"elementwise": cpp_ew, "row": cpp_row, "gemm": cpp_gemm}
         cpp, forward = emit[match.family](match.ir, params, m)
+        forward = [*match.prelude, *forward]
         return render(match, language, params, applied, [], forward, cpp=cpp)
     raise ValueError(f"the offline templates write triton or cpp, not {language!r}")

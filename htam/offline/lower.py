@@ -69,8 +69,12 @@ def _bind(node: fx.Node, names: list[str], defaults: dict[str, Any], skip: int =
 
 
 class Lowerer:
-    def __init__(self, traced: Traced):
+    """``opaque``: an operation outside the tables becomes ``CNode("opaque", inputs)`` (computed
+    by torch in a library prefix, see :mod:`htam.offline.library`) instead of raising."""
+
+    def __init__(self, traced: Traced, opaque: bool = False):
         self.traced = traced
+        self.opaque = opaque
         self.env: dict[fx.Node, Any] = {}
 
     def run(self) -> CNode:
@@ -101,7 +105,12 @@ class Lowerer:
             return self._make(node, "param", [], {"path": node.target})
         if node.op == "call_module":
             sub = self.traced.graph.get_submodule(node.target)
-            op, attrs, params = lower_module(sub, node.target)
+            try:
+                op, attrs, params = lower_module(sub, node.target)
+            except NoMatch:
+                if self.opaque:
+                    return self._opaque(node)
+                raise
             args = [self._arg(node.args[0])]
             for key, path in params.items():
                 attrs[key] = (
@@ -121,6 +130,8 @@ class Lowerer:
         else:
             key = _function_key(node.target)
         if key not in SPECS:
+            if self.opaque:
+                return self._opaque(node)
             raise NoMatch(f"unsupported operation {_describe(node)}")
         op, names, defaults = SPECS[key]
         bound = {k: self._arg(v) for k, v in _bind(node, names, defaults).items()}
@@ -146,7 +157,14 @@ class Lowerer:
             return self._split(node, base, pick)
         if isinstance(base, CNode) and node.target is getattr and key in ("T", "mT"):
             return self._make(node, "transpose", [base], {"dim0": -2, "dim1": -1})
+        if self.opaque and isinstance(self.traced.values.get(node), torch.Tensor):
+            return self._opaque(node)
         raise NoMatch(f"unsupported indexing or attribute access {_describe(node)}")
+
+    def _opaque(self, node: fx.Node) -> CNode:
+        """An operation the templates do not know: its tensor inputs are its arguments."""
+        inputs = [self.env[a] for a in node.all_input_nodes if isinstance(self.env[a], CNode)]
+        return self._make(node, "opaque", inputs, {"fx": node})
 
     def _split(self, node: fx.Node, base: CNode, pick: int) -> CNode:
         op = ("amax", "argmax") if base.op == "max" else ("amin", "argmin")
@@ -175,5 +193,5 @@ def _max_min(op: str, bound: dict) -> str:
     return op
 
 
-def lower(traced: Traced) -> CNode:
-    return Lowerer(traced).run()
+def lower(traced: Traced, opaque: bool = False) -> CNode:
+    return Lowerer(traced, opaque).run()

@@ -105,9 +105,49 @@ _GRAPH_ERRORS = (TypeError, ValueError, KeyError, IndexError, AttributeError)
 def _analyze(source: str) -> Match:
     traced = trace_task(Task(id="offline/match", name="match", source=source))
     try:
-        return _match_traced(traced, source)
+        try:
+            return _match_traced(traced, source)
+        except NoMatch as err:
+            return _with_library(traced, source, err)
     except _GRAPH_ERRORS as err:
         raise NoMatch(f"the graph could not be read: {type(err).__name__}: {err}") from err
+
+
+def _with_library(traced, source: str, err: NoMatch) -> Match:
+    """The library path (htam.offline.library): torch computes the convolution / GEMM prefix,
+    one kernel the chain after it. Its reason is added to the first one when it fails too."""
+    from htam.offline.library import match_library
+
+    try:
+        family, ir, summary, features, prelude, library = match_library(traced, _kernel)
+    except NoMatch as lib_err:
+        raise NoMatch(f"{err}; as library call + kernel: {lib_err}") from err
+    preamble, init = copy_init(source)
+    scalars = {k: v for k, v in vars(traced.model).items() if type(v) is float}
+    return Match(
+        family,
+        f"library [{library}] + {summary}",
+        [n.target for n in traced.graph.graph.nodes if n.op == "placeholder"],
+        ir,
+        init_source=init,
+        preamble=preamble,
+        features=features,
+        scalars=scalars,
+        prelude=prelude,
+        library=library,
+    )
+
+
+def _kernel(out: CNode, nodes: list[CNode]) -> tuple[str, EwIR | RowIR, str, dict]:
+    """(family, ir, summary, features) of a graph without matrix products."""
+    rows = [n for n in nodes if n.op in ROW_OPS]
+    if any(n.op in GEMM_OPS for n in nodes):
+        raise NoMatch("a matrix product inside the chain")
+    if rows:
+        ir, summary = _row(out, min(rows, key=lambda n: n.name))
+        return "row", ir, summary, row_features(ir)
+    ir, summary = _elementwise(out)
+    return "elementwise", ir, summary, {}
 
 
 def _match_traced(traced, source: str) -> Match:

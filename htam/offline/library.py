@@ -1,0 +1,226 @@
+"""Library call + fused epilogue: torch computes a prefix, one generated kernel the chain after it.
+
+KernelBench level 2 is mostly a convolution or a matrix product followed by a chain of
+elementwise ops and reductions. The library operation (cuDNN / cuBLAS through torch) stays a torch
+call, run exactly as the reference runs it (``self.conv(x)``: the module's own parameters, so
+``get_init_inputs`` and the module's initialization are honoured), and the longest chain after it
+that the elementwise or row templates cover becomes ONE kernel reading the library output as an
+operand.
+
+The cut: the prefix starts as every library operation (an ``opaque`` one the templates cannot
+express: convolutions, pooling, norms...; or a matrix product) with everything it needs; while
+the rest does not build as a kernel program, the first remaining operation in the reference's
+program order (with what it needs) joins the prefix. The kernel is the longest fusable tail.
+Operations between two library calls (a ReLU before a pooling) stay torch code in
+the prefix; the summary names the prefix, so a task whose tail is short says so.
+
+The prefix code is the reference's own fx graph restricted to the prefix, printed by
+``torch.fx`` (``self.conv(x)``, ``torch.max_pool2d(...)``): nothing is re-implemented.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import torch
+import torch.fx as fx
+
+from htam.offline.build import GEMM_OPS
+from htam.offline.lower import CNode, lower
+from htam.offline.trace import NoMatch, Traced
+
+PREFIX = "lib_"
+# Names fx's printed code may use; anything else (a helper function's global) is refused.
+_GLOBALS_OK = {"torch", "inf", "nan", "NoneType", "device", "fx_pytree", "pytree", "getattr"}
+_NONE_ASSIGN = re.compile(r"^\s*[A-Za-z_]\w*(\s*=\s*[A-Za-z_]\w*)*\s*=\s*None\s*$")
+
+KernelBuilder = Callable[[CNode, list[CNode]], tuple[str, object, str, dict]]
+
+
+def _leaf(n: CNode) -> bool:
+    return n.op in ("input", "param")
+
+
+def _inputs(n: CNode) -> list[CNode]:
+    out = [a for a in n.args if isinstance(a, CNode)]
+    out += [a for a in n.attrs.values() if isinstance(a, CNode)]
+    for v in n.attrs.values():
+        if isinstance(v, (list, tuple)):
+            out += [a for a in v if isinstance(a, CNode)]
+    return out
+
+
+def _ancestors(out: CNode) -> list[CNode]:
+    seen: dict[int, CNode] = {}
+    stack = [out]
+    while stack:
+        n = stack.pop()
+        if id(n) not in seen:
+            seen[id(n)] = n
+            stack.extend(_inputs(n))
+    return list(seen.values())
+
+
+# What counts as a library call: an operation a vendor library does better than a template
+# (cuDNN, cuBLAS). A prefix must hold one; a mere zeros_like or sort does not make a task a
+# "library call + epilogue".
+_LIBRARY = re.compile(r"conv|pool|norm|linear|einsum|bmm|matmul|mm$|interpolate|upsample|attention",
+                      re.IGNORECASE)  # fmt: skip
+
+
+def _is_library(n: CNode) -> bool:
+    return n.op == "opaque" or n.op in GEMM_OPS
+
+
+def _heavy(n: CNode) -> bool:
+    if n.op in GEMM_OPS:
+        return True
+    if n.op != "opaque":
+        return False
+    node: fx.Node = n.attrs["fx"]
+    if node.op == "call_module":
+        owner = node.graph.owning_module
+        name = type(owner.get_submodule(node.target)).__name__ if owner is not None else ""
+    else:
+        name = node.target if isinstance(node.target, str) else node.target.__name__
+    return bool(_LIBRARY.search(name))
+
+
+def _resolves(model: torch.nn.Module, path: str) -> bool:
+    """Whether ModelNew (the reference's __init__) has ``path``: not a constant fx made while
+    tracing (``torch.tensor(c)`` in forward becomes ``_tensor_constant0`` on the traced root)."""
+    if path.split(".")[-1].startswith("_tensor_constant"):
+        return False
+    obj = model
+    for part in path.split("."):
+        if not hasattr(obj, part):
+            return False
+        obj = getattr(obj, part)
+    return True
+
+
+def _substitute(
+    out: CNode, prefix: dict[int, CNode], model: torch.nn.Module
+) -> tuple[CNode, dict[str, CNode]]:
+    """A copy of the tail of ``out`` where each prefix node is an input named ``lib_<name>``."""
+    memo: dict[int, CNode] = {}
+    stops: dict[str, CNode] = {}
+
+    def copy(v):
+        if isinstance(v, CNode):
+            return node(v)
+        if isinstance(v, (list, tuple)):
+            return type(v)(copy(x) for x in v)
+        return v
+
+    def node(n: CNode) -> CNode:
+        if id(n) in memo:
+            return memo[id(n)]
+        if id(n) in prefix:
+            if not isinstance(n.value, torch.Tensor) or n.value.dtype != torch.float32:
+                raise NoMatch(f"the library result {n.name} is not a float32 tensor")
+            name = PREFIX + n.name
+            stops[name] = n
+            new = CNode("input", [], {"name": name}, n.value, name)
+        elif _leaf(n):
+            if n.op == "param" and not _resolves(model, n.attrs["path"]):
+                raise NoMatch(f"{n.attrs['path']} is a tensor made inside forward")
+            new = n
+        else:
+            new = CNode(n.op, [copy(a) for a in n.args], {}, n.value, n.name)
+            new.attrs = {k: copy(v) for k, v in n.attrs.items()}
+        memo[id(n)] = new
+        return new
+
+    return node(out), stops
+
+
+def prefix_code(traced: Traced, stops: dict[str, CNode]) -> list[str]:
+    """Forward lines computing each stop node as ``lib_<name>`` with the reference's own calls."""
+    by_name = {n.name: n for n in traced.graph.graph.nodes}
+    targets = [by_name[s.name] for s in stops.values()]
+    need: set[fx.Node] = set()
+    stack = list(targets)
+    while stack:
+        n = stack.pop()
+        if n not in need:
+            need.add(n)
+            stack.extend(n.all_input_nodes)
+    graph = fx.Graph()
+    env: dict[fx.Node, fx.Node] = {}
+    for n in traced.graph.graph.nodes:
+        if n in need:
+            env[n] = graph.node_copy(n, lambda a: env[a])
+            env[n].type = None  # annotations (x: torch.Tensor) would need their own globals
+            if n.op != "placeholder":
+                env[n]._rename(PREFIX + n.name)
+    for name, s in stops.items():
+        if env[by_name[s.name]].name != name:
+            raise NoMatch(f"the library result {s.name} cannot be named {name}")
+    graph.output(tuple(env[t] for t in targets))
+    code = graph.python_code(root_module="self")
+    extra = set(code.globals) - _GLOBALS_OK
+    if extra:
+        raise NoMatch(f"the library prefix calls {sorted(extra)}, which a solution cannot import")
+    lines = []
+    for line in code.src.splitlines():
+        text = line.strip()
+        if not text or text.startswith(("def ", "return ")):
+            continue
+        # fx frees dead values (`x = None`); forward arguments may still be read by the kernel.
+        parts = [p.strip() for p in text.split(";") if p.strip() and not _NONE_ASSIGN.match(p)]
+        lines += parts
+    used = {w for line in lines for w in re.findall(r"\b[A-Za-z_]\w*\b", line)}
+    if used & {"fx_pytree", "pytree", "device", "inf", "nan", "NoneType"}:
+        raise NoMatch("the library prefix uses names a solution does not define")
+    return lines
+
+
+def _library_names(prefix: list[CNode]) -> str:
+    names = []
+    for n in prefix:
+        if n.op == "opaque":
+            fxn = n.attrs["fx"]
+            target = fxn.target
+            label = target if isinstance(target, str) else getattr(target, "__name__", str(target))
+            names.append(label)
+        else:
+            names.append(n.op)
+    return " -> ".join(names)
+
+
+def match_library(
+    traced: Traced, build_kernel: KernelBuilder
+) -> tuple[str, object, str, dict, list[str], str]:
+    """(family, ir, summary, features, prelude, library) for a library prefix + kernel tail.
+
+    ``build_kernel(out, nodes)`` is the matcher's own family choice for a graph without library
+    operations (elementwise or row); it raises NoMatch when the tail does not fit.
+    """
+    out = lower(traced, opaque=True)
+    order = {n.name: i for i, n in enumerate(traced.graph.graph.nodes)}
+    nodes = sorted((n for n in _ancestors(out) if not _leaf(n)), key=lambda n: order[n.name])
+    lib = [i for i, n in enumerate(nodes) if _is_library(n)]
+    if not any(_heavy(nodes[i]) for i in lib):
+        raise NoMatch("no library operation (convolution, matrix product...) to keep in torch")
+    prefix = _closure([nodes[i] for i in lib])
+    last = NoMatch("nothing follows the library operations: no kernel would remain")
+    while id(out) not in prefix:
+        try:
+            tail, stops = _substitute(out, prefix, traced.model)
+            family, ir, summary, features = build_kernel(tail, _ancestors(tail))
+            prelude = prefix_code(traced, stops)
+        except NoMatch as err:
+            last = err
+            nxt = next(n for n in nodes if id(n) not in prefix)  # the tail moves to torch
+            prefix |= _closure([nxt])
+            continue
+        library = _library_names([n for n in nodes if id(n) in prefix])
+        return family, ir, summary, features, prelude, library
+    raise NoMatch(f"no chain after the library operations fits a kernel ({last})")
+
+
+def _closure(roots: list[CNode]) -> dict[int, CNode]:
+    """The roots and every operation they need (a library call's inputs are torch's too)."""
+    return {id(n): n for r in roots for n in _ancestors(r) if not _leaf(n)}
