@@ -72,6 +72,12 @@ class BenchConfig:
     eval_overrides: dict[str, Any] = field(default_factory=dict)  # EvalConfig fields
     max_attempts: int = 2  # a unit whose worker dies is re-queued once, then recorded failed
     max_worker_starts: int = 4  # per device slot: a slot whose workers keep dying is given up
+    # Executor (not part of the identity: a bench may be resumed on the other one). None: the
+    # local pool on ``devices``; else Ray: "local" (connect to or start a local cluster),
+    # "auto" (the running cluster) or a cluster address; one actor per GPU (CPU slot on CPU
+    # targets), ``ray_slots`` of them (None: every GPU / CPU the cluster has at the start).
+    ray: str | None = None
+    ray_slots: int | None = None
 
     def __post_init__(self) -> None:
         from htam.agent.loop import ALL_METHODS
@@ -92,6 +98,8 @@ class BenchConfig:
             raise ValueError("seeds and steps must be at least 1")
         if not self.devices:
             raise ValueError("no devices (workers) to run on")
+        if self.ray_slots is not None and self.ray_slots < 1:
+            raise ValueError("ray_slots must be at least 1")
 
     def planned_steps(self, method: str) -> int:
         return 1 if method == "oneshot" else self.steps

@@ -14,6 +14,7 @@ import os
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,7 @@ def worker_main(slot: int, device: str, config: BenchConfig, inbox, outbox) -> N
         outbox.put(("fatal", slot, pid, f"the evaluator on {device} cannot start: {exc}"))
         return
     with evaluator:
-        from htam.bench.banks import frozen_source
+        from htam.bench.banks import frozen_source, open_bank
         from htam.llm.errors import LLMError
 
         try:
@@ -73,23 +74,25 @@ def worker_main(slot: int, device: str, config: BenchConfig, inbox, outbox) -> N
             unit, task, attempt = message
             _write_status(config.out, slot, {"slot": slot, "pid": pid, "device": device,
                                              "unit": unit.key, "attempt": attempt})
-            record = _run_unit(unit, task, attempt, config, evaluator, proposer, frozen)
+            record = run_unit(unit, task, attempt, config, evaluator, proposer,
+                              lambda u: open_bank(u, config, frozen))
             record.update(worker=slot, pid=pid, device=device, device_name=evaluator.device_name)
             outbox.put(("finished", slot, pid, record))
             _write_status(config.out, slot, {"slot": slot, "pid": pid, "device": device,
                                              "unit": None})
 
 
-def _run_unit(unit: Unit, task, attempt: int, config: BenchConfig, evaluator, proposer,
-              frozen: dict | None) -> dict[str, Any]:
+def run_unit(unit: Unit, task, attempt: int, config: BenchConfig, evaluator, proposer,
+             open_unit_bank: Callable[[Unit], Any]) -> dict[str, Any]:
+    """Run (or continue) one unit in its run directory with the bank ``open_unit_bank(unit)``
+    gives (None for memoryless methods; closed here); the record of how it ended."""
     from htam.agent import OptimizeConfig, Optimizer
-    from htam.bench.banks import open_bank
     from htam.evaluate import CachedEvaluator
 
     started = time.monotonic()
     record: dict[str, Any] = {"unit": unit.key, "attempt": attempt}
     try:
-        bank = open_bank(unit, config, frozen)
+        bank = open_unit_bank(unit)
         try:
             opt_config = OptimizeConfig(method=unit.method, steps=unit.steps, seed=unit.seed,
                                         target=config.target, language=config.language)

@@ -20,6 +20,25 @@ from htam.cli.common import (
     resolve_target,
 )
 
+RAY_HELP = "run the units on a Ray cluster (pip install 'htam\\[ray]'), see --ray-address"
+RAY_ADDRESS_HELP = (
+    "with --ray: local (join the local cluster, or start one for the run), auto (the running "
+    "cluster, RAY_ADDRESS) or an address such as host:6379"
+)
+RAY_SLOTS_HELP = "Ray workers (default: every GPU, or CPU with --target cpu, of the cluster)"
+
+
+def check_ray(ray: bool, address: str) -> str | None:
+    """BenchConfig.ray for ``--ray``/``--ray-address``; fails with the install line when Ray is
+    asked for and missing."""
+    if not ray:
+        return None
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        fail("--ray needs Ray: pip install 'htam\\[ray]' (or 'ray\\[default]>=2.9')")
+    return address
+
 
 def _csv(text: str) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip()]
@@ -119,15 +138,22 @@ def bench_command(
         None, "--memory-limit-mb", min=256, help=MEMORY_LIMIT_HELP
     ),
     timeout_s: float | None = typer.Option(None, "--timeout-s", min=1.0, help=TIMEOUT_HELP),
+    ray: bool = typer.Option(False, "--ray", help=RAY_HELP),
+    ray_address: str = typer.Option("local", "--ray-address", help=RAY_ADDRESS_HELP),
+    ray_slots: int | None = typer.Option(None, "--ray-slots", min=1, help=RAY_SLOTS_HELP),
 ) -> None:
     """Run every (method, seed, task) unit; writes OUT/metrics.json, report.md and report.html."""
     from htam.bench import BenchConfig, BenchError, ProposerSpec, run_bench
 
+    ray_spec = check_ray(ray, ray_address)
     offline = llm is None and base_url is None and proposer is None
     target, language = resolve_target(target, language, offline=offline)
     level_list = [int(x) for x in _csv(levels)] if levels else None
     the_tasks = load_tasks(suites, level_list, tasks)
-    devices = gpu_devices(gpus) if target == "cuda" else [f"cpu{i}" for i in range(workers)]
+    if ray_spec is not None:
+        devices = ["ray"]  # placed by Ray
+    else:
+        devices = gpu_devices(gpus) if target == "cuda" else [f"cpu{i}" for i in range(workers)]
     spec = ProposerSpec(llm=llm, base_url=base_url, model=model, factory=proposer)
     _check_proposer(spec, target, language)
     try:
@@ -144,12 +170,16 @@ def bench_command(
             memory_mode=memory_mode,
             proposer=spec,
             eval_overrides=limit_overrides(memory_limit_mb, timeout_s),
+            ray=ray_spec,
+            ray_slots=ray_slots,
         )
     except ValueError as exc:
         fail(str(exc))
+    where = (f"Ray ({ray_spec})" if ray_spec is not None
+             else f"{len(devices)} worker(s) ({', '.join(devices)})")
     console.print(
         f"{len(the_tasks)} tasks x {len(config.methods)} methods x {seeds} seeds on "
-        f"{len(devices)} worker(s) ({', '.join(devices)}) · {spec.describe()} · "
+        f"{where} · {spec.describe()} · "
         f"{target}/{language} · memory {memory_mode}"
     )
     try:

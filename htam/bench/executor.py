@@ -1,0 +1,88 @@
+"""The executor seam: what runs a bench's pending units, and the ledger every executor writes.
+
+Two executors run the same units into the same unit directories and write the same
+``units.jsonl`` records, so a bench started with one can be resumed with the other:
+
+- the local pool (``htam.bench.executor_local``), the embedded default: one process per GPU or
+  CPU slot of this host;
+- Ray (``htam.bench.executor_ray``, with ``--ray``): one actor per GPU (or CPU slot) of a Ray
+  cluster; only imported, and Ray with it, when ``BenchConfig.ray`` is set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from htam.bench.config import BenchConfig, Unit
+
+Event = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass
+class BenchOutcome:
+    planned: int
+    skipped: list[str] = field(default_factory=list)  # finished before this invocation
+    done: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    retried: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+    report: Any = None  # htam.bench.report.ReportFiles, when the report was written
+
+
+class Ledger:
+    """Appends each attempt's end to ``units.jsonl`` (fsynced) and tallies the outcome."""
+
+    def __init__(self, out: Path, outcome: BenchOutcome, on_event: Event):
+        self.path = Path(out) / "units.jsonl"
+        self.outcome, self.on_event = outcome, on_event
+
+    def log(self, record: dict[str, Any]) -> None:
+        with open(self.path, "a") as f:
+            f.write(json.dumps(record, default=str) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def finished(self, record: dict[str, Any]) -> None:
+        """A unit's attempt ended by itself: done, or failed with its error."""
+        self.log(record)
+        (self.outcome.done if record["status"] == "done" else self.outcome.failed).append(
+            record["unit"])
+        self.on_event("unit_end", record)
+
+    def lost(self, unit: Unit, attempt: int, record: dict[str, Any], max_attempts: int,
+             pending: deque) -> None:
+        """The worker of an attempt died: re-queue the unit (front) or record it failed."""
+        record = {"unit": unit.key, "attempt": attempt, "wall_s": None, **record}
+        if attempt < max_attempts:
+            record["status"] = "retry"
+            pending.appendleft((unit, attempt + 1))
+            self.outcome.retried.append(unit.key)
+        else:
+            record["status"] = "failed"
+            self.outcome.failed.append(unit.key)
+        self.log(record)
+        self.on_event("unit_lost", record)
+
+    def fail_pending(self, pending: deque, why: str) -> None:
+        while pending:
+            unit, attempt = pending.popleft()
+            self.finished({"unit": unit.key, "attempt": attempt, "worker": None, "device": None,
+                           "pid": None, "wall_s": None, "status": "failed", "error": why})
+
+
+def dispatch(config: BenchConfig, tasks: dict, pending: deque, ledger: Ledger) -> None:
+    """Run ``pending`` ((unit, attempt) pairs) with the executor ``config`` asks for."""
+    if config.ray is not None:
+        from htam.bench.executor_ray import RayPool
+
+        RayPool(config, tasks, pending, ledger).run()
+    else:
+        from htam.bench.executor_local import LocalPool
+
+        LocalPool(config, tasks, pending, ledger).run()
