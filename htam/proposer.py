@@ -7,16 +7,9 @@ from typing import Protocol
 
 from htam.evaluate.result import EvalResult
 from htam.tasks.task import Task
+from htam.vocab import Strategy  # the memory's view of a local node, defined with the vocabulary
 
-
-@dataclass(frozen=True)
-class Strategy:
-    """A local strategy as a proposer sees it (a view of a local node of the memory)."""
-
-    id: str  # "<direction>.<name>", e.g. "fusion.elementwise_chain_fusion"
-    direction: str  # id of the global parent, e.g. "fusion"
-    title: str
-    description: str = ""
+__all__ = ["Choice", "Proposal", "ProposalRequest", "Proposer", "Strategy", "Usage"]
 
 
 @dataclass
@@ -53,6 +46,7 @@ class ProposalRequest:
     # Asked again because the last proposal repeated the code evaluated at this step; the
     # attempt number keeps a cached reply from answering the same way.
     repeats_step: int | None = None
+    repeated_code: str | None = None  # the code of the repeating proposal (shown when asking again)
     attempt: int = 0
 
 

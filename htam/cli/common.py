@@ -9,10 +9,16 @@ from typing import NoReturn
 import typer
 from rich.console import Console
 
+from htam.vocab import LANGUAGES, METHOD_NAMES, check_target, languages_help, targets_help
+
 console = Console()
 err_console = Console(stderr=True)
 
-DEFAULT_LANGUAGE = {"cuda": "cuda", "cpu": "cpp"}
+DEFAULT_LANGUAGE = {str(target): str(langs[0]) for target, langs in LANGUAGES.items()}
+# Help texts built from the registry (htam.vocab): a new method or language shows up here.
+METHOD_HELP = ", ".join(METHOD_NAMES)
+TARGET_HELP = f"{targets_help()} (default: cuda when a GPU is visible)"
+LANGUAGE_HELP = languages_help()
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -32,13 +38,13 @@ def resolve_target(
 ) -> tuple[str, str]:
     """Target and language, defaulted; the offline proposer writes Triton on the GPU."""
     target = target or default_target()
-    if target not in DEFAULT_LANGUAGE:
-        fail(f"unknown target {target!r}; choose cuda or cpu")
-    language = language or ("triton" if offline and target == "cuda" else DEFAULT_LANGUAGE[target])
-    allowed = {"cuda": ("cuda", "triton"), "cpu": ("cpp", "triton")}[target]
-    if language not in allowed:
-        fail(f"language {language!r} does not run on target {target}; choose one of {allowed}")
-    return target, language
+    if language is None and offline and target == "cuda":
+        language = "triton"
+    try:
+        the_target, the_language = check_target(target, language)
+    except ValueError as exc:
+        fail(str(exc))
+    return str(the_target), str(the_language)
 
 
 def resolve_task(spec: str):

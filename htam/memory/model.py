@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from htam.policy.features import OP_FAMILIES, Trigger
 from htam.policy.scoring import shrunk_value
 from htam.status import Status
-
-if TYPE_CHECKING:
-    from htam.proposer import Strategy
+from htam.vocab import LANGUAGES, Strategy
 
 
 @dataclass
@@ -89,10 +87,6 @@ class LocalNode:
 
     def to_strategy(self) -> Strategy:
         """The view of this node handed to proposers."""
-        # Imported here: htam.proposer pulls in the evaluator package (and torch), and the
-        # memory must stay importable without them.
-        from htam.proposer import Strategy
-
         return Strategy(
             id=self.id, direction=self.direction, title=self.title, description=self.description
         )
@@ -174,7 +168,10 @@ class StepRecord:
         return cls(**data)
 
 
-PATTERN_LANGUAGES = ("cuda", "triton", "cpp")
+# Every language a target runs (htam.vocab), in first-seen order: cuda, triton, cpp.
+PATTERN_LANGUAGES = tuple(
+    dict.fromkeys(str(lang) for langs in LANGUAGES.values() for lang in langs)
+)
 
 
 def check_local(node: LocalNode) -> None:

@@ -20,10 +20,11 @@ from typing import Any, Literal
 
 from htam.status import Status
 from htam.tasks.families import FAMILIES
+from htam.vocab import Direction
 
 # The direction of a no-hierarchy decision: there is no direction choice, the chosen strategy's
 # parent is recorded instead.
-FLAT_DIRECTION = "*"
+FLAT_DIRECTION = Direction.ANY.value
 
 OP_FAMILIES = FAMILIES  # the task analysis's vocabulary
 

@@ -9,36 +9,15 @@ from typing import TYPE_CHECKING, Any
 from htam.policy.config import PolicyConfig, position_weights, uniform_weights
 from htam.policy.features import FLAT_DIRECTION, StateFeatures, Trigger, trigger_prior
 from htam.policy.scoring import DirectionView, prior, score_terms, shrunk_value, softmax
+from htam.vocab import Guide, method_spec, methods_of
 
 if TYPE_CHECKING:
     from htam.memory.model import LocalNode, StepRecord
     from htam.memory.store import MemoryBank
     from htam.proposer import Strategy
 
-METHODS = ("htam", "no-prefix", "no-position", "no-update", "no-hierarchy", "no-local", "random")
-
-
-@dataclass(frozen=True)
-class Variant:
-    """What an ablation removes from the full method."""
-
-    prefix_len: int | None = None  # None: K from the config
-    positional: bool = True  # False: uniform position weights
-    updates: bool = True  # False: frozen memory
-    hierarchy: bool = True  # False: no direction decision, all locals are candidates
-    local: bool = True  # False: direction only, no local strategies
-    uniform: bool = False  # True: directions drawn uniformly (the random control)
-
-
-VARIANTS = {
-    "htam": Variant(),
-    "no-prefix": Variant(prefix_len=1),
-    "no-position": Variant(positional=False),
-    "no-update": Variant(updates=False),
-    "no-hierarchy": Variant(hierarchy=False),
-    "no-local": Variant(local=False),
-    "random": Variant(uniform=True),
-}
+# The methods this policy runs: the registry's (htam.vocab) methods guided by the transition graph.
+METHODS = methods_of(Guide.HTAM)
 
 
 @dataclass
@@ -52,10 +31,14 @@ class DirectionPolicy:
     """Chooses the next global direction from the recent prefix, the state and the memory."""
 
     def __init__(self, method: str, config: PolicyConfig, bank: MemoryBank):
-        if method not in VARIANTS:
-            raise ValueError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
+        spec = method_spec(method)
+        if spec.guide is not Guide.HTAM:
+            raise ValueError(
+                f"method {method!r} has no direction policy: its guide is {spec.guide!s} "
+                "(htam.agent.guides; flat retrieves with htam.memory.FlatMemory)"
+            )
         self.method = method
-        self.variant = VARIANTS[method]
+        self.variant = spec.variant
         self.config = config
         self.bank = bank
         # Static priors never change inside a bank: read them once.
@@ -202,6 +185,4 @@ def step_rng(seed: int, task_id: str, step: int) -> random.Random:
 
 def make_policy(method: str, config: PolicyConfig, bank: MemoryBank) -> DirectionPolicy:
     """The policy of ``method`` (one of METHODS); ``flat`` uses htam.memory.FlatMemory instead."""
-    if method == "flat":
-        raise ValueError("method 'flat' has no direction policy: use htam.memory.FlatMemory")
     return DirectionPolicy(method, config, bank)
