@@ -15,7 +15,10 @@ from typing import NoReturn
 import typer
 
 from htam.cli.common import (
+    LANGUAGE_HELP,
     MEMORY_LIMIT_HELP,
+    METHOD_HELP,
+    TARGET_HELP,
     TIMEOUT_HELP,
     console,
     default_memory,
@@ -85,16 +88,16 @@ def optimize_command(
     model: str | None = typer.Option(None, help="model name for --llm or --base-url"),
     steps: int = typer.Option(6, min=1, help="optimization steps T"),
     target: str | None = typer.Option(
-        None, help="cuda or cpu (default: cuda when a GPU is visible)"
+        None, help=TARGET_HELP
     ),
-    language: str | None = typer.Option(None, help="cuda | triton (cuda); cpp | triton (cpu)"),
+    language: str | None = typer.Option(None, help=LANGUAGE_HELP),
     size: str | None = typer.Option(
         None, help="size timed: small or large (default: large; on the CPU for C++ under 300 MB)"
     ),
     memory: Path | None = typer.Option(
         None, help="memory bank (SQLite); created from the seed if missing; see `htam memory path`"
     ),
-    method: str = typer.Option("htam", help="htam, flat, refine, oneshot, random, no-prefix, ..."),
+    method: str = typer.Option("htam", help=METHOD_HELP),
     seed: int = typer.Option(0, help="seed of the direction policy and the LLM"),
     out: Path | None = typer.Option(
         None, help="run directory (default: a new runs/<task>-<method>-s<seed>-<time>)"
