@@ -1,15 +1,20 @@
-"""The optimization loop and its run directories."""
+"""The optimization loop, its guides (one per kind of method) and its run directories.
 
-from htam.agent.loop import ALL_METHODS, BASELINES, OptimizeConfig, Optimizer
-from htam.agent.propose import InfrastructureError
-from htam.agent.rundir import RunDir, RunDirError
+Names are imported lazily: ``htam.agent.view`` (the state summary) is needed by the LLM side,
+which must not pay for the loop's imports (torch through the evaluator and the tasks).
+"""
 
-__all__ = [
-    "ALL_METHODS",
-    "BASELINES",
-    "InfrastructureError",
-    "OptimizeConfig",
-    "Optimizer",
-    "RunDir",
-    "RunDirError",
-]
+from htam.lazy import lazy_exports
+
+_EXPORTS = {
+    "OptimizeConfig": "htam.agent.loop",
+    "Optimizer": "htam.agent.loop",
+    "Step": "htam.agent.step",
+    "InfrastructureError": "htam.agent.propose",
+    "RunDir": "htam.agent.rundir",
+    "RunDirError": "htam.agent.rundir",
+    "make_guide": "htam.agent.guides",
+}
+__all__ = sorted(_EXPORTS)
+
+__getattr__ = lazy_exports("htam.agent", _EXPORTS)

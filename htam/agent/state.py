@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from htam.agent.view import PathStep, StateView, render_state
 from htam.evaluate.result import EvalResult
-from htam.llm.render import PathStep, Prompts, StateView
 from htam.policy import StateFeatures, timing_noise
 from htam.tasks import Signature
 
@@ -47,9 +47,7 @@ class Progress:
         better = (
             result.correct
             and result.runtime_ms is not None
-            and (
-                self.best_result is None or relative_time(result) < relative_time(self.best_result)
-            )
+            and (self.best_result is None or faster_than(result, self.best_result))
         )
         if better:
             self.best_code, self.best_result = code, result
@@ -70,10 +68,25 @@ def noise_of(*results: EvalResult | None) -> float:
     )
 
 
-def relative_time(result: EvalResult) -> float:
-    """The candidate's time in units of the reference timed beside it (1 / speedup): comparable
-    across processes, unlike absolute times, which drift between them."""
-    return 1.0 / result.speedup if result.speedup else result.runtime_ms
+def comparable_times(
+    new: EvalResult, best: EvalResult | None, ref_ms: float | None
+) -> tuple[float | None, float | None]:
+    """(time to beat, the new candidate's time) in one unit.
+
+    In units of the reference timed beside each candidate (1 / speedup) when both sides have a
+    speedup (before the first success the bar is the reference itself: 1.0): comparable across
+    processes, unlike absolute times, which drift between them. Else both in milliseconds (the
+    reference's own time before the first success); with nothing to compare against, a tie.
+    """
+    if new.speedup and (best is None or best.speedup):
+        return (1.0 / best.speedup if best else 1.0), 1.0 / new.speedup
+    before = best.runtime_ms if best else ref_ms
+    return (before if before else new.runtime_ms), new.runtime_ms
+
+
+def faster_than(result: EvalResult, best: EvalResult) -> bool:
+    before, new = comparable_times(result, best, None)
+    return new is not None and before is not None and new < before
 
 
 def outcome_text(result: EvalResult) -> str:
@@ -97,7 +110,6 @@ def features(signature: Signature, bound: str | None, progress: Progress) -> Sta
 
 
 def summary_text(
-    prompts: Prompts,
     task_id: str,
     signature: Signature,
     bound: str | None,
@@ -116,7 +128,7 @@ def summary_text(
         feedback=progress.last_result,
         path=progress.path[-k:],
     )
-    return prompts.state_summary(view)
+    return render_state(view)
 
 
 def repair_target(progress: Progress, repairs: int) -> tuple[int, PathStep] | None:

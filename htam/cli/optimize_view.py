@@ -49,7 +49,8 @@ class StepsView:
         if not self.live and not self.quiet and self.table.row_count:
             console.print(self.table)
 
-    def __call__(self, record: dict) -> None:
+    def __call__(self, step) -> None:
+        record = step.to_dict()  # an htam.agent.Step, as its run-directory file holds it
         fb = record["feedback"]
         self.cost += record["usage"]["cost_usd"]
         self.done += 1

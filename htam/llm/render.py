@@ -15,92 +15,50 @@ Templates (variables each needs; StrictUndefined makes a missing one an error):
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PackageLoader, StrictUndefined
+from jinja2 import FileSystemLoader, PackageLoader
 
-if TYPE_CHECKING:  # the evaluator package imports torch; prompts only need the type
-    from htam.evaluate.result import EvalResult
+# The state s_t is the loop's (htam.agent.view): re-exported here for the prompts that show it.
+from htam.agent.view import (
+    EXCERPT_LIMIT,
+    PROMPTS_ENV,
+    PathStep,
+    StateView,
+    environment,
+    error_excerpt,
+    ms,
+    pct,
+    render_state,
+    si,
+)
 
-PROMPTS_ENV = "HTAM_PROMPTS_DIR"  # a directory whose *.j2 files replace the packaged ones
-EXCERPT_LIMIT = 2000
-
-
-@dataclass
-class PathStep:
-    direction: str
-    strategy: str | None
-    outcome: str  # e.g. "ok 1.32x", "compile_error"
-    repair: bool = False  # the step repaired the previous step's failed code
-
-
-@dataclass
-class StateView:
-    """What the state summary s_t shows; the loop fills it from the task analysis and feedback."""
-
-    task_id: str
-    signature: str = ""  # op signature text, e.g. "softmax(x: float32[4096, 4096], dim=1)"
-    shapes: list[str] = field(default_factory=list)
-    flops: float | None = None
-    bytes: float | None = None
-    bound: str | None = None  # "memory" or "compute"
-    roofline_ms: float | None = None
-    feedback: EvalResult | None = None
-    path: list[PathStep] = field(default_factory=list)
-
-
-def si(value: float | None) -> str:
-    """1.5e9 -> '1.50 G' (the unit follows in the template)."""
-    if value is None:
-        return "? "
-    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:.2f} {prefix}"
-    return f"{value:g} "
-
-
-def ms(value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value * 1000:.1f} us" if value < 1 else f"{value:.3f} ms"
-
-
-def pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.1f}%"
-
-
-def error_excerpt(result: EvalResult | None, limit: int = EXCERPT_LIMIT) -> str:
-    """Messages and the tail of the log of a failed evaluation, cut to ``limit`` characters."""
-    if result is None or result.correct:
-        return ""
-    text = "\n".join(m for m in result.messages if m)
-    if result.log.strip():
-        text = f"{text}\n{result.log.strip()}" if text else result.log.strip()
-    # The end of a compiler or traceback log says what failed; keep it.
-    return text if len(text) <= limit else "...\n" + text[-limit:]
+__all__ = [
+    "EXCERPT_LIMIT",
+    "PROMPTS_ENV",
+    "PathStep",
+    "Prompts",
+    "StateView",
+    "error_excerpt",
+    "format_messages",
+    "ms",
+    "pct",
+    "si",
+]
 
 
 class Prompts:
     def __init__(self, directory: str | Path | None = None):
         directory = directory or os.environ.get(PROMPTS_ENV)
+        self.directory = directory
         loaders = [FileSystemLoader(str(directory))] if directory else []
-        self.env = Environment(
-            loader=ChoiceLoader([*loaders, PackageLoader("htam.llm", "prompts")]),
-            undefined=StrictUndefined,
-            trim_blocks=True,
-            lstrip_blocks=True,
-            keep_trailing_newline=False,
-            autoescape=False,  # prompts are plain text, not HTML
-        )
-        self.env.filters.update(si=si, ms=ms, pct=pct)
+        self.env = environment(*loaders, PackageLoader("htam.llm", "prompts"))
 
     def render(self, name: str, **variables: object) -> str:
         return self.env.get_template(name).render(**variables).strip() + "\n"
 
     def state_summary(self, state: StateView) -> str:
-        return self.render("state_summary.j2", state=state, excerpt=error_excerpt(state.feedback))
+        return render_state(state, self.directory)
 
 
 def format_messages(messages: list[dict]) -> str:

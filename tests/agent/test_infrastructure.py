@@ -91,7 +91,13 @@ def _optimizer(server, evaluator, bank, records, steps):
     )
     loop = OptimizeConfig(method="htam", steps=steps, seed=3, target="cpu", language="triton")
     proposer = LLMProposer(LLMClient(config))
-    return Optimizer(proposer, CachedEvaluator(evaluator), bank, loop, on_step=records.append)
+    return Optimizer(
+        proposer,
+        CachedEvaluator(evaluator),
+        bank,
+        loop,
+        on_step=lambda step: records.append(step.to_dict()),
+    )
 
 
 def _code(name: str = "chain_triton.py", old: str = "", new: str = "") -> Scripted:

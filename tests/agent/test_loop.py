@@ -40,7 +40,7 @@ def _run(server, evaluator, bank, out, resume=False, steps=6):
         CachedEvaluator(evaluator),
         bank,
         config,
-        on_step=records.append,
+        on_step=lambda step: records.append(step.to_dict()),
     )
     return optimizer.run(task_for(CHAIN + ".py"), out, resume=resume), records
 
@@ -143,7 +143,7 @@ def test_a_step_is_recorded_under_the_strategy_its_code_realizes(tmp_path, evalu
             CachedEvaluator(evaluator),
             bank,
             config,
-            on_step=records.append,
+            on_step=lambda step: records.append(step.to_dict()),
         ).run(task_for("level1/1_ReLU.py"), tmp_path / "run")
         assert any(r["decision"]["direction"] != "memory_access" for r in records)
         assert [(r["direction"], r["strategy"]) for r in records] == [

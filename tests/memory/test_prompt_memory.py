@@ -90,9 +90,9 @@ def run(tmp_path, outcomes, steps):
         proposer = LLMProposer(LLMClient(config))
         evaluator = ScriptedEvaluator(outcomes)
         opt = OptimizeConfig(method="htam", steps=steps, seed=3, target="cuda", language="triton")
-        Optimizer(proposer, evaluator, bank, opt, on_step=records.append).run(
-            load_task(TASK), tmp_path / "run"
-        )
+        Optimizer(
+            proposer, evaluator, bank, opt, on_step=lambda step: records.append(step.to_dict())
+        ).run(load_task(TASK), tmp_path / "run")
         prompts = [r.text() for r in server.chat_requests]
     return bank, records, prompts
 
