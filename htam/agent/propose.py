@@ -31,7 +31,7 @@ def propose_distinct(
         if repeats is None:
             return proposal, None, discarded
         progress.duplicates += 1
-        request.repeats_step = repeats
+        request.repeats_step, request.repeated_code = repeats, proposal.code
         if attempt < retries:
             discarded.add(proposal.usage)
     return proposal, repeats, discarded

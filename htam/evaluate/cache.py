@@ -1,6 +1,10 @@
 """A disk cache of evaluation results keyed by (task, code, target, language, device, torch,
 evaluator settings): a rerun of the same candidates, a resumed run included, gets the same
-feedback at no cost, which is what makes a resumed run end exactly like an uninterrupted one."""
+feedback at no cost, which is what makes a resumed run end exactly like an uninterrupted one.
+
+A hit limit is not cached: a timeout or a kill by the watchdog (memory, output, disk) says as
+much about the limits and the machine's load at the time as about the code, and a retry after
+raising a limit (or on a quieter machine) must evaluate again."""
 
 from __future__ import annotations
 
@@ -12,7 +16,13 @@ from pathlib import Path
 
 from htam.evaluate.evaluator import Evaluator
 from htam.evaluate.result import EvalResult
+from htam.status import Status
 from htam.tasks.task import Task
+
+
+def hit_limit(result: EvalResult) -> bool:
+    """A timeout, or a candidate killed by a limit of the watchdog (its message says which)."""
+    return result.status is Status.TIMEOUT or any(m.startswith("killed:") for m in result.messages)
 
 
 class CachedEvaluator:
@@ -38,14 +48,27 @@ class CachedEvaluator:
     def evaluate(self, task: Task, code: str, language: str) -> EvalResult:
         path = self.directory / f"{self._key(task, code, language)}.json"
         if path.exists():
-            self.hits += 1
-            return EvalResult.from_dict(json.loads(path.read_text()))
+            cached = EvalResult.from_dict(json.loads(path.read_text()))
+            if not hit_limit(cached):  # written before limits were left out of the cache
+                self.hits += 1
+                return cached
         result = self.evaluator.evaluate(task, code, language)
+        if hit_limit(result):
+            path.unlink(missing_ok=True)
+            return result
         self.directory.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(result.to_dict()))
         tmp.replace(path)
         return result
 
+    @property
+    def config(self):
+        """The wrapped evaluator's settings (part of the key of every cached result)."""
+        return self.evaluator.config
+
     def reference(self, task: Task, timed: bool = True):
         return self.evaluator.reference(task, timed)
+
+    def peaks(self) -> dict:
+        return self.evaluator.peaks()

@@ -8,8 +8,6 @@ the Choice or Proposal instead, so the loop can stop without learning from it.
 
 from __future__ import annotations
 
-import threading
-
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from htam.llm.client import ChatReply, LLMClient
@@ -35,10 +33,8 @@ class LLMProposer:
         self.client = client
         self.prompts = prompts or Prompts()
         self.name = name
-        # The request carries the feedback on the last attempt but not its code; a repair prompt
-        # needs it, so remember the last code proposed per (task, target, language, seed).
-        self._last_code: dict[tuple, str] = {}
-        self._lock = threading.Lock()
+        # Stateless between calls: the code a repair or a duplicate prompt shows comes with the
+        # request (the loop's own run), so one proposer serves many runs at once.
 
     def can_propose(self, task: Task) -> bool:
         return True  # a model can always try
@@ -108,14 +104,12 @@ class LLMProposer:
     # -- implementation --------------------------------------------------------------------
 
     def propose(self, request: ProposalRequest) -> Proposal:
-        key = (request.task.id, request.target, request.language, request.seed)
         messages = [
             self._system(request),
-            {"role": "user", "content": self._render_write(request, key)},
+            {"role": "user", "content": self._render_write(request)},
         ]
         if request.repeats_step is not None:
-            with self._lock:
-                repeated = self._last_code.get(key)
+            repeated = request.repeated_code
             if repeated is not None:
                 messages += [
                     {"role": "assistant", "content": f"```python\n{repeated}\n```"},
@@ -130,11 +124,6 @@ class LLMProposer:
         except LLMError as e:
             return Proposal(code=None, error=str(e), prompt=prompt, infrastructure=e.infrastructure)
         code = extract_code(reply.content)
-        with self._lock:
-            if code is None:
-                self._last_code.pop(key, None)
-            else:
-                self._last_code[key] = code
         return Proposal(
             code=code,
             error=None if code else NO_CODE,
@@ -144,7 +133,7 @@ class LLMProposer:
             usage=reply.usage,
         )
 
-    def _render_write(self, request: ProposalRequest, key: tuple) -> str:
+    def _render_write(self, request: ProposalRequest) -> str:
         common = {
             "task": request.task,
             "language": request.language,
@@ -157,15 +146,11 @@ class LLMProposer:
         feedback = request.feedback
         if feedback is None or feedback.correct:
             return self.prompts.render("implement.j2", direction=request.direction, **common)
-        failing = request.last_code
-        if failing is None:
-            with self._lock:
-                failing = self._last_code.get(key)
         return self.prompts.render(
             "repair.j2",
             status=str(feedback.status),
             excerpt=error_excerpt(feedback),
-            failing_code=failing,
+            failing_code=request.last_code,
             **common,
         )
 

@@ -86,7 +86,7 @@ def test_failure_feedback_uses_the_repair_template_with_the_failing_code(
     first = proposer.propose(make_request(step=1))
     assert first.code == broken
     feedback = failure(Status.COMPILE_ERROR, log="AttributeError: module has no 'maximumm'")
-    second = proposer.propose(make_request(feedback=feedback, step=2))
+    second = proposer.propose(make_request(feedback=feedback, step=2, last_code=first.code))
     assert second.code == GOOD_CODE
     user = server.chat_requests[1].json["messages"][1]["content"]
     assert user.startswith("# Task builtin/level1/relu2: fix the failing implementation")
@@ -99,6 +99,22 @@ def test_repair_without_a_remembered_attempt_says_so(server, proposer, make_requ
     proposer.propose(make_request(feedback=failure(Status.INCORRECT), step=4))
     user = server.chat_requests[0].json["messages"][1]["content"]
     assert "(not available: write a correct implementation from the reference)" in user
+
+
+def test_one_proposer_keeps_nothing_between_runs(server, proposer, make_request):
+    # Two bench units on one task and seed: the second unit's first repair must not show the
+    # first unit's code (the loop hands each request its own run's last code).
+    broken = GOOD_CODE.replace("tl.maximum", "tl.maximumm")
+    server.add(Scripted(fenced(broken)), Scripted(fenced(GOOD_CODE)), Scripted(fenced(GOOD_CODE)))
+    assert proposer.propose(make_request(step=1)).code == broken  # unit A
+    proposer.propose(make_request(feedback=failure(Status.INCORRECT), step=4))  # unit B
+    leaked = server.chat_requests[1].json["messages"][1]["content"]
+    assert "tl.maximumm" not in leaked
+    assert "(not available: write a correct implementation from the reference)" in leaked
+    # A duplicate is shown the code it repeated, carried by the request.
+    proposer.propose(make_request(step=5, repeats_step=2, repeated_code="class ModelNew: ..."))
+    messages = server.chat_requests[2].json["messages"]
+    assert len(messages) == 4 and messages[2]["content"] == "```python\nclass ModelNew: ...\n```"
 
 
 def test_given_state_summary_is_used_verbatim(server, proposer, make_request):
