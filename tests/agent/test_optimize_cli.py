@@ -51,16 +51,24 @@ def test_quickstart_twice_each_run_its_own_directory_nothing_written_elsewhere(t
     site = Path(sysconfig.get_paths()["purelib"])
     before = _files(site)
     args = ["optimize", "level1/1_ReLU", "--target", "cpu", "--steps", "2", "--size", "small"]
-    summaries = []
-    for _ in range(2):
-        run = _htam(tmp_path, *args, "--json")
-        assert run.returncode in (0, 1), run.stderr
-        assert run.stdout.count("\n") == 1  # one JSON object, nothing else on stdout
-        summaries.append(json.loads(run.stdout))
-    first, second = summaries
-    assert first["run_dir"] != second["run_dir"]
+    bank = tmp_path / "cache" / "memory.db"
+    run = _htam(tmp_path, *args, "--json")
+    assert run.returncode in (0, 1), run.stderr
+    assert run.stdout.count("\n") == 1  # one JSON object, nothing else on stdout
+    first = json.loads(run.stdout)
     assert first["timed_inputs"] == ["33x257 float32"] and first["size"] == "small"
-    assert first["bank"] == str(tmp_path / "cache" / "memory.db")
+    assert first["bank"] == str(bank)
+    # The same command again, as a user reads it: the timed shape, the bank, its own directory.
+    run = _htam(tmp_path, *args)
+    assert run.returncode in (0, 1), run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("timing at size small: 33x257 float32 (")
+    assert lines[1] == f"memory bank: {bank}"
+    assert lines[2].startswith("run directory: runs/1_ReLU-htam-s0-")
+    second_dir = lines[2].removeprefix("run directory: ")
+    assert second_dir != first["run_dir"]
+    second = json.loads((tmp_path / "work" / second_dir / "summary.json").read_text())
+    summaries = [first, second]
     for summary in summaries:
         run_dir = tmp_path / "work" / summary["run_dir"]
         records = [json.loads(p.read_text()) for p in (run_dir / "steps").glob("step_*.json")]
