@@ -291,3 +291,54 @@ def register(app: typer.Typer) -> None:
     app.command("bench")(bench_command)
     app.command("report")(report_command)
     app.command("compare")(compare_command)
+
+
+def is_many(task: str, pattern: str | None, levels: str | None) -> bool:
+    """``htam optimize`` runs a batch when given a suite (builtin, a directory) or a filter."""
+    return pattern is not None or levels is not None or task == "builtin" or Path(task).is_dir()
+
+
+def optimize_many(suite: str, pattern: str | None, levels: str | None, *, method: str,
+                  steps: int, target: str, language: str, size: str | None, memory: Path,
+                  out: Path | None, resume: bool, workers: int, ray: str | None,
+                  spec, eval_overrides: dict) -> int:
+    """``htam optimize SUITE``: every task of SUITE through the bench's executor (local pool, or
+    Ray), one unit per task, the memory accumulating from ``memory`` into OUT/memory; prints one
+    table and returns the exit status (0: some task has a correct candidate, 1: none)."""
+    from htam.agent.rundir import new_run_dir
+    from htam.bench import BenchConfig, BenchError, load_rows, run_bench
+    from htam.memory import MemoryBank
+
+    level_list = [int(x) for x in _csv(levels)] if levels else None
+    the_tasks = load_tasks([suite], level_list, pattern)
+    if out is None:
+        if resume:
+            fail("--resume of a batch needs its --out")
+        out = new_run_dir(Path("runs") / f"batch-{method}")
+    if not memory.exists():
+        MemoryBank.open(memory, create=True).close()
+    devices = ["ray"] if ray is not None else (
+        gpu_devices("all") if target == "cuda" else [f"cpu{i}" for i in range(workers)])
+    try:
+        config = BenchConfig(out=out, methods=[method], steps=steps, target=target,
+                             language=language, size=default_size(target, size), devices=devices,
+                             memory=memory, memory_mode="accumulate", proposer=spec,
+                             eval_overrides=eval_overrides, ray=ray)
+        outcome = run_bench(config, the_tasks, resume=resume, on_event=_progress)
+    except (ValueError, BenchError) as exc:
+        fail(str(exc))
+    rows = sorted(load_rows(out), key=lambda r: r.task_id)
+    table = Table(title=f"{len(rows)} tasks · {method} · {target}/{language}")
+    for name in ("task", "state", "best candidate vs eager", "kept vs eager", "error"):
+        table.add_column(name)
+    for r in rows:
+        table.add_row(r.task_id, r.state if not r.correct else "correct",
+                      _fmt(r.speedup, "x"), _fmt(r.kept_speedup, "x"),
+                      escape((r.error or "").splitlines()[0] if r.error else ""))
+    console.print(table)
+    console.print(
+        f"{len(outcome.done)} done, {len(outcome.failed)} failed, {len(outcome.skipped)} already "
+        f"finished · {outcome.wall_s:.1f} s · runs {out}/runs · learned bank "
+        f"{config.out / 'memory' / f'{method}.db'} (from {memory}, which is not changed)",
+        highlight=False, soft_wrap=True)
+    return 0 if any(r.correct for r in rows) else 1

@@ -109,6 +109,15 @@ def optimize_command(
         None, "--memory-limit-mb", min=256, help=MEMORY_LIMIT_HELP
     ),
     timeout_s: float | None = typer.Option(None, "--timeout-s", min=1.0, help=TIMEOUT_HELP),
+    tasks: str | None = typer.Option(
+        None, help="many tasks: fnmatch globs on task id or name within TASK (a suite)"
+    ),
+    levels: str | None = typer.Option(None, help="many tasks: comma list of levels"),
+    workers: int = typer.Option(1, min=1, help="many tasks: worker processes on the CPU"),
+    ray: bool = typer.Option(False, "--ray", help="many tasks: run them on a Ray cluster"),
+    ray_address: str = typer.Option(
+        "local", "--ray-address", help="with --ray: local, auto, or an address"
+    ),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print only the last line"),
     verbose: bool = typer.Option(
@@ -116,7 +125,8 @@ def optimize_command(
     ),
 ) -> None:
     """Optimize TASK for T steps; writes best.py (when faster than PyTorch), summary.json and
-    every step to a run directory."""
+    every step to a run directory. TASK may also be a suite (builtin, a directory; or any TASK
+    with --tasks/--levels): then every task runs, on --workers or --ray, and one table ends."""
     from htam.agent import InfrastructureError, OptimizeConfig, Optimizer, RunDirError
     from htam.evaluate import CachedEvaluator, EvalConfig, Evaluator, EvaluatorError
     from htam.memory import MemoryBank, MemoryBankError
@@ -126,6 +136,17 @@ def optimize_command(
         logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
     quiet = quiet or as_json
     target, language = resolve_target(target, language, offline=llm is None and base_url is None)
+    from htam.cli.bench_cmd import check_ray, is_many, optimize_many
+
+    if is_many(task, tasks, levels):  # a suite: every task through the bench's executor
+        from htam.bench import ProposerSpec
+
+        spec = ProposerSpec(llm=llm, base_url=base_url, model=model)
+        raise typer.Exit(optimize_many(
+            task, tasks, levels, method=method, steps=steps, target=target, language=language,
+            size=size, memory=memory or default_memory(), out=out, resume=resume,
+            workers=workers, ray=check_ray(ray, ray_address), spec=spec,
+            eval_overrides=limit_overrides(memory_limit_mb, timeout_s)))
     try:
         config = OptimizeConfig(
             method=method, steps=steps, seed=seed, target=target, language=language

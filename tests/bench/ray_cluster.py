@@ -53,6 +53,9 @@ def start_cluster(workers: int = 2):
     # ... and its agents start slowly when the host is busy.
     os.environ["RAY_agent_register_timeout_ms"] = "180000"
     os.environ["RAY_raylet_start_wait_time_s"] = "180"
+    # Minimal agents (as with `pip install ray`): the full dashboard agent imports aiohttp,
+    # grpc and OpenTelemetry, which on a busy 2-core host outlasts the raylet's fixed wait.
+    ray._private.utils.get_dashboard_dependency_error = lambda: "minimal agents for the tests"
     for attempt in range(1, START_ATTEMPTS + 1):
         # A raylet waits a fixed 15 s for its agents' ports: on a busy host their imports can
         # take longer, and the raylet aborts. A later attempt finds the imports warm.
@@ -77,7 +80,7 @@ def stop_cluster(cluster) -> None:
 
 
 def node_of(cluster, node_id: str):
-    return next(n for n in cluster.worker_nodes if n.unique_id == node_id)
+    return next(n for n in cluster.worker_nodes if n.node_id == node_id)
 
 
 def raylet_pid(node) -> int:

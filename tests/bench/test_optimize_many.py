@@ -1,0 +1,31 @@
+"""``htam optimize SUITE --tasks ...``: many tasks through the bench's executor, one table."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from htam.cli import app
+from htam.memory import MemoryBank
+
+pytestmark = pytest.mark.slow
+
+
+def test_optimize_over_a_suite_runs_every_task_and_prints_one_table(tmp_path):
+    memory, out = tmp_path / "mine.db", tmp_path / "batch"
+    MemoryBank.open(memory, create=True).close()
+    before = memory.read_bytes()
+    result = CliRunner().invoke(app, [
+        "optimize", "builtin", "--levels", "1", "--tasks", "[13]_*", "--steps", "1",
+        "--target", "cpu", "--language", "triton", "--workers", "2", "--memory", str(memory),
+        "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "builtin/level1/1_ReLU" in result.output and "builtin/level1/3_Sigmoid" in result.output
+    assert "2 done, 0 failed" in result.output
+    plan = json.loads((out / "plan.json").read_text())
+    assert [(u["method"], u["task_id"]) for u in plan] == [
+        ("htam", "builtin/level1/1_ReLU"), ("htam", "builtin/level1/3_Sigmoid")]
+    assert memory.read_bytes() == before  # the given bank is the start, never changed
+    with MemoryBank.open(out / "memory" / "htam.db") as bank:
+        assert bank.step_count() >= 1
+    assert json.loads((out / "bench.json").read_text())["identity"]["memory_mode"] == "accumulate"
