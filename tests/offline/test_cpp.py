@@ -4,12 +4,26 @@ All solutions but one share a single combined build (see tests/offline/harness.p
 file runs exactly as written, building its own extension through torch's cpp_extension.load.
 """
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
+from htam.evaluate.static import check_source
 from htam.offline.proposer import OfflineProposer
 from htam.proposer import ProposalRequest
+from htam.tasks import builtin_suite
 from tests.offline.cases import all_cases, variants
-from tests.offline.harness import build_combined, compare, load_solution, solution, task_of
+from tests.offline.harness import (
+    build_combined,
+    compare,
+    cpp_unit,
+    load_solution,
+    solution,
+    task_of,
+)
 from tests.offline.sources import CASES, EW_GELU_SIGMOID
 
 CASES_ALL = all_cases()
@@ -53,7 +67,7 @@ def test_all_cpp_solutions_in_one_build(combined):
 
 
 @pytest.mark.slow
-def test_a_solution_file_runs_as_written():
+def test_a_solution_file_runs_as_written(tmp_path):
     task = task_of("ew_gelu_sigmoid", EW_GELU_SIGMOID)
     proposal = OfflineProposer("cpu").propose(
         ProposalRequest(task=task, target="cpu", language="cpp", base_code=None, feedback=None)
@@ -61,3 +75,32 @@ def test_a_solution_file_runs_as_written():
     module = load_solution(proposal.code)  # its own load() builds the extension
     for overrides in CASES["ew_gelu_sigmoid"][2]:
         assert compare(task, module, overrides) is None
+    # Built where torch's extension directory points (the evaluator: the job's directory), and
+    # not built again by another process importing the same code.
+    name, _ = cpp_unit(proposal.code)
+    library = Path(os.environ["TORCH_EXTENSIONS_DIR"]) / name / f"{name}.so"
+    built = library.stat().st_mtime_ns
+    again = tmp_path / "solution.py"
+    again.write_text(proposal.code)
+    run = subprocess.run([sys.executable, str(again)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert library.stat().st_mtime_ns == built
+
+
+def test_builtin_cpp_solutions_pass_the_static_rules_without_torch_headers():
+    codes = []
+    for task in builtin_suite():
+        request = ProposalRequest(
+            task=task, target="cpu", language="cpp", base_code=None, feedback=None
+        )
+        code = OfflineProposer("cpu", "cpp").propose(request).code
+        if code is not None:
+            codes.append((task.id, code))
+    assert len(codes) >= 15
+    for task_id, code in codes:
+        assert check_source(code, "cpp") == [], task_id
+        _, src = cpp_unit(code)
+        assert "#include <Python.h>" in src and "torch/" not in src, task_id
+    # The no-kernel rule still sees the kernel: the same file without its load() has none.
+    unbuilt = code.replace("_ext = load(", "_ext = dict(")
+    assert [v.rule for v in check_source(unbuilt, "cpp")] == ["no-kernel"]
