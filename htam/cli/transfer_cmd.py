@@ -49,14 +49,14 @@ def transfer_command(
     source_list = load_tasks([source], None, source_tasks)
     target_list = load_tasks([target_suite], None, tasks)
     backward = [t.id for t in target_list if t.kind == "backward"]
-    target_list = [t for t in target_list if t.kind != "backward"]
-    if backward:
+    if backward and offline:
+        target_list = [t for t in target_list if t.kind != "backward"]
         console.print(
-            f"[yellow]note:[/] {len(backward)} backward task(s) left out: the "
-            "evaluator compares forward outputs only (docs/tasks.md)"
+            f"[yellow]note:[/] {len(backward)} backward task(s) left out: the offline proposer "
+            "writes forward kernels only (an LLM method takes them: docs/robust-kbench.md)"
         )
     if not target_list:
-        fail(f"no forward task in {target_suite} matches")
+        fail(f"no task in {target_suite} matches")
     devices = gpu_devices(gpus) if target == "cuda" else [f"cpu{i}" for i in range(workers)]
     spec = ProposerSpec(llm=llm, base_url=base_url, model=model, factory=proposer)
     _check_proposer(spec, target, language)

@@ -20,7 +20,7 @@ import traceback
 
 import torch
 
-from htam.evaluate import buffers, channel, measure
+from htam.evaluate import buffers, channel, gradients, measure
 from htam.evaluate.compile_cache import CompileError, install_compile_cache
 
 _perf = time.perf_counter
@@ -54,6 +54,7 @@ class Harness:
         self.models: dict[int, object] = {}
         self.inputs: dict[int, list] = {}
         self.slots: dict[int, list[torch.Tensor]] = {}
+        self.grads: dict[int, int] = {}  # a backward task's grad_outputs, last of the inputs
         self.active = 0
         self.cls: type | None = None
         self.threads0 = _active_threads()
@@ -102,6 +103,7 @@ class Harness:
         k = msg["config"]
         self.inputs[k] = [take(a["tensor"]) if "tensor" in a else a["value"] for a in msg["inputs"]]
         self.slots[k] = [take(d) for d in msg["outputs"]]
+        self.grads[k] = int(msg.get("grad_outputs", 0))
         self.send({"type": "ready"})
 
     def call(self, null: bool = False) -> None:
@@ -113,9 +115,13 @@ class Harness:
             ms, _, _ = self.once(_nothing, ())
         else:
             model, inputs = self.models[self.active], self.inputs[self.active]
+            n = len(inputs) - self.grads[self.active]
 
             def run(*args):
-                result.append(model(*args))
+                if n == len(args):
+                    result.append(model(*args))
+                else:  # a training step: the forward, then its gradients
+                    result.append(gradients.training_step(model, list(args[:n]), list(args[n:])))
 
             ms, _, _ = self.once(run, inputs)
         self.pending = result

@@ -21,7 +21,7 @@ import time
 
 import torch
 
-from htam.evaluate import buffers, channel, measure
+from htam.evaluate import buffers, channel, gradients, measure
 from htam.evaluate.compare import compare_tensor
 from htam.evaluate.config import Tolerance
 from htam.evaluate.runner import Runner, Verdict
@@ -29,6 +29,7 @@ from htam.evaluate.worker import Emitter, as_list, build, configs, inputs_for, t
 
 _perf = time.perf_counter
 _clock = time.monotonic
+NULL_CALLS = 40  # calls that calibrate a runner's overhead (the first 3 are left out)
 
 
 class Judge:
@@ -43,6 +44,7 @@ class Judge:
         self.lent: list[buffers.Lent] = []
         self.first_call_s: float | None = None
         self.copy_ms = 0.0
+        self.grad_specs: list | None = None  # a backward task's grad_output shapes
         self.probes: list[float] = []
         self._probe = torch.empty(1, device="cuda") if self.device == "cuda" else None
         # Inputs from seeds no candidate can know: answers cannot be computed ahead of a call.
@@ -60,10 +62,14 @@ class Judge:
         outputs' shapes (and how long a call takes, for the limits)."""
         module = task_module(self.job, extra)
         init_args = list(module.get_init_inputs())
-        sample = inputs_for(module, seed, self.device)
         reference = build(module.Model, init_args, self.job["init_seed"], self.device)
+        self.grad_specs = None
+        if gradients.is_backward(module):  # a call is a training step: grad_outputs are inputs
+            x = inputs_for(module, seed, self.device)
+            self.grad_specs = gradients.output_specs(reference, x)
+        sample = self.inputs(module, seed)
         t0 = _perf()
-        outs = as_list(reference(*sample))
+        outs = self.step(reference, sample)
         self._sync()
         if index == 0:  # limits that follow the reference's own cost
             ref_s = _perf() - t0
@@ -82,6 +88,19 @@ class Judge:
             self._lend_to(runner, index, sample, specs)
         return module
 
+    def inputs(self, module, seed: int) -> list:
+        """A call's inputs from ``seed``; a backward task's end with its grad_outputs."""
+        x = inputs_for(module, seed, self.device)
+        if self.grad_specs is None:
+            return x
+        return x + gradients.draw_grad_outputs(self.grad_specs, seed + 1, self.device)
+
+    def step(self, model, x: list) -> list:
+        if self.grad_specs is None:
+            return as_list(model(*x))
+        n = len(self.grad_specs)
+        return gradients.training_step(model, x[: len(x) - n], x[len(x) - n :])
+
     def _lend_to(self, runner: Runner, index: int, sample: list, specs: list) -> None:
         runner.ins, runner.slots, fds, desc_in = [], [], [], []
         for k, x in enumerate(sample):
@@ -99,8 +118,10 @@ class Judge:
             runner.slots.append(lent.tensor)
             desc_out.append(lent.descriptor)
             fds += [lent.fd] if lent.fd is not None else []
+        grads = len(self.grad_specs or ())
         runner.ask(
-            {"op": "buffers", "config": index, "inputs": desc_in, "outputs": desc_out},
+            {"op": "buffers", "config": index, "inputs": desc_in, "outputs": desc_out,
+             "grad_outputs": grads},
             self.call_timeout_s,
             fds,
         )
@@ -161,13 +182,16 @@ class Judge:
 
     def calibrate(self, runner: Runner) -> None:
         """What a call costs beyond its events when it does nothing: measured on null calls
-        before the runner has imported any code, so that code cannot inflate it."""
+        before the runner has imported any code, so that code cannot inflate it. The least of
+        many, like the hidden time it is subtracted from: the first calls of a fresh process are
+        slow, and a median of a few (as before) strayed by up to 0.6 ms between the two runners on
+        the H200, enough to reject an honest 0.06 ms kernel."""
         over = []
-        for _ in range(12):
+        for _ in range(NULL_CALLS):
             t0 = _perf()
             done = runner.ask({"op": "null"}, self.call_timeout_s)
             over.append((_perf() - t0) * 1e3 - done.ms)
-        runner.baseline_ms = statistics.median(over[2:])
+        runner.baseline_ms = min(over[3:])
 
     def run(self) -> dict:
         for runner in (self.ref, self.cand):
@@ -187,18 +211,20 @@ class Judge:
                 self.cand.slots,
                 self.ref.ins,
                 self.cand.ins,
+                self.grad_specs,
             )
             for t, seed in enumerate(trial_seeds):
                 first = index == 0 and t == 0
                 where = f"trial {t}" if extra is None else f"trial {len(seeds) + index - 1}"
                 t0 = _perf()
                 timeout_s = self.first_call_timeout_s if first else self.call_timeout_s
-                self.round(inputs_for(module, seed, self.device), where, timeout_s, True)
+                self.round(self.inputs(module, seed), where, timeout_s, True)
                 self.first_call_s = self.first_call_s or _perf() - t0
                 if first:
                     self.copy_ms = self._copy_ms()
         self.marks["trials_done"] = _clock()
-        index, module, self.ref.slots, self.cand.slots, self.ref.ins, self.cand.ins = base
+        index, module, self.ref.slots, self.cand.slots, self.ref.ins, self.cand.ins = base[:6]
+        self.grad_specs = base[6]
         if len(configs(self.job)) > 1:
             self.both({"op": "use", "config": index}, self.call_timeout_s)
         timing, paired, escape = self.time(module)
@@ -222,7 +248,7 @@ class Judge:
 
         def one_round(i: int) -> None:
             t0 = _perf()
-            x = inputs_for(module, self.seed0 + (1 << 20) + i, self.device)
+            x = self.inputs(module, self.seed0 + (1 << 20) + i)
             (c, ch), (r, rh) = self.round(x, f"timed call {i}", self.call_timeout_s, i % 2 == 0)
             cand_ms.append(c)
             hidden.append(ch)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import torch
 
-from htam.evaluate import measure
+from htam.evaluate import gradients, measure
 from htam.tasks.module import extra_configs, load_task_module
 
 _HEADER = struct.Struct("!I")
@@ -141,18 +141,22 @@ def _reference(job: dict, emit: Emitter) -> None:
     and torch.compile times side by side. A failure is reported in one line."""
     device = job["device"]
     try:
-        model0, inputs0 = None, None
+        model0, inputs0, n_grads = None, None, 0
         for extra, seeds in configs(job):
             module = task_module(job, extra)
             model = build(module.Model, list(module.get_init_inputs()), job["init_seed"], device)
             for seed in seeds:
                 inputs = inputs_for(module, seed, device)
-                as_list(model(*inputs))
+                if gradients.is_backward(module):  # timed and costed as the judge calls it
+                    specs = gradients.output_specs(model, inputs)
+                    n_grads = len(specs)
+                    inputs += gradients.draw_grad_outputs(specs, seed + 1, device)
+                _stepper(model, n_grads)(*inputs)
                 sync(device)
                 if model0 is None:
                     model0, inputs0 = model, inputs
                 del inputs
-        cost = _cost(model0, inputs0, device)
+        cost = _cost(model0, inputs0, device, n_grads)
     except Exception as exc:  # noqa: BLE001 - the reference failing is a fact to report
         traceback.print_exc()
         emit({"type": "result", "status": "error", "message": one_line(exc)})
@@ -163,12 +167,13 @@ def _reference(job: dict, emit: Emitter) -> None:
         return
     compiled, compile_msg = None, ""
     if job.get("time_compile"):
-        compiled, compile_msg = _compiled(model0, inputs0)
+        compiled, compile_msg = _compiled(model0, inputs0, n_grads)
+    eager = _stepper(model0, n_grads)
     if compiled is None:
-        (timing,) = _time([model0], [inputs0], job)
+        (timing,) = _time([eager], [inputs0], job)
         compile_timing = None
     else:  # eager and compiled side by side: their ratio holds whatever the clocks do
-        timing, compile_timing = _time([model0, compiled], [inputs0], job)
+        timing, compile_timing = _time([eager, compiled], [inputs0], job)
     emit(
         {
             "type": "result",
@@ -180,11 +185,24 @@ def _reference(job: dict, emit: Emitter) -> None:
     )
 
 
-def _cost(model, inputs: list, device: str) -> dict:
+def _stepper(model, n_grads: int) -> Callable:
+    """What one call runs: the model, or for a backward task (``n_grads`` grad_outputs at the end
+    of the inputs) its training step."""
+    if not n_grads:
+        return model
+
+    def step(*args):
+        k = len(args) - n_grads
+        return gradients.training_step(model, list(args[:k]), list(args[k:]))
+
+    return step
+
+
+def _cost(model, inputs: list, device: str, n_grads: int = 0) -> dict:
     from torch.utils.flop_counter import FlopCounterMode
 
     with FlopCounterMode(display=False) as counter:
-        out = as_list(model(*inputs))
+        out = as_list(_stepper(model, n_grads)(*inputs))
     sync(device)
     tensors = [t for t in inputs + out if isinstance(t, torch.Tensor)]
     if isinstance(model, torch.nn.Module):
@@ -204,9 +222,9 @@ def _time(fns: list[Callable], input_sets: list, job: dict) -> list[dict]:
     return timings
 
 
-def _compiled(model, input_sets: list) -> tuple[Callable | None, str]:
+def _compiled(model, input_sets: list, n_grads: int = 0) -> tuple[Callable | None, str]:
     try:
-        compiled = torch.compile(model)
+        compiled = _stepper(torch.compile(model), n_grads)
         compiled(*input_sets)
         return compiled, ""
     except Exception as exc:  # noqa: BLE001 - torch.compile failing is a fact to report, not a crash

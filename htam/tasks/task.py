@@ -23,8 +23,8 @@ class Task:
     source: str
     path: Path | None = None
     level: int | None = None
-    # "backward" for a Robust-KBench func_backward.py task: its gradients are what counts, which
-    # the evaluator does not check yet (docs/tasks.md); everything else is "forward".
+    # "backward" for a Robust-KBench func_backward.py task: its gradients are what counts (a call
+    # is a training step, htam/evaluate/gradients.py); everything else is "forward".
     kind: str = "forward"
 
     @property
