@@ -61,6 +61,9 @@ def main(out: Path, parts: set[str]) -> None:
     if "overhead" in parts:  # per-candidate overhead with a cached build (Triton: no nvcc)
         with Evaluator("cuda", EvalConfig(size="large", time_compile_reference=False)) as ev:
             overhead(ev, tasks, report)
+    if "escape" in parts:  # honest candidates the escape check must not reject (device run 7)
+        with Evaluator("cuda", EvalConfig(size="large", time_compile_reference=False)) as ev:
+            escape(ev, tasks, report)
     if "suite" in parts:  # the reference against itself needs no torch.compile timing
         with Evaluator("cuda", EvalConfig(size="large", time_compile_reference=False)) as ev:
             suite(ev, tasks, table)
@@ -98,6 +101,24 @@ def overhead(ev, tasks, report) -> None:
     for r in runs:
         parts = " ".join(f"{k} {v:.3f}" for k, v in r.breakdown_s.items())
         print(f"relu triton {r.status} {fmt(r.runtime_ms)} ms x{fmt(r.speedup)}: {parts}", flush=True)
+
+
+def escape(ev, tasks, report) -> None:
+    """An honest 0.06 ms Triton kernel 8 times and a reference against itself 5 times: device run
+    7 rejected 3 of 5 and 1 of 3 as escaped work, from a noisy null-call baseline."""
+    relu, code = tasks["level1/1_ReLU"], (FIX / "honest_relu_triton.py").read_text()
+    softmax = tasks["level1/6_Softmax"]
+    runs = [("relu triton", ev.evaluate(relu, code, "triton")) for _ in range(8)]
+    runs += [
+        ("softmax self", ev.evaluate(softmax, passthrough(softmax.source), "cuda", allow_torch=True))
+        for _ in range(5)
+    ]
+    report["escape"] = []
+    for name, r in runs:
+        report["escape"].append(
+            {"name": name, "status": str(r.status), "speedup": r.speedup, "messages": r.messages}
+        )
+        print(f"{name:14s} {str(r.status):9s} x{fmt(r.speedup)} {r.messages[:1]}", flush=True)
 
 
 def suite(ev, tasks, table) -> None:

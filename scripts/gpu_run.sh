@@ -4,7 +4,7 @@
 # lives in .gpu/ and is packed into $OUT/state.tgz at the end, so a later call on a fresh machine
 # resumes from it when .gpu/state.tgz is carried back.
 #
-#   bash scripts/gpu_run.sh SECONDS PHASE...  phases: core overhead gputests bench offline suite report
+#   bash scripts/gpu_run.sh SECONDS PHASE...  phases: core overhead escape gputests bench offline transfer suite report
 set -uo pipefail
 budget=$1
 shift
@@ -12,8 +12,9 @@ start=$(date +%s)
 left() { echo $((budget - ($(date +%s) - start))); }
 
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+    --target /opt/htam-site .whl/*.whl || exit 1
+# not under /tmp: each candidate gets a private /tmp, and imports pydantic from here
+export PYTHONPATH=/opt/htam-site:$PWD PYTHONUNBUFFERED=1
 export HTAM_CACHE_DIR=$PWD/.gpu/cache HTAM_TEST_CACHE_DIR=$PWD/.gpu/cache
 mkdir -p .gpu
 # A carried state (the last call's $OUT/state.tgz copied to .gpu/) seeds a fresh machine.
@@ -47,11 +48,22 @@ for phase in "$@"; do
         timeout $(($(left) - 40)) python3 -m pytest -q -m gpu -p no:cacheprovider tests/evaluate \
             2>&1 | tee "$OUT/pytest_gpu.log" ;;
     bench) bench_in .gpu/bench "$OUT/bench.log" --methods htam,no-prefix,random --seeds 2 ;;
+    transfer)  # the transfer experiment (issue 18): KernelBench bank -> Robust-KBench forward tasks
+        resume=""
+        [ -f .gpu/transfer/build/plan.json ] && resume="--resume"
+        timeout -s KILL $(($(left) - 45)) python3 -m htam.cli transfer \
+            .kb/kernelbench/KernelBench .kb/robust-kbench/tasks --target cuda --out .gpu/transfer \
+            --source-tasks "${SOURCE_TASKS:-*}" --tasks "${TRANSFER_TASKS:-*}" \
+            --steps "${TRANSFER_STEPS:-4}" --seeds 2 $resume >>"$OUT/transfer.log" 2>&1
+        echo "transfer exit $?"; tail -30 "$OUT/transfer.log"
+        cp .gpu/transfer/transfer.md .gpu/transfer/transfer.json .gpu/transfer/curves.png "$OUT/" \
+            2>/dev/null ;;
+    escape) python3 scripts/gpu_bars.py "$OUT" escape 2>&1 | tee "$OUT/escape.log" ;;
     report)
         htam report .gpu/bench >"$OUT/report.log" 2>&1
         python3 scripts/offline_table.py .gpu/bench 2>&1 | tee "$OUT/bench_offline_table.txt"
         cp .gpu/bench/report.md .gpu/bench/metrics.json "$OUT/" 2>/dev/null ;;
     esac
 done
-tar -czf "$OUT/state.tgz" -C .gpu bench offline cache/reference cache/evals cache/peaks 2>/dev/null
+tar -czf "$OUT/state.tgz" -C .gpu bench offline transfer cache/secret.key cache/reference cache/evals cache/peaks 2>/dev/null
 ls -la "$OUT"
