@@ -17,6 +17,8 @@ from pathlib import Path
 
 from htam.evaluate import EvalConfig, Evaluator
 from htam.tasks import builtin_suite
+from htam.tasks.module import extra_configs, load_task_module
+from htam.tasks.suites import load_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "evaluate" / "fixtures"
@@ -64,6 +66,9 @@ def main(out: Path, parts: set[str]) -> None:
     if "escape" in parts:  # honest candidates the escape check must not reject (device run 7)
         with Evaluator("cuda", EvalConfig(size="large", time_compile_reference=False)) as ev:
             escape(ev, tasks, report)
+    if "robust" in parts:  # Robust-KBench's references at all their configurations (issue 18)
+        with Evaluator("cuda", EvalConfig(size="large")) as ev:
+            robust(ev, report)
     if "suite" in parts:  # the reference against itself needs no torch.compile timing
         with Evaluator("cuda", EvalConfig(size="large", time_compile_reference=False)) as ev:
             suite(ev, tasks, table)
@@ -119,6 +124,27 @@ def escape(ev, tasks, report) -> None:
             {"name": name, "status": str(r.status), "speedup": r.speedup, "messages": r.messages}
         )
         print(f"{name:14s} {str(r.status):9s} x{fmt(r.speedup)} {r.messages[:1]}", flush=True)
+
+
+def robust(ev, report) -> None:
+    """Every Robust-KBench task as shipped (forward and backward): its reference run at every
+    configuration, timed (eager and torch.compile) at the single one."""
+    here = (ROOT / ".kb" / "robust-kbench", ROOT.parent / "shared" / "robust-kbench")
+    root = next(p for p in here if p.exists())
+    report["robust"] = []
+    for task in load_suite(str(root / "tasks")):
+        t0 = time.time()
+        try:
+            ref = ev.reference(task)
+            configs = 1 + len(extra_configs(load_task_module(task.source, "large")))
+            row_ = {"task": task.id, "configs": configs,
+                    "eager_ms": ref.timing["median_ms"],
+                    "compile_ms": (ref.compile_timing or {}).get("median_ms"), "error": None}
+        except Exception as exc:  # noqa: BLE001 - a reference failing is the finding
+            row_ = {"task": task.id, "error": str(exc)[:300]}
+        row_["s"] = round(time.time() - t0, 1)
+        report["robust"].append(row_)
+        print("robust", json.dumps(row_), flush=True)
 
 
 def suite(ev, tasks, table) -> None:

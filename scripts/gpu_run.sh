@@ -4,7 +4,7 @@
 # lives in .gpu/ and is packed into $OUT/state.tgz at the end, so a later call on a fresh machine
 # resumes from it when .gpu/state.tgz is carried back.
 #
-#   bash scripts/gpu_run.sh SECONDS PHASE...  phases: core overhead escape gputests bench offline transfer suite report
+#   bash scripts/gpu_run.sh SECONDS PHASE...  phases: core overhead escape robust gputests bench offline transfer suite report
 set -uo pipefail
 budget=$1
 shift
@@ -58,7 +58,7 @@ for phase in "$@"; do
         echo "transfer exit $?"; tail -30 "$OUT/transfer.log"
         cp .gpu/transfer/transfer.md .gpu/transfer/transfer.json .gpu/transfer/curves.png "$OUT/" \
             2>/dev/null ;;
-    escape) python3 scripts/gpu_bars.py "$OUT" escape 2>&1 | tee "$OUT/escape.log" ;;
+    escape | robust) python3 scripts/gpu_bars.py "$OUT" "$phase" 2>&1 | tee "$OUT/$phase.log" ;;
     report)
         htam report .gpu/bench >"$OUT/report.log" 2>&1
         python3 scripts/offline_table.py .gpu/bench 2>&1 | tee "$OUT/bench_offline_table.txt"
