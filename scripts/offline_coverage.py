@@ -42,10 +42,22 @@ class _Shrink(ast.NodeTransformer):
         return node
 
 
+def _arithmetic(node: ast.AST) -> bool:
+    """Integer arithmetic on literals only (safe to evaluate)."""
+    ok = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.operator, ast.unaryop)
+    return isinstance(node, ast.BinOp | ast.UnaryOp) and all(
+        isinstance(n, ok) and (not isinstance(n, ast.Constant) or type(n.value) is int)
+        for n in ast.walk(node)
+    )
+
+
 def shrink(source: str, cap: int | None = CAP) -> str:
     """The task with batch sizes at most 2 and (unless ``cap`` is None) other ints at most cap."""
     tree = ast.parse(source)
     for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and _arithmetic(stmt.value):  # N = 2048 * 2
+            value = eval(compile(ast.Expression(stmt.value), "<size>", "eval"))  # noqa: S307
+            stmt.value = ast.Constant(value)
         if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant | ast.Tuple):
             names = [t.id for t in stmt.targets if isinstance(t, ast.Name)]
             stmt.value = _Shrink(" ".join(names), cap).visit(stmt.value)

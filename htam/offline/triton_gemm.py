@@ -1,4 +1,13 @@
-"""Triton GEMM (tl.dot on tensor cores) with the epilogue fused or run as separate kernels."""
+"""Triton GEMM (tl.dot on tensor cores) with the epilogue fused or run as separate kernels.
+
+Split-K, chosen per shape at run time: when the output tiles (``cdiv(M, BM) * cdiv(N, BN) *
+batch``) are fewer than the GPU's SMs and K spans at least four K steps, K is cut into
+``split`` chunks (a multiple of BK each) so that about two programs per SM run; each program
+writes its fp32 partial product to a workspace and one more kernel sums the partials in a fixed
+order (deterministic, no atomics), then the epilogue runs. This is what a matrix-vector product
+(N = 1: one column of tiles) and a large-K product (M = N = 256, K = 524288: 16 tiles) need to
+use the whole GPU. Operands are read through their strides (a transposed view is never copied).
+"""
 
 from __future__ import annotations
 
@@ -36,10 +45,10 @@ def _mainloop(p: dict) -> list[str]:
             "bn = tl.max_contiguous(tl.multiple_of(bn, BN), BN)",
         ]
     lines += [
-        "a_ptrs = a_ptr + bid * s_ab + am[:, None] * s_am + rk[None, :] * s_ak",
-        "b_ptrs = b_ptr + bid * s_bb + rk[:, None] * s_bk + bn[None, :] * s_bn",
+        "a_ptrs = a_ptr + bid * s_ab + am[:, None] * s_am + (k_lo + rk)[None, :] * s_ak",
+        "b_ptrs = b_ptr + bid * s_bb + (k_lo + rk)[:, None] * s_bk + bn[None, :] * s_bn",
         "acc = tl.zeros((BM, BN), dtype=tl.float32)",
-        "for k0 in range(0, K, BK):",
+        "for k0 in range(k_lo, k_hi, BK):",
     ]
     if p["split_tail"]:
         body = [
@@ -47,13 +56,13 @@ def _mainloop(p: dict) -> list[str]:
             "    a = tl.load(a_ptrs)",
             "    b = tl.load(b_ptrs)",
             "else:",
-            "    a = tl.load(a_ptrs, mask=(k0 + rk)[None, :] < K, other=0.0)",
-            "    b = tl.load(b_ptrs, mask=(k0 + rk)[:, None] < K, other=0.0)",
+            "    a = tl.load(a_ptrs, mask=(k0 + rk)[None, :] < k_hi, other=0.0)",
+            "    b = tl.load(b_ptrs, mask=(k0 + rk)[:, None] < k_hi, other=0.0)",
         ]
     else:
         body = [
-            "a = tl.load(a_ptrs, mask=(rm[:, None] < M) & ((k0 + rk)[None, :] < K), other=0.0)",
-            "b = tl.load(b_ptrs, mask=((k0 + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)",
+            "a = tl.load(a_ptrs, mask=(rm[:, None] < M) & ((k0 + rk)[None, :] < k_hi), other=0.0)",
+            "b = tl.load(b_ptrs, mask=((k0 + rk)[:, None] < k_hi) & (rn[None, :] < N), other=0.0)",
         ]
     body += [
         f"acc = tl.dot(a, b, acc, input_precision={prec})",
@@ -94,6 +103,7 @@ def gemm_kernel(ir: GemmIR, p: dict, m: Math) -> str:
         "a_ptr",
         "b_ptr",
         "c_ptr",
+        "ws_ptr",
         *extra,
         "M",
         "N",
@@ -104,11 +114,21 @@ def gemm_kernel(ir: GemmIR, p: dict, m: Math) -> str:
         "s_bb",
         "s_bk",
         "s_bn",
+        "K_CHUNK",
+        "WS_STRIDE",
         "BM: tl.constexpr",
         "BN: tl.constexpr",
         "BK: tl.constexpr",
         "GROUP_M: tl.constexpr",
         "EVEN_K: tl.constexpr",
+        "SPLIT: tl.constexpr",
+    ]
+    epilogue = _epilogue(ir, m, fused, ir.out_rank)
+    store = [  # split-K: the fp32 partial of this K chunk, summed by htam_gemm_sum
+        "if SPLIT:",
+        "    tl.store(ws_ptr + sid * WS_STRIDE + flat, acc, mask=cmask)",
+        "else:",
+        *("    " + s for s in epilogue[2:]),
     ]
     lines = [
         "pid = tl.program_id(0)",
@@ -118,8 +138,12 @@ def gemm_kernel(ir: GemmIR, p: dict, m: Math) -> str:
         *_mapping(p),
         "rm = pm * BM + tl.arange(0, BM)",
         "rn = pn * BN + tl.arange(0, BN)",
+        "sid = tl.program_id(2)",
+        "k_lo = sid * K_CHUNK",
+        "k_hi = tl.minimum(K, k_lo + K_CHUNK)",
         *_mainloop(p),
-        *_epilogue(ir, m, fused, ir.out_rank),
+        *epilogue[:2],
+        *store,
     ]
     return "\n".join(
         ["@triton.jit", f"def htam_gemm({', '.join(params)}):", *("    " + s for s in lines)]
@@ -168,6 +192,33 @@ def separate_epilogue(ir: GemmIR) -> tuple[Program, list[Operand]]:
     return Program(ops, ir.epilogue.out), [Operand(GEMM_OUT, GEMM_OUT, "full"), *ir.operands]
 
 
+SUM_KERNEL = """@triton.jit
+def htam_gemm_sum(ws_ptr, c_ptr, n, split, BLOCK: tl.constexpr):
+    # split-K: the partial products summed in a fixed order (deterministic)
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for s in range(0, split):
+        acc += tl.load(ws_ptr + s * n + offs, mask=mask, other=0.0)
+    tl.store(c_ptr + offs, acc, mask=mask)"""
+
+
+def split_rule(bm: int, bn: int, bk: int) -> list[str]:
+    """Forward lines choosing split-K from the run-time shape (see the module docstring)."""
+    return [
+        "sms = torch.cuda.get_device_properties(out.device).multi_processor_count "
+        "if out.is_cuda else 132  # H200: 132 SMs",
+        f"tiles = triton.cdiv(M, {bm}) * triton.cdiv(N, {bn}) * batch",
+        "split = 1",
+        f"if tiles < sms and K >= 4 * {bk}:",
+        f"    split = max(1, min(triton.cdiv(2 * sms, tiles), K // (2 * {bk})))",
+        f"k_chunk = triton.cdiv(triton.cdiv(K, split), {bk}) * {bk}",
+        "split = triton.cdiv(K, k_chunk)",
+        "ws = torch.empty((split, out.numel()), dtype=torch.float32, device=out.device) "
+        "if split > 1 else out",
+    ]
+
+
 def gemm_solution(ir: GemmIR, p: dict, m: Math) -> tuple[list[str], list[str]]:
     bm, bn, warps, stages = TILES[p["tile"]]
     fused = p["epilogue"] == "fused"
@@ -177,23 +228,35 @@ def gemm_solution(ir: GemmIR, p: dict, m: Math) -> tuple[list[str], list[str]]:
     if target != "out":
         lines.append(f"{target} = torch.empty_like(out)")
     extra = ", ".join(operand_args(ir.operands, "out")) + ", " if fused and ir.operands else ""
+    bk = p["bk"]
+    lines += split_rule(bm, bn, bk)
     lines += [
-        f"grid = (triton.cdiv(M, {bm}) * triton.cdiv(N, {bn}), batch)",
-        f"htam_gemm[grid](ga3, gb3, {target}, {extra}M, N, K, ga_sb, ga_sr, ga_sc, "
-        f"gb_sb, gb_sr, gb_sc, BM={bm}, BN={bn}, BK={p['bk']}, GROUP_M={p['group_m']}, "
-        f"EVEN_K=(K % {p['bk']} == 0), num_warps={warps}, num_stages={stages})",
+        f"grid = (triton.cdiv(M, {bm}) * triton.cdiv(N, {bn}), batch, split)",
+        f"htam_gemm[grid](ga3, gb3, {target}, ws, {extra}M, N, K, ga_sb, ga_sr, ga_sc, "
+        f"gb_sb, gb_sr, gb_sc, k_chunk, out.numel(), BM={bm}, BN={bn}, BK={bk}, "
+        f"GROUP_M={p['group_m']}, EVEN_K=(K % {bk} == 0), SPLIT=split > 1, "
+        f"num_warps={warps}, num_stages={stages})",
     ]
-    kernels = [gemm_kernel(ir, p, m)]
+    kernels = [gemm_kernel(ir, p, m), SUM_KERNEL]
+    ew = {"block": 1024, "warps": 4, "vec": p["vec"], "split_tail": p["split_tail"]}
+    prog, operands = separate_epilogue(ir)
+    summed = "out" if not (fused and ir.has_epilogue) else f"t_{GEMM_OUT}"
+    split_lines = ["if split > 1:"]
+    if summed != "out" and target == "out":
+        split_lines.append(f"    {summed} = torch.empty_like(out)")
+    split_lines.append(
+        f"    htam_gemm_sum[(triton.cdiv(out.numel(), 1024),)](ws, {summed if target == 'out' else target}, "
+        "out.numel(), split, BLOCK=1024)"
+    )
+    if fused and ir.has_epilogue:  # the epilogue after the sum, as one kernel
+        more, ew_lines = ew_section("htam_split_epilogue", prog, operands, {**ew, "fuse": True}, m)
+        kernels += more
+        split_lines += ["    " + s for s in ew_lines]
+    lines += split_lines
     if not fused and ir.has_epilogue:
-        prog, operands = separate_epilogue(ir)
-        ew = {
-            "fuse": p["epilogue"] == "kernel",
-            "block": 1024,
-            "warps": 4,
-            "vec": p["vec"],
-            "split_tail": p["split_tail"],
-        }
-        more, ew_lines = ew_section("htam_epilogue", prog, operands, ew, m)
+        more, ew_lines = ew_section(
+            "htam_epilogue", prog, operands, {**ew, "fuse": p["epilogue"] == "kernel"}, m
+        )
         kernels += more
         lines += ew_lines
     return kernels, lines + ["return out"]
