@@ -67,9 +67,25 @@ def _with_attributes(m: nn.Module, path: str) -> Lowered | None:
             attrs,
             {"weight": _param(m, path, "weight"), "bias": _param(m, path, "bias")},
         )
+    if isinstance(m, nn.modules.instancenorm._InstanceNorm):
+        return _instance_norm(m, path)
     if isinstance(m, nn.RMSNorm):
         attrs = {"normalized_shape": tuple(m.normalized_shape), "eps": m.eps}
         return "rms_norm", attrs, {"weight": _param(m, path, "weight")}
     if isinstance(m, nn.Linear):
         return "linear", {}, {"weight": f"{path}.weight", "bias": _param(m, path, "bias")}
     return None
+
+
+def _instance_norm(m: nn.Module, path: str) -> Lowered:
+    """InstanceNorm{1,2,3}d normalizes each (sample, channel) over its spatial dims: a layer norm
+    over the trailing 1-3 dims without weights (only the count of dims is used, never sizes)."""
+    uses_running = m.track_running_stats and not m.training
+    if m.affine or uses_running:
+        why = "a per-channel affine" if m.affine else "running statistics (eval mode)"
+        raise NoMatch(f"{type(m).__name__} with {why} ({path})")
+    spatial = {"InstanceNorm1d": 1, "InstanceNorm2d": 2, "InstanceNorm3d": 3}.get(type(m).__name__)
+    if spatial is None:
+        raise NoMatch(f"unsupported module {type(m).__name__} ({path})")
+    attrs = {"normalized_shape": (0,) * spatial, "eps": m.eps}
+    return "layer_norm", attrs, {"weight": None, "bias": None}

@@ -14,6 +14,7 @@ from htam.offline.expr import Math
 from htam.offline.ir import RowIR
 from htam.offline.passes import Schedule, schedule
 from htam.offline.triton_common import TileProgram, operand_args, operand_index, operand_params
+from htam.offline.triton_split import SplitKernels, split_lines
 
 CACHE_LIMIT = 16384  # elements of a [ROWS, BLOCK] tile kept in registers
 
@@ -189,10 +190,16 @@ def row_solution(ir: RowIR, p: dict, m: Math) -> tuple[list[str], list[str]]:
         ["out", *operand_args(ir.operands, f"t_{ir.primary}"), "n_rows", "R", "inner", "float(R)"]
     )
     rows, block = p["rows"], p["block"]
+    split_kernels, split_path = split_solution(ir, p, m)
+    kernels += split_kernels
     lines += [
         "coal = inner > 1" if p["coalesce"] else "coal = False",
         f"rows = min(64, 1 << (inner.bit_length() - 1)) if coal else {rows}",
         f"block = min({block}, triton.next_power_of_2(R))",
+        *split_lines(),
+        "if split > 1:",
+        *("    " + s for s in split_path),
+        "    return out",
         "block = min(block, 64) if coal else block",
         "grid = (triton.cdiv(inner, rows), outer) if coal else (triton.cdiv(n_rows, rows),)",
     ]
@@ -210,6 +217,14 @@ def row_solution(ir: RowIR, p: dict, m: Math) -> tuple[list[str], list[str]]:
     else:
         lines.append(loop)
     return kernels, lines + ["return out"]
+
+
+def split_solution(ir: RowIR, p: dict, m: Math) -> tuple[list[str], list[str]]:
+    """(kernels, forward lines) of the split path: lanes and coalescing do not apply there."""
+    s = SplitKernels(RowKernel(ir, {**p, "lanes": False, "coalesce": False}, m))
+    warps = f"max(1, min({max(4, p['warps'])}, block // {32 * p['vec']}))"
+    head = ["out", *operand_args(ir.operands, f"t_{ir.primary}")]
+    return s.kernels(), s.launch_lines(head, warps)
 
 
 def triton_tile_call(args: str) -> str:
