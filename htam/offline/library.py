@@ -147,6 +147,9 @@ def prefix_code(traced: Traced, stops: dict[str, CNode]) -> list[str]:
         if n not in need:
             need.add(n)
             stack.extend(n.all_input_nodes)
+    for n in need:
+        if n.op == "get_attr" and not _resolves(traced.model, n.target):
+            raise NoMatch(f"the library prefix reads {n.target}, a tensor made inside forward")
     graph = fx.Graph()
     env: dict[fx.Node, fx.Node] = {}
     for n in traced.graph.graph.nodes:
