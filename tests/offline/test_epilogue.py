@@ -146,3 +146,14 @@ def test_triton_baseline_and_all_strategies_are_correct(name, monkeypatch):
         ref, out = _run(task, solution(task, "triton", strategies))
         assert out.shape == ref.shape
         torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_cpp_baselines_are_correct():
+    """Every case's C++ baseline, compiled into one shared extension, against the reference."""
+    from tests.offline.harness import build_combined, compare
+
+    codes = {name: solution(task, "cpp") for name, task in TASKS.items()}
+    ext, _ = build_combined(list(codes.values()))
+    for name, code in codes.items():
+        assert compare(TASKS[name], load_solution(code, ext), {}) is None, name
