@@ -45,6 +45,8 @@ def classify(shape: tuple[int, ...], full: tuple[int, ...], what: str) -> tuple[
     s = (1,) * (rank - len(shape)) + tuple(shape)
     pad = rank - len(shape)
     real = [d for d in range(pad, rank) if s[d] == full[d]]
+    if s == tuple(full):  # the full shape, even of one element (a row of length one reduces)
+        return "full", 0, 0
     if not real or all(s[d] == 1 for d in range(rank)):
         return "scalar", 0, 0
     a, b = real[0], real[-1]

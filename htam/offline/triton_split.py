@@ -176,4 +176,3 @@ def split_lines() -> list[str]:
         "chunk = triton.cdiv(triton.cdiv(R, split), block) * block",
         "split = triton.cdiv(R, chunk)",
     ]
-

@@ -1,0 +1,70 @@
+"""The offline templates on 200 seeded random shapes (htam.tasks.random_shapes), on the CPU.
+
+Most tasks are checked in process: the generated Triton runs under the interpreter and its
+output is compared with the reference's by ``torch.allclose`` (tests/offline/harness.compare),
+alternating the baseline and every strategy together. Two (a row and an elementwise task) go through the real htam
+Evaluator (isolated process, its own correctness protocol). The GPU run at KernelBench sizes is
+``scripts/random_shapes.py``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from htam.offline.match import analyze
+from htam.tasks.random_shapes import random_tasks
+from tests.offline.cases import everything
+from tests.offline.harness import compare, load_solution, solution
+
+N = 200
+CHUNK = 20
+TASKS = random_tasks(N, seed=0, size="small")
+
+
+def test_the_generator_is_seeded_and_covers_the_edges():
+    again = random_tasks(N, seed=0, size="small")
+    assert [g.task.source for g in again] == [g.task.source for g in TASKS]
+    other = random_tasks(N, seed=1, size="small")
+    assert sum(a.task.source != b.task.source for a, b in zip(TASKS, other, strict=True)) > 150
+    shapes = [g.shape for g in TASKS]
+    assert {g.family for g in TASKS} == {"row", "elementwise", "gemm"}
+    assert any(s[0] == 1 for s in shapes) and any(s[-1] == 1 for s in shapes)  # one row / col
+    assert sum(any(n % 2 and n > 9 for n in s) for s in shapes) > 25  # odd sizes (31 at seed 0)
+    assert {g.layout for g in TASKS} == {"contiguous", "transposed", "strided"}
+    long = [s for g, s in zip(TASKS, shapes, strict=True) if g.family == "row" and s[-1] > 4096]
+    assert len(long) >= 5  # rows split across programs
+    big = random_tasks(20, seed=0, size="large")
+    assert max(max(g.shape) for g in big) > 4096
+
+
+@pytest.mark.parametrize("start", range(0, N, CHUNK), ids=lambda s: f"tasks{s}-{s + CHUNK - 1}")
+def test_generated_tasks_are_correct_in_triton(start):
+    problems = []
+    for i, g in enumerate(TASKS[start : start + CHUNK], start):
+        found = analyze(g.task).family
+        if found != g.family:
+            problems.append(f"{g.task.name} {g.shape}: matched {found}, expected {g.family}")
+            continue
+        strategies = () if i % 2 else everything(g.task, "triton")
+        problem = compare(g.task, load_solution(solution(g.task, "triton", strategies)), {})
+        if problem:
+            problems.append(f"{g.task.name} {g.shape} {g.layout} {strategies}: {problem}")
+    assert not problems, "\n".join(problems)
+
+
+def test_a_handful_pass_the_htam_evaluator():
+    from htam.evaluate.config import EvalConfig
+    from htam.evaluate.evaluator import Evaluator
+
+    picks = [next(g for g in TASKS if g.family == f) for f in ("elementwise", "row")]
+    config = EvalConfig(
+        run_timeout_s=180.0,
+        compile_timeout_s=240.0,
+        timing_budget_ms=5.0,
+        min_timed=2,
+        max_timed=3,
+    )
+    with Evaluator("cpu", config) as evaluator:
+        for g in picks:
+            result = evaluator.evaluate(g.task, solution(g.task, "triton"), "triton")
+            assert result.correct, f"{g.task.name} {g.shape}: {result.status} {result.messages}"
