@@ -5,8 +5,8 @@ counts. With ``--check`` the baseline candidate of each matched task runs on the
 shrunken size (module-level int constants: batch sizes -> 2, every other int above 16 -> 16, so a
 KernelBench file runs in seconds; Triton under the interpreter) against the reference, same
 seeds, compared by the evaluator's own comparison (htam.evaluate.compare), and the line says
-correct / incorrect. A task whose shrunken form no longer builds (sizes tied by a literal) is
-retried with only its batch shrunk. ``--evaluator`` runs each candidate through htam's Evaluator
+correct / incorrect. A task whose shrunken form no longer builds (sizes tied by a literal, e.g.
+a LayerNorm shape equal to a width) says "not checked". ``--evaluator`` runs each candidate through htam's Evaluator
 instead (isolated processes, timing included: minutes per task on a busy 2-core machine).
 
     python3 scripts/offline_coverage.py [--root KernelBench] [--levels 1,2] [--pattern GLOB]
@@ -136,7 +136,7 @@ def main() -> None:
         from htam.evaluate.evaluator import Evaluator
 
         evaluator = Evaluator(target="cpu")
-    matched, total, correct = Counter(), Counter(), Counter()
+    matched, total, correct, unchecked = Counter(), Counter(), Counter(), Counter()
     families = Counter()
     t0 = time.time()
     for level, path in task_paths(
@@ -159,14 +159,10 @@ def main() -> None:
             verdicts = []
             try:
                 ms = analyze(small)
-            except NoMatch:
-                small = Task(id=task.id + "-batch", name=path.stem,
-                             source=shrink(task.source, cap=None))  # fmt: skip
-                try:
-                    ms = analyze(small)
-                except NoMatch as err:
-                    verdicts.append(f"shrunk task does not match: {str(err)[:160]}")
-                    ms = None
+            except NoMatch as err:  # sizes tied by a literal: not checked (full size is hours)
+                verdicts.append(f"not checked, the shrunk task does not build: {str(err)[:120]}")
+                unchecked[level] += 1
+                ms = None
             for lang in languages if ms else []:
                 code = generate(ms, lang, baseline(ms), [])
                 if evaluator is not None:
@@ -186,8 +182,12 @@ def main() -> None:
         print(f"level {level}: {matched[level]} of {total[level]} matched")
     print(f"total: {sum(matched.values())} of {sum(total.values())} matched; by kind: "
           + ", ".join(f"{k} {v}" for k, v in sorted(families.items())))  # fmt: skip
-    for (level, lang), n in sorted(correct.items()):
-        print(f"level {level} {lang}: {n} of {matched[level]} baselines correct on the CPU")
+    for level, lang in [(lv, lg) for lv in sorted(total) for lg in languages] if args.check else []:
+        n = correct[(level, lang)]
+        print(
+            f"level {level} {lang}: {n} of {matched[level]} baselines correct on the CPU "
+            f"({unchecked[level]} not checked: their shrunk form does not build)"
+        )
     print(f"{time.time() - t0:.0f} s")
 
 
