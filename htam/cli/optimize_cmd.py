@@ -141,6 +141,8 @@ def optimize_command(
     if is_many(task, tasks, levels):  # a suite: every task through the bench's executor
         from htam.bench import ProposerSpec
 
+        if seed != 0:
+            fail("--seed with many tasks: run `htam bench SUITE --seeds N` instead")
         spec = ProposerSpec(llm=llm, base_url=base_url, model=model)
         raise typer.Exit(optimize_many(
             task, tasks, levels, method=method, steps=steps, target=target, language=language,
