@@ -79,38 +79,35 @@ def _row(out: CNode, first: CNode) -> tuple[RowIR, str]:
     return ir, f"{prog.describe()} over dims {dims} of {list(spec.shape)}"
 
 
-_CACHE: dict[str, Match | NoMatch] = {}
+# source -> its match, or the reason it has none (a fresh NoMatch is raised on every call: one
+# cached exception re-raised would grow its traceback and chain it into unrelated calls).
+_CACHE: dict[str, Match | str] = {}
 
 
 def analyze(task: Task) -> Match:
-    """The match for ``task``; raises :class:`NoMatch` with the reason when there is none."""
+    """The match for ``task``; raises :class:`NoMatch` with the reason when there is none.
+
+    Only NoMatch means "no template fits". Any other exception inside the matcher is a bug in
+    the matcher (a TypeError, a KeyError...) and propagates, so tests see it."""
     if task.source not in _CACHE:
         if len(_CACHE) > 128:
             _CACHE.clear()
         try:
             _CACHE[task.source] = _analyze(task.source)
         except NoMatch as err:
-            _CACHE[task.source] = err
+            _CACHE[task.source] = str(err)
     result = _CACHE[task.source]
-    if isinstance(result, NoMatch):
-        raise result
+    if isinstance(result, str):
+        raise NoMatch(result)
     return result
-
-
-# Errors a malformed or unusual graph can raise inside the matcher: reported as the reason for
-# no match (with their text), so that an odd task ends one proposal, not the optimization loop.
-_GRAPH_ERRORS = (TypeError, ValueError, KeyError, IndexError, AttributeError)
 
 
 def _analyze(source: str) -> Match:
     traced = trace_task(Task(id="offline/match", name="match", source=source))
     try:
-        try:
-            return _match_traced(traced, source)
-        except NoMatch as err:
-            return _with_library(traced, source, err)
-    except _GRAPH_ERRORS as err:
-        raise NoMatch(f"the graph could not be read: {type(err).__name__}: {err}") from err
+        return _match_traced(traced, source)
+    except NoMatch as err:
+        return _with_library(traced, source, err)
 
 
 def _with_library(traced, source: str, err: NoMatch) -> Match:

@@ -1,8 +1,11 @@
 """Pattern matching: families, spellings, broadcasting, and plain reasons for non-matches."""
 
+import importlib
+import traceback
+
 import pytest
 
-from htam.offline import explain_no_match, match, supported_strategies
+from htam.offline import NoMatch, explain_no_match, match, supported_strategies
 from htam.offline.match import analyze
 from tests.offline.cases import builtin_tasks
 from tests.offline.harness import task_of
@@ -171,3 +174,34 @@ def test_matching_never_materializes_kernelbench_sizes():
 def test_clone_detach_and_casts_pass_through():
     m = analyze(task_of("cast", _model("x.clone().detach().float().to(x.device) + 1.0")))
     assert [op.name for op in m.ir.prog.ops] == ["add"]
+
+
+def test_a_no_match_is_a_fresh_exception_with_its_reason_each_time():
+    task = task_of("sort_again", UNSUPPORTED["sort"])
+    raised = []
+    for _ in range(3):
+        with pytest.raises(NoMatch, match="sort") as info:
+            analyze(task)
+        raised.append(info.value)
+    assert len({id(e) for e in raised}) == 3  # not one cached instance re-raised
+    assert all(str(e) == str(raised[0]) for e in raised)
+    # a re-raised instance would carry the tracebacks of every earlier raise
+    depths = [len(traceback.extract_tb(e.__traceback__)) for e in raised]
+    assert depths[0] == depths[1] == depths[2]
+    assert explain_no_match(task) == f"no applicable strategy: {raised[0]}"
+
+
+def test_a_bug_inside_the_matcher_propagates(monkeypatch):
+    match_module = importlib.import_module("htam.offline.match")  # the package exports match()
+
+    def broken(traced, source):
+        raise TypeError("unsupported operand type(s) for +: 'CNode' and 'NoneType'")
+
+    monkeypatch.setattr(match_module, "_match_traced", broken)
+    task = task_of("bug", _model("torch.relu(x) + 7.0"))
+    with pytest.raises(TypeError, match="CNode"):
+        analyze(task)
+    with pytest.raises(TypeError):
+        match(task)  # match() returns None only for a genuine no-match
+    monkeypatch.undo()
+    assert analyze(task).family == "elementwise"  # the bug was not cached as "no match"
