@@ -10,7 +10,13 @@ traffic: inputs + outputs + parameters and buffers, each touched once.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import tempfile
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -20,7 +26,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from htam.tasks.families import families, op_family
 from htam.tasks.module import Size
 from htam.tasks.runtime import instantiate, nbytes, tensors
-from htam.tasks.task import Task
+from htam.tasks.task import Task, TaskError
 
 TensorSpec = tuple[tuple[int, ...], str]  # (shape, dtype name such as "float32")
 
@@ -58,6 +64,7 @@ class Signature:
 
 
 _CACHE: dict[tuple[str, str], Signature] = {}
+SIGNATURE_TIMEOUT_S = 300.0
 
 
 def signature(task: Task, size: Size = "small", device: str = "cpu") -> Signature:
@@ -66,9 +73,50 @@ def signature(task: Task, size: Size = "small", device: str = "cpu") -> Signatur
     if key not in _CACHE:
         try:
             _CACHE[key] = compute_signature(task, size, "meta")
-        except Exception:  # no meta kernel, or data-dependent code: run it for real
-            _CACHE[key] = compute_signature(task, size, device)
+        except Exception:  # no meta kernel, or data-dependent code: run it for real, isolated
+            _CACHE[key] = isolated_signature(task, size, device)
     return _CACHE[key]
+
+
+def isolated_signature(task: Task, size: Size, device: str) -> Signature:
+    """``compute_signature`` on real data in a child process under the evaluator's isolation
+    (namespaces, read-only filesystem, own user id, rlimits: what the machine offers), with a
+    scrubbed environment and a timeout: the reference is user code, and running it for real in
+    the caller's process would let it touch the loop, its files and its secrets.
+    Raises TaskError with the child's last line when it fails."""
+    from htam.evaluate.forkserver import scrubbed_env
+
+    request = {"id": task.id, "name": task.name, "source": task.source, "size": size,
+               "device": device}  # fmt: skip
+    root = str(Path(__file__).resolve().parents[2])  # the htam this process runs
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    with tempfile.TemporaryDirectory(prefix="htam-signature-") as job:
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-m", "htam.tasks.signatures", job],
+                input=json.dumps(request), capture_output=True, text=True,
+                timeout=SIGNATURE_TIMEOUT_S, env=scrubbed_env({"PYTHONPATH": path}),
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise TaskError(
+                task.id, f"the reference ran over {SIGNATURE_TIMEOUT_S:.0f} s"
+            ) from None
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        cause = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+        raise TaskError(task.id, f"the reference failed to run: {cause}")
+    return Signature.from_dict(json.loads(lines[-1]))
+
+
+def _isolated_main(job: str) -> None:
+    from htam.evaluate import isolation
+
+    request = json.loads(sys.stdin.read())
+    uid = isolation.candidate_uid(os.getpid(), 7)
+    isolation.enter(job, uid, isolation.probe(), isolation.Limits())
+    task = Task(request["id"], request["name"], request["source"])
+    sig = compute_signature(task, request["size"], request["device"])
+    print(json.dumps(sig.to_dict()))
 
 
 def compute_signature(task: Task, size: Size, device: str) -> Signature:
@@ -187,3 +235,7 @@ def summary(sig: Signature, max_ops: int = 10) -> str:
         f"{human(sig.flops, 'FLOP')}, {human(sig.bytes, 'B')}, "
         f"{sig.intensity:.3g} FLOP/B, {human(sig.param_count)} params"
     )
+
+
+if __name__ == "__main__":
+    _isolated_main(sys.argv[1])

@@ -1,6 +1,9 @@
 """Signatures: ops, families, FLOPs, bytes, shapes of the reference."""
 
 import json
+import os
+
+import pytest
 
 from htam.tasks import FAMILIES, Signature, signature
 from htam.tasks.families import families, op_family
@@ -129,3 +132,52 @@ def test_importing_task_does_not_import_torch():
     code = "import sys\nfrom htam.tasks import Task, TaskError\nprint('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+NO_META = """import os
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        if x.device.type == "meta":
+            raise NotImplementedError("no meta kernel")  # forces the run on real data
+        os.environ["HTAM_SIGNATURE_RAN_HERE"] = str(os.getpid())
+        try:
+            open(MARKER, "w").write("written")
+        except OSError:
+            pass
+        return torch.relu(x) * 2
+
+
+def get_inputs():
+    return [torch.randn(3, 5)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_reference_without_meta_kernels_runs_isolated(tmp_path):
+    """The fallback on real data is user code: it runs in a child process under the evaluator's
+    isolation, never in the caller's (no environment change here, no file written outside)."""
+    from htam.tasks.task import Task
+
+    marker = tmp_path / "marker"
+    source = NO_META.replace("MARKER", repr(str(marker)))
+    sig = signature(Task("own/no_meta", "no_meta", source), "small")
+    assert sig.outputs == [((3, 5), "float32")] and sig.ops[:1] == ["relu"]
+    assert "HTAM_SIGNATURE_RAN_HERE" not in os.environ
+    assert not marker.exists()
+
+
+def test_a_failing_reference_on_real_data_is_one_line(tmp_path):
+    from htam.tasks.task import Task, TaskError
+
+    source = NO_META.replace("return torch.relu(x) * 2", "raise ValueError('broken reference')")
+    source = source.replace("MARKER", repr(str(tmp_path / "m")))
+    with pytest.raises(TaskError, match="ValueError: broken reference$"):
+        signature(Task("own/broken", "broken", source), "small")
