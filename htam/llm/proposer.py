@@ -157,7 +157,12 @@ class LLMProposer:
     # -- shared ----------------------------------------------------------------------------
 
     def _system(self, request: ProposalRequest) -> dict:
-        text = self.prompts.render("system.j2", language=request.language, target=request.target)
+        text = self.prompts.render(
+            "system.j2",
+            language=request.language,
+            target=request.target,
+            backward=request.task.kind == "backward",
+        )
         return {"role": "system", "content": text}
 
     def _state(self, request: ProposalRequest) -> str:

@@ -1,7 +1,7 @@
 """Prompt rendering: Jinja2 templates in htam/llm/prompts, overridable from a directory.
 
 Templates (variables each needs; StrictUndefined makes a missing one an error):
-- ``system.j2``: language, target
+- ``system.j2``: language, target, backward (a task judged on its gradients)
 - ``state_summary.j2``: state (StateView), excerpt (error excerpt or "")
 - ``choose_strategy.j2``: task, language, target, state_summary, base_code, direction,
   guidance, candidates (list of Strategy)

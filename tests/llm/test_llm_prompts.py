@@ -32,6 +32,13 @@ def test_system_prompt_rules_per_language(prompts, language, present, absent):
     assert "class ModelNew(nn.Module)" in text and "No `try`/`except`" in text
 
 
+def test_system_prompt_states_the_backward_contract_for_a_backward_task(prompts):
+    forward = prompts.render("system.j2", language="triton", target="cuda", backward=False)
+    backward = prompts.render("system.j2", language="triton", target="cuda", backward=True)
+    assert "judged on its gradients" in backward and "torch.autograd.Function" in backward
+    assert "judged on its gradients" not in forward
+
+
 def test_state_summary_shows_task_feedback_and_path(prompts):
     feedback = EvalResult(
         status=Status.OK,
