@@ -1,5 +1,7 @@
 """Compile cache for ``load_inline``: extensions are named and placed by a hash of their sources,
-flags and toolchain, so the same source never builds twice and two sources never collide."""
+flags and toolchain, so the same source never builds twice and two sources never collide.
+``load`` (sources a solution wrote into its own job directory) is timed and its failures are
+compile errors too."""
 
 from __future__ import annotations
 
@@ -33,7 +35,8 @@ def toolchain_key() -> str:
 
 
 def install_compile_cache(root: str | Path) -> Callable[[], float]:
-    """Wrap ``torch.utils.cpp_extension.load_inline``; return a reader of seconds spent building."""
+    """Wrap ``torch.utils.cpp_extension.load_inline`` and ``load``; return a reader of seconds
+    spent building."""
     from torch.utils import cpp_extension
 
     original = cpp_extension.load_inline
@@ -60,7 +63,21 @@ def install_compile_cache(root: str | Path) -> Callable[[], float]:
         finally:
             spent[0] += time.perf_counter() - t0
 
+    load_original = cpp_extension.load
+
+    def load(*args, **kwargs):
+        # Sources the solution wrote itself (into its job directory): built where it says, but
+        # timed, and a failure is a compile error like load_inline's.
+        t0 = time.perf_counter()
+        try:
+            return load_original(*args, **kwargs)
+        except Exception as exc:
+            raise CompileError(f"{type(exc).__name__}: {exc}"[-6000:]) from None
+        finally:
+            spent[0] += time.perf_counter() - t0
+
     cpp_extension.load_inline = load_inline
+    cpp_extension.load = load
     # Without a precompiled header torch deletes a stale one inside its own package: nothing of
     # a job may write there (and a candidate's view of it is read-only).
     cpp_extension.remove_extension_h_precompiler_headers = lambda: None

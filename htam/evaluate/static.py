@@ -77,6 +77,9 @@ class _Checker(ast.NodeVisitor):
         self.jit_functions: set[str] = set()
         self.launched: set[str] = set()
         self.load_inline_calls = 0
+        # bare names that build an extension: load_inline anywhere, load only when imported
+        # from torch.utils.cpp_extension (json.load or torch.load builds nothing)
+        self.builders: set[str] = {"load_inline"}
 
     def add(self, rule: str, node: ast.AST, detail: str) -> None:
         self.found.append(Violation(rule, getattr(node, "lineno", 0), detail))
@@ -90,6 +93,8 @@ class _Checker(ast.NodeVisitor):
         self._module(node.module or "", node)
         for alias in node.names:
             self.imported.add(alias.asname or alias.name)
+            if node.module == "torch.utils.cpp_extension" and alias.name in ("load", "load_inline"):
+                self.builders.add(alias.asname or alias.name)
             if alias.name in FORBIDDEN_NAMES or alias.name in FORBIDDEN_ATTRS:
                 rule = FORBIDDEN_NAMES.get(alias.name) or FORBIDDEN_ATTRS[alias.name]
                 self.add(rule, node, f"imports {alias.name}")
@@ -144,11 +149,16 @@ class _Checker(ast.NodeVisitor):
                 self.jit_functions.add(node.name)
         self.generic_visit(node)
 
+    def builds(self, func: ast.AST) -> bool:
+        """Whether calling ``func`` builds a C++/CUDA extension."""
+        text = ast.unparse(func)
+        return text in self.builders or text.endswith((".load_inline", "cpp_extension.load"))
+
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name):
             self.launched.add(func.value.id)  # kernel[grid](...)
-        if ast.unparse(func).split(".")[-1] in ("load_inline", "load"):
+        if self.builds(func):
             self.load_inline_calls += 1
         self.generic_visit(node)
 
@@ -203,9 +213,7 @@ def _forward_rule(tree: ast.Module, checker: _Checker, language: str) -> list[Vi
                 name = (
                     target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
                 )
-                if isinstance(node.value, ast.Call) and ast.unparse(node.value.func).split(".")[
-                    -1
-                ] in ("load_inline", "load"):
+                if isinstance(node.value, ast.Call) and checker.builds(node.value.func):
                     extensions.add(name)
                 aliases.setdefault(name, set()).add(value.split(".")[-1].split("(")[0])
 
