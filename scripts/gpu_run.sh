@@ -4,7 +4,7 @@
 # lives in .gpu/ and is packed into $OUT/state.tgz at the end, so a later call on a fresh machine
 # resumes from it when .gpu/state.tgz is carried back.
 #
-#   bash scripts/gpu_run.sh SECONDS PHASE...  phases: core overhead escape robust gputests bench offline transfer suite report
+#   bash scripts/gpu_run.sh SECONDS PHASE...  phases: core overhead escape robust offcheck gputests bench offline transfer suite report
 set -uo pipefail
 budget=$1
 shift
@@ -58,6 +58,10 @@ for phase in "$@"; do
         echo "transfer exit $?"; tail -30 "$OUT/transfer.log"
         cp .gpu/transfer/transfer.md .gpu/transfer/transfer.json .gpu/transfer/curves.png "$OUT/" \
             2>/dev/null ;;
+    offcheck)  # the offline baseline of every matched KernelBench L1-2 task (issue 12)
+        python3 scripts/gpu_offline_check.py "$OUT" $(($(left) - 90)) .gpu/offline_check.jsonl \
+            2>&1 | tee "$OUT/offcheck.log" | tail -8
+        cp "$OUT/offline_check.jsonl" .gpu/ 2>/dev/null ;;
     escape | robust) python3 scripts/gpu_bars.py "$OUT" "$phase" 2>&1 | tee "$OUT/$phase.log" ;;
     report)
         htam report .gpu/bench >"$OUT/report.log" 2>&1
@@ -65,5 +69,5 @@ for phase in "$@"; do
         cp .gpu/bench/report.md .gpu/bench/metrics.json "$OUT/" 2>/dev/null ;;
     esac
 done
-tar -czf "$OUT/state.tgz" -C .gpu bench offline transfer cache/secret.key cache/reference cache/evals cache/peaks 2>/dev/null
+tar -czf "$OUT/state.tgz" -C .gpu bench offline transfer offline_check.jsonl cache/secret.key cache/reference cache/evals cache/peaks 2>/dev/null
 ls -la "$OUT"

@@ -1,0 +1,106 @@
+"""The offline proposer's baseline candidate for every KernelBench level 1-2 task its templates
+match, evaluated at the task's real size on the GPU (issue 12's coverage bar: each matched task
+with a correct candidate on the GPU). One JSON line per task into OUT/offline_check.jsonl;
+tasks already in that file (or in a carried copy given as PREVIOUS) are skipped, so a later call
+resumes. Stops starting new tasks after SECONDS.
+
+    python3 scripts/gpu_offline_check.py OUT SECONDS [PREVIOUS.jsonl]
+
+The reference is timed eagerly only (torch.compile of 120 references would take the whole
+device budget); speedups are the baseline's, before any strategy of an optimization run.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from htam.evaluate import EvalConfig, Evaluator
+from htam.offline.generate import generate
+from htam.offline.match import analyze
+from htam.offline.params import baseline
+from htam.offline.trace import NoMatch
+from htam.tasks.task import Task
+
+ROOT = Path(__file__).resolve().parents[1]
+KB = next(
+    p
+    for p in (
+        ROOT / ".kb" / "kernelbench" / "KernelBench",
+        ROOT.parent / "shared" / "kernelbench" / "KernelBench",
+    )
+    if p.exists()
+)
+
+
+def main(out: Path, seconds: float, previous: Path | None) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "offline_check.jsonl"
+    done: dict[str, dict] = {}
+    for source in (previous, log):
+        if source and source.exists():
+            for line in source.read_text().splitlines():
+                row = json.loads(line)
+                done[row["task"]] = row
+    if previous and previous.exists() and previous != log:
+        log.write_text("".join(json.dumps(r) + "\n" for r in done.values()))
+    t_end = time.time() + seconds
+    config = EvalConfig(size="large", time_compile_reference=False)
+    with Evaluator("cuda", config) as ev, log.open("a") as f:
+        for level in (1, 2):
+            for path in sorted(
+                (KB / f"level{level}").glob("*.py"), key=lambda p: int(p.stem.split("_")[0])
+            ):
+                task = Task(
+                    f"kernelbench/level{level}/{path.stem}",
+                    path.stem,
+                    path.read_text(),
+                    path,
+                    level,
+                )
+                if task.id in done or time.time() > t_end:
+                    continue
+                try:
+                    m = analyze(task)
+                except NoMatch:
+                    continue
+                t0 = time.time()
+                kind = f"library+{m.family}" if m.library else m.family
+                try:
+                    r = ev.evaluate(task, generate(m, "triton", baseline(m), []), "triton")
+                    row = {"task": task.id, "kind": kind, "status": str(r.status),
+                           "speedup": r.speedup, "runtime_ms": r.runtime_ms,
+                           "ref_ms": r.ref_runtime_ms, "sol_pct": None if r.sol_fraction is None
+                           else round(100 * r.sol_fraction, 1),
+                           "message": " ".join(r.messages)[:300]}  # fmt: skip
+                except Exception as exc:  # noqa: BLE001 - a task the evaluator cannot take is a row
+                    row = {
+                        "task": task.id,
+                        "kind": kind,
+                        "status": "error",
+                        "message": str(exc)[:300],
+                    }
+                row["s"] = round(time.time() - t0, 1)
+                done[task.id] = row
+                f.write(json.dumps(row) + "\n")
+                f.flush()
+                print(json.dumps(row), flush=True)
+    summarize(list(done.values()))
+
+
+def summarize(rows: list[dict]) -> None:
+    ok = [r for r in rows if r["status"] == "ok" and r.get("speedup")]
+    print(f"checked {len(rows)}; correct {len(ok)}; statuses "
+          f"{ {s: sum(r['status'] == s for r in rows) for s in sorted({r['status'] for r in rows})} }")  # fmt: skip
+    for level in ("level1", "level2"):
+        sp = [r["speedup"] for r in ok if f"/{level}/" in r["task"]]
+        if sp:
+            print(f"{level}: {len(sp)} correct, geomean baseline speedup vs eager "
+                  f"{statistics.geometric_mean(sp):.3f}, faster than eager {sum(s >= 1 for s in sp)}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), float(sys.argv[2]), Path(sys.argv[3]) if len(sys.argv) > 3 else None)
