@@ -118,6 +118,7 @@ def main() -> None:
     ap.add_argument("--root", type=Path, default=DEFAULT_ROOT)
     ap.add_argument("--levels", default="1,2")
     ap.add_argument("--pattern", default=None, help="fnmatch glob on the task file's stem")
+    ap.add_argument("--start", type=int, default=0, help="skip tasks numbered below this")
     ap.add_argument("--check", action="store_true", help="evaluate each baseline on the CPU")
     ap.add_argument("--evaluator", action="store_true", help="--check through htam's Evaluator")
     ap.add_argument("--language", default="triton", choices=("triton", "cpp", "both"))
@@ -142,6 +143,8 @@ def main() -> None:
     for level, path in task_paths(
         args.root, [int(x) for x in args.levels.split(",")], args.pattern
     ):
+        if int(path.name.split("_")[0]) < args.start:
+            continue
         total[level] += 1
         task = Task(id=f"kernelbench/level{level}/{path.stem}", name=path.stem,
                     source=path.read_text())  # fmt: skip
