@@ -87,7 +87,7 @@ def file_size(bank: MemoryBank) -> int:
 
 
 def latency_ms(path: Path, decisions: int, config: PolicyConfig, rng: random.Random) -> list[float]:
-    with MemoryBank.open(path, config=config) as bank:
+    with MemoryBank.open(path) as bank:
         policy = make_policy("htam", config, bank)
         state = StateFeatures(op_families=["softmax"], bound="memory", sol_fraction=0.4)
         ids = bank.direction_ids
@@ -118,14 +118,14 @@ def main(argv: list[str] | None = None) -> int:
     path.unlink(missing_ok=True)
     print(f"bank: {N_DIRECTIONS} directions, {N_DIRECTIONS * LOCALS_PER_DIRECTION} strategies, "
           f"K={config.K}; file {path}")  # fmt: skip
-    with MemoryBank.create(path, bench_seed(rng), config) as bank:
+    with MemoryBank.create(path, bench_seed(rng)) as bank:
         print(f"empty bank: {file_size(bank):,} bytes")
         done, sizes = 0, {}
         for target in [c for c in CHECKPOINTS if c <= args.records]:
             started = time.perf_counter()
             while done < target:
                 chunk = min(10_000, target - done)
-                bank.record_steps(synthetic_steps(rng, done, chunk, config.K))
+                bank.record_steps(synthetic_steps(rng, done, chunk, config.K), config=config)
                 done += chunk
             sizes[target] = file_size(bank)
             evidence = bank.connection.execute("SELECT count(*) FROM evidence").fetchone()[0]

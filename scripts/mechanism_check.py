@@ -85,7 +85,7 @@ def synthetic_seed(n: int) -> dict:
 def run(method: str, seed: int, episodes: int, horizon: int, config: PolicyConfig) -> list[float]:
     """Mean reward of the chosen steps per episode, learning from scratch in the seed's env."""
     env = Env.make(seed)
-    bank = MemoryBank.in_memory(synthetic_seed(env.n), config)
+    bank = MemoryBank.in_memory(synthetic_seed(env.n))
     policy = make_policy(method, config, bank)
     rng, env_rng = random.Random(seed), random.Random(20_000 + seed)
     state = StateFeatures()

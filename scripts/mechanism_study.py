@@ -130,7 +130,7 @@ def run(method: str, seed: int, episodes: int, horizon: int = 6, given: int = 2)
     name, rule = METHODS[method]
     config = PolicyConfig(K=2, edge_rule=rule)
     env = Env.make(seed)
-    bank = MemoryBank.in_memory(synthetic_seed(env.n, env.m), config)
+    bank = MemoryBank.in_memory(synthetic_seed(env.n, env.m))
     policy = make_policy(name, config, bank)
     rng, env_rng = random.Random(seed), random.Random(60_000 + seed)
     state, means = StateFeatures(), []

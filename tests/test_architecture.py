@@ -128,6 +128,13 @@ def test_packages_depend_in_one_direction():
         b for a, b in graph.edges if a.startswith("htam.llm") and b.startswith("htam.agent")
     }
     assert llm_to_agent == {"htam.agent.view"}
+    # The policy computes, the memory stores: the memory never imports the policy (not even
+    # inside a function), and the policy reads only the graph's data and trigger language.
+    assert ("htam.memory", "htam.policy") not in used, "htam.memory imports htam.policy"
+    policy_to_memory = {
+        b for a, b in graph.edges if a.startswith("htam.policy") and b.startswith("htam.memory")
+    }
+    assert policy_to_memory == {"htam.memory.model", "htam.memory.triggers"}
 
 
 OFFLINE_STEP = textwrap.dedent(

@@ -74,7 +74,7 @@ class Optimizer:
         on_step: StepCallback | None = None,
     ):
         self.proposer, self.evaluator, self.bank, self.config = proposer, evaluator, bank, config
-        self.policy_config = policy_config or (bank.config if bank else PolicyConfig())
+        self.policy_config = policy_config or PolicyConfig()
         self.on_step = on_step
         self.guide = make_guide(method_spec(config.method), bank, self.policy_config, config.flat_k)
 

@@ -11,9 +11,10 @@ from rich.table import Table
 
 from htam.cli.common import console, default_memory, fail
 from htam.memory import MemoryBank, MemoryBankError, merge
-from htam.memory.plot import edge_utilities, plot_bank
+from htam.memory.plot import plot_bank
 from htam.memory.schema import SQLITE_MAGIC
 from htam.policy import PolicyConfig
+from htam.policy.scoring import edge_utilities
 
 memory_app = typer.Typer(
     help="Memory banks: the Hierarchical Transition Graph.", no_args_is_help=True
@@ -99,7 +100,7 @@ def merge_cmd(
 ) -> None:
     """Merge two banks: statistics add, evidence and step ledgers union without duplicates."""
     try:
-        merged = merge(_load_any(a), _load_any(b))
+        merged = merge(_load_any(a), _load_any(b), PolicyConfig())
         if out.suffix.lower() == ".json":
             _write_json(merged, out)
         else:
@@ -244,7 +245,7 @@ def plot(
     """Draw the transition graph (node size = tries, edge width = utility)."""
     with _open(path) as bank:
         try:
-            plot_bank(bank, out)
+            plot_bank(bank, out, edge_utilities(bank, PolicyConfig()))
         except ValueError as error:
             fail(str(error))
     typer.echo(f"wrote {out}")

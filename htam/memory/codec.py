@@ -15,7 +15,7 @@ from htam.memory.model import (
     NodeStats,
     check_local,
 )
-from htam.policy.features import Trigger
+from htam.memory.triggers import Trigger
 
 GLOBAL_COLUMNS = "id, title, intent, objectives, triggers, risks, " + (
     "tries, successes, reward_sum, ema, status_counts"

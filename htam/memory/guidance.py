@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from htam.memory.model import Edge, Evidence, LocalNode, NodeStats
-from htam.policy.features import FLAT_DIRECTION, StateFeatures, Trigger, trigger_prior
+from htam.memory.triggers import FLAT_DIRECTION, StateFeatures, Trigger, trigger_prior
 
 if TYPE_CHECKING:
     from htam.memory.store import MemoryBank

@@ -1,12 +1,15 @@
-"""The Hierarchical Transition Graph as data: nodes, edges, evidence, and one recorded step."""
+"""The Hierarchical Transition Graph as data: nodes, edges, evidence, and one recorded step.
+
+Pure data: no scoring and no learning rule lives here (the policy computes, the memory stores);
+the trigger language the nodes and edges carry is :mod:`htam.memory.triggers`.
+"""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from htam.policy.features import OP_FAMILIES, Trigger
-from htam.policy.scoring import shrunk_value
+from htam.memory.triggers import OP_FAMILIES, Trigger
 from htam.status import Status
 from htam.vocab import LANGUAGES, Strategy
 
@@ -24,10 +27,6 @@ class NodeStats:
     @property
     def mean_reward(self) -> float | None:
         return self.reward_sum / self.tries if self.tries else None
-
-    def value(self, shrink: float) -> float:
-        """Mean reward shrunk toward 0 by ``shrink`` pseudo-tries (V(g) of DESIGN §1)."""
-        return shrunk_value(self.tries, self.reward_sum, shrink)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -58,6 +57,21 @@ class EdgeStats:
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> EdgeStats:
         return cls(**data) if data else cls()
+
+
+@dataclass(slots=True)
+class EdgeView:
+    """The numbers of one edge the direction score reads (its hot path: one query, no JSON)."""
+
+    fit: float = 0.0  # learned advantage of the transition over V(dst)
+    count: int = 0
+    weight_sum: float = 0.0
+    reward_wsum: float = 0.0
+    prior: float = 0.0  # the seed's prior utility (the 'mean' rule shrinks toward V + prior)
+
+    @property
+    def observed(self) -> float | None:
+        return self.reward_wsum / self.weight_sum if self.weight_sum > 0 else None
 
 
 @dataclass
@@ -104,7 +118,7 @@ class Edge:
     rationale: str = ""
     risks: list[str] = field(default_factory=list)
     prior_utility: float = 0.0  # seed belief: the fit an edge starts from
-    # applies_when made checkable: trigger conditions on StateFeatures (htam.policy.features);
+    # applies_when made checkable: trigger conditions on StateFeatures (htam.memory.triggers);
     # empty when the text cannot be checked. An edge whose conditions fail does not score.
     when: dict[str, Any] = field(default_factory=dict)
     stats: EdgeStats = field(default_factory=EdgeStats)

@@ -1,11 +1,12 @@
-"""A picture of the transition graph: node size = tries, edge width = utility."""
+"""A picture of the transition graph: node size = tries, edge width = utility.
+
+The utilities are the policy's (``htam.policy.scoring.edge_utilities``), passed in.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from htam.policy.config import PolicyConfig
 
 if TYPE_CHECKING:
     from htam.memory.store import MemoryBank
@@ -13,14 +14,8 @@ if TYPE_CHECKING:
 FORMATS = (".png", ".svg")
 
 
-def edge_utilities(bank: MemoryBank, config: PolicyConfig) -> dict[tuple[str, str], float]:
-    """U~(src -> dst) of every stored edge, as the policy would score it."""
-    values = {g.id: g.stats.value(config.value_shrink) for g in bank.directions()}
-    return {(e.src, e.dst): values[e.dst] + e.stats.fit for e in bank.edges()}
-
-
-def plot_bank(bank: MemoryBank, out: str | Path, config: PolicyConfig | None = None) -> Path:
-    """Draw the global directions and their transitions into ``out`` (.png or .svg)."""
+def plot_bank(bank: MemoryBank, out: str | Path, utilities: dict[tuple[str, str], float]) -> Path:
+    """Draw the directions and the transitions with ``utilities`` into ``out`` (.png or .svg)."""
     out = Path(out)
     if out.suffix.lower() not in FORMATS:
         raise ValueError(f"{out}: plot format must be one of {', '.join(FORMATS)}")
@@ -30,11 +25,10 @@ def plot_bank(bank: MemoryBank, out: str | Path, config: PolicyConfig | None = N
     import matplotlib.pyplot as plt
     import networkx as nx
 
-    config = config or PolicyConfig()
     graph = nx.DiGraph()
     for node in bank.directions():
         graph.add_node(node.id, tries=node.stats.tries)
-    for (src, dst), utility in edge_utilities(bank, config).items():
+    for (src, dst), utility in utilities.items():
         graph.add_edge(src, dst, utility=utility)
     positions = nx.circular_layout(graph)
     fig, ax = plt.subplots(figsize=(9, 9))

@@ -1,4 +1,8 @@
-"""The memory bank: one SQLite file holding the graph, the step ledger and the evidence."""
+"""The memory bank: one SQLite file holding the graph, the step ledger and the evidence.
+
+The bank keeps no configuration: what to learn from a step comes from the policy's update rule
+(``htam.memory.updates.UpdateRule``, e.g. ``htam.policy.PolicyConfig``) on every recording.
+"""
 
 from __future__ import annotations
 
@@ -13,12 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from htam.memory import codec, schema, updates
-from htam.memory.model import Edge, Evidence, GlobalNode, LocalNode, StepRecord
+from htam.memory.model import Edge, EdgeView, Evidence, GlobalNode, LocalNode, StepRecord
 from htam.memory.schema import MemoryBankError
 from htam.memory.seed import load_seed
-from htam.policy.config import PolicyConfig, position_weights
-from htam.policy.features import FLAT_DIRECTION
-from htam.policy.scoring import EdgeView
+from htam.memory.triggers import FLAT_DIRECTION
+from htam.memory.updates import UpdateRule
 
 
 class MemoryBank:
@@ -28,10 +31,9 @@ class MemoryBank:
     ``BEGIN IMMEDIATE`` transaction and the file runs in WAL mode.
     """
 
-    def __init__(self, conn: sqlite3.Connection, path: Path | None, config: PolicyConfig):
+    def __init__(self, conn: sqlite3.Connection, path: Path | None):
         self._conn = conn
         self.path = path
-        self.config = config
         # Nodes never change after creation (import and merge build new banks), so their ids
         # and parents are cached for validation and for the policy's hot path.
         rows = conn.execute("SELECT id FROM global_nodes ORDER BY ord").fetchall()
@@ -42,12 +44,9 @@ class MemoryBank:
     # -- opening ---------------------------------------------------------------------------
 
     @classmethod
-    def open(
-        cls, path: str | Path, create: bool = False, config: PolicyConfig | None = None
-    ) -> MemoryBank:
+    def open(cls, path: str | Path, create: bool = False) -> MemoryBank:
         """Open the bank at ``path``; with ``create`` a missing file is built from the seed."""
         path = Path(path)
-        config = config or PolicyConfig()
         if not path.exists():
             if not create:
                 raise MemoryBankError(f"{path}: no memory bank here (use create=True or init)")
@@ -57,32 +56,25 @@ class MemoryBank:
         if version < schema.SCHEMA_VERSION:
             with _transaction(conn):
                 schema.migrate(conn)
-        return cls(conn, path, config)
+        return cls(conn, path)
 
     @classmethod
-    def create(
-        cls,
-        path: str | Path,
-        data: dict[str, Any] | None = None,
-        config: PolicyConfig | None = None,
-    ) -> MemoryBank:
+    def create(cls, path: str | Path, data: dict[str, Any] | None = None) -> MemoryBank:
         """Build a new bank at ``path`` from ``data`` (a seed or an export); never overwrites."""
         path = Path(path)
         if path.exists():
             raise MemoryBankError(f"{path}: already exists; refusing to overwrite it")
         _build_file(path, data if data is not None else load_seed())
-        return cls.open(path, config=config)
+        return cls.open(path)
 
     @classmethod
-    def in_memory(
-        cls, data: dict[str, Any] | None = None, config: PolicyConfig | None = None
-    ) -> MemoryBank:
+    def in_memory(cls, data: dict[str, Any] | None = None) -> MemoryBank:
         """A private bank in RAM (tests, simulations), built from the seed unless given data."""
         conn = schema.connect(":memory:", wal=False)
         with _transaction(conn):
             schema.create_schema(conn)
             _load(conn, data if data is not None else load_seed())
-        return cls(conn, None, config or PolicyConfig())
+        return cls(conn, None)
 
     def close(self) -> None:
         self._conn.close()
@@ -186,31 +178,32 @@ class MemoryBank:
         self,
         record: StepRecord,
         *,
+        config: UpdateRule | None,
         weights: list[float] | None = None,
-        config: PolicyConfig | None = None,
     ) -> bool:
         """Learn from one step; False when (run_id, task_id, step) was already recorded.
 
-        ``weights`` align with ``record.prefix`` (most recent last). Without them the prefix
-        keeps its last K elements and gets the position weights w_k. The update constants come
-        from ``config`` (a policy passes its own), else from the bank's config.
+        ``config`` is the policy's update rule (a ``PolicyConfig``; required, None is refused:
+        the bank has no rule of its own). ``weights`` align with ``record.prefix`` (most recent
+        last); without them the prefix keeps its last K elements and gets the rule's weights.
         """
-        config = config or self.config
-        record, weights = self._prepare(record, weights, config)
+        rule = _required(config)
+        record, weights = self._prepare(record, weights, rule)
         with self.transaction() as conn:
-            return updates.apply_step(conn, record, weights, config, time.time())
+            return updates.apply_step(conn, record, weights, rule, time.time())
 
-    def record_steps(self, records: list[StepRecord]) -> int:
+    def record_steps(self, records: list[StepRecord], *, config: UpdateRule | None) -> int:
         """Record many steps in one transaction (bulk loads); return how many were new."""
-        prepared = [self._prepare(record, None, self.config) for record in records]
+        rule = _required(config)
+        prepared = [self._prepare(record, None, rule) for record in records]
         now = time.time()
         with self.transaction() as conn:
-            return sum(updates.apply_step(conn, r, w, self.config, now) for r, w in prepared)
+            return sum(updates.apply_step(conn, r, w, rule, now) for r, w in prepared)
 
     def _prepare(
-        self, record: StepRecord, weights: list[float] | None, config: PolicyConfig
+        self, record: StepRecord, weights: list[float] | None, rule: UpdateRule
     ) -> tuple[StepRecord, list[float]]:
-        prefix = list(record.prefix) if weights is not None else list(record.prefix)[-config.K :]
+        prefix = list(record.prefix) if weights is not None else list(record.prefix)[-rule.K :]
         direction = record.direction
         if direction == FLAT_DIRECTION and record.local_id is not None:
             direction = self.parent_of.get(record.local_id, direction)
@@ -222,7 +215,7 @@ class MemoryBank:
                 f"step {record.key}: local {record.local_id!r} is not a strategy of {direction!r}"
             )
         if weights is None:
-            weights = list(reversed(position_weights(len(prefix), config.tau_pos)))
+            weights = rule.prefix_weights(len(prefix))
         elif len(weights) != len(prefix) or any(w < 0 for w in weights):
             raise ValueError(f"step {record.key}: need {len(prefix)} non-negative weights")
         fixed = StepRecord(**{**record.__dict__, "prefix": prefix, "direction": direction})
@@ -240,19 +233,25 @@ class MemoryBank:
         return export_bank(self._conn)
 
     @classmethod
-    def import_json(
-        cls, data: dict[str, Any], path: str | Path, config: PolicyConfig | None = None
-    ) -> MemoryBank:
+    def import_json(cls, data: dict[str, Any], path: str | Path) -> MemoryBank:
         """Create a new bank at ``path`` from an export (never overwrites an existing file)."""
         from htam.memory.transfer import check_export
 
         check_export(data)
-        return cls.create(path, data, config)
+        return cls.create(path, data)
 
     @property
     def connection(self) -> sqlite3.Connection:
         """The raw connection, for the flat retriever and inspection tools."""
         return self._conn
+
+
+def _required(config: UpdateRule | None) -> UpdateRule:
+    if config is None:
+        raise TypeError(
+            "recording a step needs the policy's update rule: config=htam.policy.PolicyConfig()"
+        )
+    return config
 
 
 @contextmanager

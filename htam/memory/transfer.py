@@ -17,8 +17,7 @@ from typing import Any
 from htam.memory import codec
 from htam.memory.model import Edge, EdgeStats, NodeStats
 from htam.memory.schema import SCHEMA_VERSION, MemoryBankError
-from htam.memory.updates import prune_evidence
-from htam.policy.config import PolicyConfig
+from htam.memory.updates import UpdateRule, prune_evidence
 from htam.status import Status
 
 EXPORT_FORMAT = "htam-memory-export"
@@ -176,13 +175,14 @@ def _union(a: list[dict], b: list[dict], stamp: str) -> list[dict]:
     return [merged[key] for key in sorted(merged)]
 
 
-def merge(
-    a: dict[str, Any], b: dict[str, Any], config: PolicyConfig | None = None
-) -> dict[str, Any]:
-    """Merge two exports: statistics add (shared steps once), evidence and ledgers union."""
+def merge(a: dict[str, Any], b: dict[str, Any], rule: UpdateRule) -> dict[str, Any]:
+    """Merge two exports: statistics add (shared steps once), evidence and ledgers union.
+
+    ``rule`` is the policy's update rule (a ``PolicyConfig``): its ``evidence_keep`` bounds
+    the merged evidence.
+    """
     check_export(a)
     check_export(b)
-    config = config or PolicyConfig()
     overlap = sorted(set(map(_key, a["steps"])) & set(map(_key, b["steps"])))
     steps = _union(a["steps"], b["steps"], "recorded_at")
     chosen = {_key(step): step for step in steps}  # the copy that stays is the one subtracted
@@ -194,7 +194,7 @@ def merge(
     for key in overlap:
         _subtract_step(chosen[key], globals_, locals_, edges)
     evidence = _bound_evidence(
-        _union(a["evidence"], b["evidence"], "recorded_at"), config.evidence_keep
+        _union(a["evidence"], b["evidence"], "recorded_at"), rule.evidence_keep
     )
     return {
         "format": EXPORT_FORMAT,

@@ -1,12 +1,10 @@
-"""Learning from one step: statistics, bounded evidence and position-weighted edge updates.
+"""Persisting one step: statistics, bounded evidence and position-weighted edge updates.
 
-Edges learn by least mean squares on the score's own model of the reward: the prefix part of
-the score predicts ``V(g) + sum_k w_k * fit(p_k -> g)``, and every prefix edge moves by
-``w_k * error * step``, ``step = max(edge_lr, 1 / (W + shrink))`` where W is the edge's total
-weight. So a lone edge starts as a shrunk running mean and later tracks a moving policy, and an
-older prefix element only gets the credit the more recent ones do not already explain. (A plain
-w_k-weighted mean of rewards per edge would credit a -> c with the reward of a good b -> c in
-the path a, b, c, and the policy would keep trying a bad a -> c.)
+What to learn is the policy's: an :class:`UpdateRule` (``htam.policy.PolicyConfig`` is one)
+gives the prefix weights, the prediction error of the step and each edge's new fit (the LMS rule
+of htam.policy.fitting), and the constants of the EMA trend and of the evidence bound. This
+module reads the numbers the rule needs from the bank and writes what it returns; it holds no
+constant and no formula of the rule.
 
 Everything here runs inside the caller's write transaction, so a step is recorded entirely or
 not at all, and the ``steps`` ledger's primary key makes recording idempotent per
@@ -17,10 +15,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from typing import Protocol
 
 from htam.memory.model import StepRecord
-from htam.policy.config import PolicyConfig
-from htam.policy.scoring import shrunk_value
 from htam.status import Status
 
 EXCERPT_LIMIT = 600  # characters of an error excerpt kept in evidence
@@ -44,6 +41,28 @@ _RANK = {
 }
 
 
+class UpdateRule(Protocol):
+    """What the memory needs of the policy to learn from a step."""
+
+    K: int  # prefix elements a step without explicit weights keeps
+    ema_alpha: float  # smoothing of a node's reward trend
+    evidence_keep: int  # evidence records kept per local strategy and polarity
+
+    def prefix_weights(self, n: int) -> list[float]:
+        """Weights of an n-element prefix, aligned with it (most recent last)."""
+        ...
+
+    def prediction_error(
+        self, reward: float, tries: int, reward_sum: float, weighted_fits: list[tuple[float, float]]
+    ) -> float:
+        """The reward minus what the direction (its tries, reward sum) and the edges predicted."""
+        ...
+
+    def fitted(self, fit: float, weight_sum: float, weight: float, error: float) -> float:
+        """An edge's fit after an update of ``weight`` (``weight_sum``: its total before it)."""
+        ...
+
+
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -52,7 +71,7 @@ def apply_step(
     conn: sqlite3.Connection,
     record: StepRecord,
     weights: list[float],
-    config: PolicyConfig,
+    rule: UpdateRule,
     now: float,
 ) -> bool:
     """Record ``record``; False (and no change) when its key is already in the ledger."""
@@ -79,11 +98,11 @@ def apply_step(
     )
     if cursor.rowcount == 0:
         return False
-    error = _prediction_error(conn, record, weights, config)  # before the statistics move
+    error = _prediction_error(conn, record, weights, rule)  # before the statistics move
     params = {
         "success": int(record.success),
         "reward": record.reward,
-        "alpha": config.ema_alpha,
+        "alpha": rule.ema_alpha,
         "status": status,
     }
     conn.execute(
@@ -94,17 +113,17 @@ def apply_step(
             f"UPDATE local_nodes SET {_NODE_UPDATE} WHERE id = :id",
             params | {"id": record.local_id},
         )
-        _add_evidence(conn, record, status, now, config.evidence_keep)
+        _add_evidence(conn, record, status, now, rule.evidence_keep)
     for src, weight in zip(record.prefix, weights, strict=True):
         if weight > 0:
-            _update_edge(conn, src, record.direction, weight, record, error, config)
+            _update_edge(conn, src, record.direction, weight, record, error, rule)
     return True
 
 
 def _prediction_error(
-    conn: sqlite3.Connection, record: StepRecord, weights: list[float], config: PolicyConfig
+    conn: sqlite3.Connection, record: StepRecord, weights: list[float], rule: UpdateRule
 ) -> float:
-    """The reward minus what the direction's value and the prefix edges predicted."""
+    """The rule's prediction error of the step, from the bank's numbers before it."""
     tries, reward_sum = conn.execute(
         "SELECT tries, reward_sum FROM global_nodes WHERE id = ?", (record.direction,)
     ).fetchone()
@@ -115,10 +134,8 @@ def _prediction_error(
             [record.direction, *record.prefix],
         ).fetchall()
     )
-    predicted = shrunk_value(tries, reward_sum, config.value_shrink) + sum(
-        w * fits.get(src, 0.0) for src, w in zip(record.prefix, weights, strict=True)
-    )
-    return record.reward - predicted
+    weighted_fits = [(w, fits.get(src, 0.0)) for src, w in zip(record.prefix, weights, strict=True)]
+    return rule.prediction_error(record.reward, tries, reward_sum, weighted_fits)
 
 
 def _update_edge(
@@ -128,21 +145,20 @@ def _update_edge(
     weight: float,
     record: StepRecord,
     error: float,
-    config: PolicyConfig,
+    rule: UpdateRule,
 ) -> None:
     conn.execute("INSERT OR IGNORE INTO edges (src, dst) VALUES (?, ?)", (src, dst))
+    fit, weight_sum = conn.execute(
+        "SELECT fit, weight_sum FROM edges WHERE src = ? AND dst = ?", (src, dst)
+    ).fetchone()
     conn.execute(
         "UPDATE edges SET count = count + 1, weight_sum = weight_sum + :w, "
-        "reward_wsum = reward_wsum + :w * :reward, "
-        # the right-hand sides read the old row: weight_sum + :w is the new total weight
-        "fit = fit + :w * :error * max(:lr, 1.0 / (weight_sum + :w + :shrink)), "
-        f"{_COUNT_STATUS} WHERE src = :src AND dst = :dst",
+        f"reward_wsum = reward_wsum + :w * :reward, fit = :fit, {_COUNT_STATUS} "
+        "WHERE src = :src AND dst = :dst",
         {
             "w": weight,
             "reward": record.reward,
-            "error": error,
-            "lr": config.edge_lr,
-            "shrink": config.shrink,
+            "fit": rule.fitted(fit, weight_sum, weight, error),
             "status": str(record.status),
             "src": src,
             "dst": dst,

@@ -1,11 +1,12 @@
 """The transition-aware direction policy (DESIGN §1) and its ablations.
 
-Nothing here imports ``htam.memory`` at runtime: the memory imports this package's config,
-features and scoring, and a runtime import back would be a cycle.
+The policy decides and computes what to learn; the memory (``htam.memory``, below it) stores
+the graph and never imports this package. The state features and triggers are the graph's
+trigger language (``htam.memory.triggers``), re-exported here for the policy's callers.
 """
 
+from htam.memory.triggers import FLAT_DIRECTION, OP_FAMILIES, StateFeatures, Trigger
 from htam.policy.config import PolicyConfig, position_weights, uniform_weights
-from htam.policy.features import FLAT_DIRECTION, OP_FAMILIES, StateFeatures, Trigger
 from htam.policy.policies import METHODS, Decision, DirectionPolicy, make_policy, step_rng
 from htam.policy.reward import reward, timing_noise
 

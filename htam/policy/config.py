@@ -1,6 +1,9 @@
 """Every constant of the direction policy, of the memory updates and of the memory in prompts.
 
-The reward (DESIGN §1) is defined in :mod:`htam.policy.reward` from the constants here.
+The reward (DESIGN §1) is defined in :mod:`htam.policy.reward` from the constants here. This is
+the one owner of the constants: the memory keeps none and learns through the update rule a
+``PolicyConfig`` is (``htam.memory.updates.UpdateRule``: the prefix weights, the prediction
+error and the fitted edge, from :mod:`htam.policy.fitting`).
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from htam.policy.fitting import fitted as fitted_edge
+from htam.policy.fitting import prediction_error, shrunk_value
 from htam.status import Status
 
 
@@ -92,6 +97,23 @@ class PolicyConfig(BaseModel):
             Status.REJECTED: self.reward_rejected,
         }
         return values[Status(status)]
+
+    # -- the update rule the memory applies (htam.memory.updates.UpdateRule) ----------------
+
+    def prefix_weights(self, n: int) -> list[float]:
+        """Position weights of an n-element prefix, aligned with it (most recent last)."""
+        return list(reversed(position_weights(n, self.tau_pos)))
+
+    def prediction_error(
+        self, reward: float, tries: int, reward_sum: float, weighted_fits: list[tuple[float, float]]
+    ) -> float:
+        """The reward minus V(g) (from g's tries and reward sum) and the prefix edges' fits."""
+        value = shrunk_value(tries, reward_sum, self.value_shrink)
+        return prediction_error(reward, value, weighted_fits)
+
+    def fitted(self, fit: float, weight_sum: float, weight: float, error: float) -> float:
+        """An edge's fit after one update (``weight_sum``: its total weight before it)."""
+        return fitted_edge(fit, weight_sum, weight, error, self.edge_lr, self.shrink)
 
 
 def position_weights(n: int, tau_pos: float) -> list[float]:

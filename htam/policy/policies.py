@@ -6,9 +6,10 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from htam.memory.triggers import FLAT_DIRECTION, StateFeatures, Trigger, trigger_prior
 from htam.policy.config import PolicyConfig, position_weights, uniform_weights
-from htam.policy.features import FLAT_DIRECTION, StateFeatures, Trigger, trigger_prior
-from htam.policy.scoring import DirectionView, prior, score_terms, shrunk_value, softmax
+from htam.policy.fitting import shrunk_value
+from htam.policy.scoring import DirectionView, prior, score_terms, softmax
 from htam.vocab import Guide, method_spec, methods_of
 
 if TYPE_CHECKING:

@@ -6,28 +6,30 @@
 ``V(g)`` is g's mean reward shrunk toward 0 by ``value_shrink`` pseudo-tries. ``U~(p -> g)``
 follows ``PolicyConfig.edge_rule``:
 
-- ``lms`` (default): ``V(g) + fit(p -> g)``, the edge's learned advantage over V(g). The memory
-  fits the advantages so that the score's prefix part predicts the reward (htam.memory.updates);
+- ``lms`` (default): ``V(g) + fit(p -> g)``, the edge's learned advantage over V(g), fitted so
+  that the score's prefix part predicts the reward (htam.policy.fitting computes each update,
+  htam.memory.updates persists it);
   an edge starts at its seed prior and, while it has few observations, stays near V(g) + prior.
 - ``mean`` (the literal rule of the method): the w-weighted mean reward observed on the edge,
   shrunk toward ``V(g) + prior`` by ``shrink`` pseudo-observations.
 
-This module works on plain numbers: htam.policy never imports htam.memory at runtime (the
-memory imports the policy's config), which keeps the two packages free of import cycles.
+This module works on plain numbers and the graph's data (htam.memory.model); htam.memory never
+imports htam.policy, which keeps the two packages free of import cycles.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from htam.memory.model import EdgeView
+from htam.memory.triggers import StateFeatures, Trigger, trigger_prior
 from htam.policy.config import PolicyConfig
-from htam.policy.features import StateFeatures, Trigger, trigger_prior
+from htam.policy.fitting import shrunk_value
 
-
-def shrunk_value(tries: int, reward_sum: float, shrink: float) -> float:
-    """V(g): mean reward shrunk toward 0 by ``shrink`` pseudo-tries."""
-    return reward_sum / (tries + shrink) if tries + shrink > 0 else 0.0
+if TYPE_CHECKING:
+    from htam.memory.store import MemoryBank
 
 
 @dataclass
@@ -41,19 +43,6 @@ class DirectionView:
     families: frozenset[str] = frozenset()  # union of the op families of its local strategies
 
 
-@dataclass(slots=True)
-class EdgeView:
-    fit: float = 0.0  # learned advantage of the transition over V(dst)
-    count: int = 0
-    weight_sum: float = 0.0
-    reward_wsum: float = 0.0
-    prior: float = 0.0  # the seed's prior utility (the 'mean' rule shrinks toward V + prior)
-
-    @property
-    def observed(self) -> float | None:
-        return self.reward_wsum / self.weight_sum if self.weight_sum > 0 else None
-
-
 _NO_EDGE = EdgeView()
 
 
@@ -64,6 +53,15 @@ def edge_utility(edge: EdgeView, value: float, config: PolicyConfig) -> float:
         total = edge.weight_sum + config.shrink
         return (edge.reward_wsum + config.shrink * anchor) / total if total > 0 else anchor
     return value + edge.fit
+
+
+def edge_utilities(bank: MemoryBank, config: PolicyConfig) -> dict[tuple[str, str], float]:
+    """U~(src -> dst) = V(dst) + fit of every stored edge (the 'lms' rule; for show and plot)."""
+    values = {
+        g.id: shrunk_value(g.stats.tries, g.stats.reward_sum, config.value_shrink)
+        for g in bank.directions()
+    }
+    return {(e.src, e.dst): values[e.dst] + e.stats.fit for e in bank.edges()}
 
 
 def prior(

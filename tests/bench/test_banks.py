@@ -7,6 +7,7 @@ from htam.bench.banks import bank_path, frozen_source, open_bank, prepare_shared
 from htam.bench.config import plan_units, unit_done
 from htam.bench.runner import write_plan
 from htam.memory import MemoryBank, StepRecord
+from htam.policy import PolicyConfig
 from htam.status import Status
 from htam.tasks import Task
 
@@ -34,14 +35,14 @@ def test_fresh_banks_are_per_method_and_seed(tmp_path):
 def test_accumulate_copies_the_given_bank_and_never_changes_it(tmp_path):
     source = tmp_path / "given.db"
     with MemoryBank.open(source, create=True) as bank:
-        bank.record_step(record("given"))
+        bank.record_step(record("given"), config=PolicyConfig())
     cfg = BenchConfig(out=tmp_path / "out", methods=["htam", "random"], memory=source,
                       memory_mode="accumulate")
     paths = prepare_shared(units("htam", "random"), cfg)
     assert [p.name for p in paths] == ["htam.db", "random.db"]
     with MemoryBank.open(paths[0]) as bank:
         assert bank.step_count() == 1  # starts from the given bank's history
-        bank.record_step(record("bench"))
+        bank.record_step(record("bench"), config=PolicyConfig())
     with MemoryBank.open(source) as bank:
         assert bank.step_count() == 1
     prepare_shared(units("htam"), cfg)  # a resumed bench keeps what the bank learned
@@ -56,7 +57,7 @@ def test_frozen_units_get_a_fresh_private_copy_at_every_start(tmp_path):
     source = frozen_source(cfg)
     bank = open_bank(unit, cfg, source)
     assert bank.path == tmp_path / "memory" / "frozen" / "htam-s0-s__a.db"
-    bank.record_step(record())
+    bank.record_step(record(), config=PolicyConfig())
     assert bank.step_count() == 1
     bank.close()
     with open_bank(unit, cfg, source) as again:
@@ -128,6 +129,6 @@ def test_report_draws_learned_banks_first_seeds_first(tmp_path):
     prepare_shared(units("htam", "no-prefix", "random", "flat"), cfg)
     for name in ("htam-s0", "no-prefix-s0", "random-s0", "flat-s0", "random-s1"):
         with MemoryBank.open(tmp_path / "memory" / f"{name}.db") as bank:
-            bank.record_step(record())
+            bank.record_step(record(), config=PolicyConfig())
     drawn = [p.stem for p in memory_banks(tmp_path)]
     assert drawn == ["flat-s0", "htam-s0", "no-prefix-s0", "random-s0"]  # htam-s1 never learned

@@ -10,6 +10,7 @@ import sys
 from htam.bench import BenchConfig, run_bench
 from htam.bench.config import FIXED_ENV
 from htam.memory import MemoryBank
+from htam.policy import PolicyConfig
 from tests.bench.test_banks import record
 
 
@@ -59,9 +60,10 @@ def test_bank_owner_snapshots_and_applies_each_step_once(tmp_path):
     path = tmp_path / "htam.db"
     MemoryBank.create(path).close()
     owner = BankOwner([str(path)])
-    assert owner.record_step(str(path), record("r1"), None, None) is True
-    assert owner.record_step(str(path), record("r1"), None, None) is False  # replayed: ignored
-    assert owner.record_step(str(path), record("r2"), None, None) is True
+    rule = PolicyConfig()  # the policy's update rule: the bank keeps none
+    assert owner.record_step(str(path), record("r1"), None, rule) is True
+    assert owner.record_step(str(path), record("r1"), None, rule) is False  # replayed: ignored
+    assert owner.record_step(str(path), record("r2"), None, rule) is True
     row = ("r1", "s/a", 0, "text", "{}", 1.0)
     assert owner.add_flat(str(path), [row, row]) == 1
     image = owner.snapshot(str(path))

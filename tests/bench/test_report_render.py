@@ -16,6 +16,7 @@ import pytest
 
 from htam.bench.report import write_report
 from htam.memory import MemoryBank, StepRecord
+from htam.policy import PolicyConfig
 from htam.status import Status
 from tests.bench.conftest import render_dom
 
@@ -87,7 +88,8 @@ def synthetic_bench(out: Path) -> Path:
             bank.record_step(
                 StepRecord(
                     "run", "task", "sig", i, prefix, direction, None, status, 1.0, None, reward
-                )
+                ),
+                config=PolicyConfig(),
             )
     return out
 

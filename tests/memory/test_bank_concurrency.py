@@ -13,12 +13,17 @@ import time
 import pytest
 
 from htam.memory import MemoryBank
+from htam.policy import PolicyConfig
+
+RULE = PolicyConfig()  # the policy's update rule: the bank keeps none
 
 WRITER = textwrap.dedent(
     """
     import os, sys, time
     from htam.memory import MemoryBank, StepRecord
+    from htam.policy import PolicyConfig
     from htam.status import Status
+    RULE = PolicyConfig()
 
     path, worker, count, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     dirs = ["memory_access", "fusion", "parallel_mapping", "precision"]
@@ -35,8 +40,8 @@ WRITER = textwrap.dedent(
     won = 0
     with MemoryBank.open(path) as bank:
         for step in range(count):
-            assert bank.record_step(record(worker, step))
-            won += bank.record_step(record("shared", step % 10))
+            assert bank.record_step(record(worker, step), config=RULE)
+            won += bank.record_step(record("shared", step % 10), config=RULE)
     print(won)
     """
 )
@@ -81,7 +86,9 @@ KILLED = textwrap.dedent(
     """
     import sys, time
     from htam.memory import MemoryBank, StepRecord, updates
+    from htam.policy import PolicyConfig
     from htam.status import Status
+    RULE = PolicyConfig()
 
     path, pause_at = sys.argv[1], int(sys.argv[2])
     original = updates._update_edge
@@ -99,7 +106,7 @@ KILLED = textwrap.dedent(
         for current in range(10_000):
             record = StepRecord("run", "task", "sig", current, ["fusion"], "precision",
                                 "precision.tensor_core_dot", Status.OK, 1.0, 1.2, 0.3)
-            bank.record_step(record)
+            bank.record_step(record, config=RULE)
             print("COMMITTED", current, flush=True)
     """
 )
@@ -134,7 +141,7 @@ def test_kill_9_inside_an_update_keeps_every_commit(tmp_path):
         assert all(bank.has_step("run", "task", step) for step in committed)
         assert not bank.has_step("run", "task", 25)  # the interrupted update left no trace
         assert len(bank.evidence("precision.tensor_core_dot")) == 3
-        assert bank.record_step(_after_kill())  # the lock died with the writer
+        assert bank.record_step(_after_kill(), config=RULE)  # the lock died with the writer
 
 
 @pytest.mark.parametrize("delay", [0.3, 0.7])

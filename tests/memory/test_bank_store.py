@@ -9,7 +9,9 @@ import pytest
 
 from htam.memory import MemoryBank, MemoryBankError, load_seed
 from htam.memory.schema import APPLICATION_ID, SCHEMA_V1, SCHEMA_VERSION
-from htam.policy import OP_FAMILIES, StateFeatures
+from htam.policy import OP_FAMILIES, PolicyConfig, StateFeatures
+
+RULE = PolicyConfig()  # the policy's update rule: the bank keeps none
 
 REQUIRED_DIRECTIONS = {
     "memory_access", "data_reuse", "parallel_mapping", "instruction_throughput",
@@ -83,7 +85,7 @@ def test_open_create_reopen_keeps_data(tmp_path, make_step):
     with pytest.raises(MemoryBankError, match="no memory bank here"):
         MemoryBank.open(path)
     with MemoryBank.open(path, create=True) as bank:
-        assert bank.record_step(make_step(0))
+        assert bank.record_step(make_step(0), config=RULE)
         mode = bank.connection.execute("PRAGMA journal_mode").fetchone()[0]
         assert mode == "wal"
     with MemoryBank.open(path, create=True) as bank:
@@ -177,7 +179,7 @@ def test_version_1_bank_is_migrated_in_place(tmp_path, make_step):
         (node,) = bank.all_locals()
         assert node.patterns == {} and node.pattern_for("cuda") == "one pass"
         assert bank.edge("fusion", "fusion").when == {}
-        assert bank.record_step(make_step(0))
+        assert bank.record_step(make_step(0), config=RULE)
 
 
 def test_unknown_ids_raise_key_errors(bank):

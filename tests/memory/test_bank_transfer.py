@@ -9,7 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from htam.memory import FlatMemory, MemoryBank, MemoryBankError, StepRecord, merge
+from htam.policy import PolicyConfig
 from htam.status import Status
+
+RULE = PolicyConfig()  # the policy's update rule: the bank keeps none
 
 DIRECTIONS = ["memory_access", "fusion", "precision"]
 LOCALS = {"memory_access": "memory_access.vectorized_access", "fusion": None,
@@ -19,7 +22,7 @@ LOCALS = {"memory_access": "memory_access.vectorized_access", "fusion": None,
 def _bank_with(records: list[StepRecord]) -> dict:
     with MemoryBank.in_memory() as bank:
         for record in records:
-            bank.record_step(record)
+            bank.record_step(record, config=RULE)
         return bank.export_json()
 
 
@@ -58,8 +61,10 @@ def _approx(a: dict, b: dict, skip: tuple[str, ...] = ()) -> None:
 
 def test_export_import_round_trip(tmp_path, make_step):
     with MemoryBank.in_memory() as bank:
-        bank.record_step(make_step(0, prefix=["precision"], lesson="fused three ops"))
-        bank.record_step(make_step(1, status=Status.TIMEOUT, reward=-0.8, error="hang"))
+        bank.record_step(make_step(0, prefix=["precision"], lesson="fused three ops"), config=RULE)
+        bank.record_step(
+            make_step(1, status=Status.TIMEOUT, reward=-0.8, error="hang"), config=RULE
+        )
         FlatMemory(bank).add("fused the chain", make_step(0))
         export = bank.export_json()
     text = json.dumps(export)  # serialisable
@@ -86,7 +91,7 @@ def test_import_refuses_bad_input(tmp_path, bank):
 def test_merge_adds_disjoint_statistics():
     a = _bank_with([_record("a", i, "fusion", Status.OK, 0.5) for i in range(3)])
     b = _bank_with([_record("b", i, "fusion", Status.INCORRECT, -0.5) for i in range(2)])
-    merged = merge(a, b)
+    merged = merge(a, b, RULE)
     fusion = next(g for g in merged["globals"] if g["id"] == "fusion")["stats"]
     assert (fusion["tries"], fusion["successes"]) == (5, 3)
     assert fusion["reward_sum"] == pytest.approx(0.5)
@@ -99,16 +104,16 @@ def test_merge_counts_shared_history_once():
     shared = [_record("s", i, DIRECTIONS[i % 3], Status.OK, 0.3) for i in range(6)]
     a = _bank_with(shared)
     b = _bank_with(shared + [_record("b", 0, "precision", Status.COMPILE_ERROR, -0.6)])
-    _approx(_stats(merge(a, a)), _stats(a))
+    _approx(_stats(merge(a, a, RULE)), _stats(a))
     # The EMA of merged banks is a tries-weighted mean (an EMA cannot be un-added): skip it.
-    _approx(_stats(merge(a, b)), _stats(b), skip=("ema",))
-    assert len(merge(a, b)["steps"]) == 7
+    _approx(_stats(merge(a, b, RULE)), _stats(b), skip=("ema",))
+    assert len(merge(a, b, RULE)["steps"]) == 7
 
 
 def test_merge_unions_evidence_without_duplicates_and_stays_bounded(tmp_path):
     a = _bank_with([_record("a", i, "precision", Status.OK, 0.1 * (i + 1)) for i in range(2)])
     b = _bank_with([_record("b", i, "precision", Status.OK, 0.15 * (i + 1)) for i in range(2)])
-    merged = merge(a, merge(a, b))
+    merged = merge(a, merge(a, b, RULE), RULE)
     keys = [(e["run_id"], e["step"]) for e in merged["evidence"]]
     assert len(keys) == len(set(keys)) == 3  # evidence_keep positive records
     assert sorted(e["reward"] for e in merged["evidence"]) == pytest.approx([0.15, 0.2, 0.3])
@@ -148,6 +153,6 @@ def test_merge_is_commutative_on_statistics(steps_a, steps_b):
         for run, i, d, status, r in steps_b
     ]
     a, b = build(steps_a, "a"), build(steps_b, "b")
-    ab, ba = merge(a, b), merge(b, a)
+    ab, ba = merge(a, b, RULE), merge(b, a, RULE)
     assert _stats(ab) == _stats(ba)
     assert ab["steps"] == ba["steps"] and ab["evidence"] == ba["evidence"]

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from htam.memory import guidance
-from htam.policy import FLAT_DIRECTION
+from htam.policy import FLAT_DIRECTION, PolicyConfig
 from htam.status import Status
+
+RULE = PolicyConfig()  # the policy's update rule: the bank keeps none
 
 
 def test_guidance_renders_every_part(bank, make_step):
@@ -12,11 +14,11 @@ def test_guidance_renders_every_part(bank, make_step):
     local = "instruction_throughput.fast_exp2"
     bank.record_step(
         make_step(0, prefix=[prev], direction=direction, local=local, reward=0.6,
-                  lesson="fold log2e into the scale")
+                  lesson="fold log2e into the scale"), config=RULE
     )  # fmt: skip
     bank.record_step(
         make_step(1, prefix=[prev], direction=direction, local=local,
-                  status=Status.INCORRECT, reward=-0.5, error="max abs diff 3e-2")
+                  status=Status.INCORRECT, reward=-0.5, error="max abs diff 3e-2"), config=RULE
     )  # fmt: skip
     text = guidance(bank, direction, local, prev)
     assert "Direction: Instruction Throughput (instruction_throughput)" in text

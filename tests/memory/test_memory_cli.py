@@ -8,7 +8,10 @@ from typer.testing import CliRunner
 
 from htam.cli import app
 from htam.memory import MemoryBank, StepRecord
+from htam.policy import PolicyConfig
 from htam.status import Status
+
+RULE = PolicyConfig()  # the policy's update rule: the bank keeps none
 
 runner = CliRunner()
 
@@ -22,7 +25,7 @@ def _learn(path, run: str) -> None:
         for step in range(3):
             bank.record_step(
                 StepRecord(run, "t", "sig", step, ["fusion"] * step, "memory_access",
-                           "memory_access.vectorized_access", Status.OK, 1.0, 1.5, 0.4)
+                           "memory_access.vectorized_access", Status.OK, 1.0, 1.5, 0.4), config=RULE
             )  # fmt: skip
 
 

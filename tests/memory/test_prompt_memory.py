@@ -13,8 +13,11 @@ from htam.evaluate.result import EvalResult, Timing
 from htam.llm import LLMClient, LLMProposer, resolve_config
 from htam.llm.replay_server import ReplayServer, Scripted
 from htam.memory import MemoryBank, StepRecord, load_seed
+from htam.policy import PolicyConfig
 from htam.status import Status
 from htam.tasks import load_task
+
+RULE = PolicyConfig()  # the policy's update rule: the bank keeps none
 
 TASK = Path(__file__).resolve().parents[2] / "htam/tasks/builtin/level2/5_Elementwise_Chain.py"
 KEEP = ("fusion", "memory_access")  # two real directions, all their real strategies
@@ -104,7 +107,7 @@ def _remember(bank: MemoryBank) -> None:
             bank.record_step(
                 StepRecord("past", f"t{i}", "softmax [softmax]", j, [KEEP[i % 2]],
                            node.direction, node.id, status, 1.0, 1.5 if r > 0 else None, r,
-                           "" if r > 0 else f"error in {node.id}", f"lesson of {node.id}")
+                           "" if r > 0 else f"error in {node.id}", f"lesson of {node.id}"), config=RULE
             )  # fmt: skip
 
 

@@ -14,6 +14,8 @@ from htam.memory import MemoryBank
 from htam.policy import PolicyConfig, StateFeatures, make_policy, position_weights
 from htam.status import Status
 
+RULE = PolicyConfig()  # the policy's update rule: the bank keeps none
+
 CONFIG = PolicyConfig()
 IDS = ["d0", "d1", "d2", "d3"]
 
@@ -63,7 +65,7 @@ def _trained(seed_data: dict, make_record) -> MemoryBank:
     bank = MemoryBank.in_memory(seed_data)
     for i in range(12):
         bank.record_step(make_record(i, [IDS[i % 4], IDS[(i + 1) % 4]], IDS[(i + 2) % 4],
-                                     (i % 5) / 5 - 0.3))  # fmt: skip
+                                     (i % 5) / 5 - 0.3), config=RULE)  # fmt: skip
     return bank
 
 
@@ -86,7 +88,7 @@ def test_decisions_are_reproducible_with_a_seed(toy_seed, make_record, seed, pre
 
 def test_sampling_follows_the_probabilities(toy_bank, make_record):
     for i in range(10):
-        toy_bank.record_step(make_record(i, ["d0"], "d1", 0.9))
+        toy_bank.record_step(make_record(i, ["d0"], "d1", 0.9), config=RULE)
     policy = make_policy("htam", CONFIG, toy_bank)
     rng = random.Random(0)
     decisions = [policy.decide(["d0"], StateFeatures(), rng) for _ in range(2000)]
@@ -135,7 +137,7 @@ def test_the_prefix_matters_after_learning(toy_bank, make_record):
 
 def test_exploration_favours_untried_directions(toy_bank, make_record):
     for i in range(20):
-        toy_bank.record_step(make_record(i, [], "d0", 0.0))
+        toy_bank.record_step(make_record(i, [], "d0", 0.0), config=RULE)
     terms = make_policy("htam", CONFIG, toy_bank).explain([], StateFeatures())["directions"]
     assert terms["d1"]["exploration"] == pytest.approx(CONFIG.c * math.sqrt(math.log(20)))
     assert terms["d0"]["exploration"] == pytest.approx(CONFIG.c * math.sqrt(math.log(20) / 21))
@@ -152,7 +154,7 @@ def test_random_method_is_uniform(seed_bank):
 
 def test_edge_rule_mean_is_the_shrunk_weighted_mean_of_the_edge(toy_bank, make_record):
     for i, r in enumerate((0.8, 0.4)):
-        toy_bank.record_step(make_record(i, ["d0"], "d1", r), weights=[1.0])
+        toy_bank.record_step(make_record(i, ["d0"], "d1", r), weights=[1.0], config=RULE)
     mean = PolicyConfig(edge_rule="mean", K=1)
     terms = make_policy("htam", mean, toy_bank).explain(["d0"], StateFeatures())["directions"]
     value = 1.2 / (2 + mean.value_shrink)  # V(d1) = 0.4

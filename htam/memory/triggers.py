@@ -1,4 +1,9 @@
-"""The state features the policy sees, and the seed triggers that read them (prior(g | s_t)).
+"""The trigger language of the graph: state features, and the seed triggers that read them.
+
+The graph's nodes carry triggers (the seed's static priors, prior(g | s_t)) and its edges carry
+``when`` conditions; both are conditions on :class:`StateFeatures`, the features of a task and
+of its current implementation that the direction policy sees. They live with the graph's data
+(htam.memory never imports htam.policy); the policy scores with them.
 
 A trigger is a conjunction of conditions on :class:`StateFeatures` with a weight and a reason::
 
