@@ -150,6 +150,7 @@ def prefix_code(traced: Traced, stops: dict[str, CNode]) -> list[str]:
     for n in need:
         if n.op == "get_attr" and not _resolves(traced.model, n.target):
             raise NoMatch(f"the library prefix reads {n.target}, a tensor made inside forward")
+    _no_baked_attributes(traced.model, need)
     graph = fx.Graph()
     env: dict[fx.Node, fx.Node] = {}
     for n in traced.graph.graph.nodes:
@@ -178,6 +179,25 @@ def prefix_code(traced: Traced, stops: dict[str, CNode]) -> list[str]:
     if used & {"fx_pytree", "pytree", "device", "inf", "nan", "NoneType"}:
         raise NoMatch("the library prefix uses names a solution does not define")
     return lines
+
+
+def _no_baked_attributes(model: torch.nn.Module, nodes: set[fx.Node]) -> None:
+    """fx inlines the traced instance's plain attributes (``self.heads`` becomes ``4``): a
+    prefix whose call arguments hold a constructor value would compute wrongly for other init
+    inputs, so it is refused (conservatively: any equal constant counts)."""
+    scalars = {k: v for k, v in vars(model).items() if type(v) in (int, float)}
+    if not scalars:
+        return
+    constants: set = set()
+    for n in nodes:
+        if n.op in ("call_function", "call_method", "call_module"):
+            fx.node.map_aggregate(
+                (n.args, n.kwargs),
+                lambda a: constants.add(a) if type(a) in (int, float) else None,
+            )
+    baked = sorted(f"{k}={v!r}" for k, v in scalars.items() if v in constants)
+    if baked:
+        raise NoMatch(f"the library prefix would bake in constructor values ({', '.join(baked)})")
 
 
 def _library_names(prefix: list[CNode]) -> str:

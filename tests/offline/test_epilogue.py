@@ -104,6 +104,20 @@ def test_nothing_after_the_library_call_is_no_match():
     assert "Conv2d" in reason and "no kernel would remain" in reason
 
 
+def test_a_prefix_that_would_bake_in_a_constructor_value_is_no_match():
+    """fx inlines self.heads as a literal: a prefix reshaping by it would be wrong for other init
+    inputs (builtin 3_Transformer_Layer with HEADS=3 gave max abs error 0.09), so it is refused."""
+    init = CONV + "\n        self.groups = 4"
+    forward = (
+        "        y = self.conv(x)\n"
+        "        y = y.view(y.shape[0], self.groups, -1).sum(1)\n"
+        "        return torch.relu(y)"
+    )
+    task = _task("baked", init, forward, "torch.randn(1, 3, 8, 8)")
+    assert match(task) is None
+    assert "bake in constructor values (groups=4)" in explain_no_match(task)
+
+
 def test_forward_inputs_survive_the_prefix():
     """fx frees dead values (`x = None`); the kernel still reads x after the prefix."""
     code = solution(TASKS["linear_residual_input"], "triton")
