@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from htam.tasks import Task, TaskError, load_suite, signature
+from htam.tasks.runtime import num_extra
 from htam.tasks.signatures import format_specs, human
 
 tasks_app = typer.Typer(
@@ -88,6 +89,8 @@ def _task_dict(task: Task) -> dict:
         "level": task.level,
         "digest": task.digest,
         "path": str(task.path) if task.path else None,
+        "kind": task.kind,
+        "configs": 1 + num_extra(task),  # the timed one and those checked for correctness
         "signature": signature(task, "small").to_dict(),
     }
 
@@ -100,6 +103,7 @@ def _table(tasks: list[Task], title: str) -> Table:
     table.add_column("FLOPs", justify="right")
     table.add_column("bytes", justify="right")
     table.add_column("shapes (in -> out)")
+    table.add_column("configs", justify="right")
     for task in tasks:
         sig = signature(task, "small")
         table.add_row(
@@ -109,5 +113,6 @@ def _table(tasks: list[Task], title: str) -> Table:
             human(sig.flops),
             human(sig.bytes, "B"),
             f"{format_specs(sig.inputs)} -> {format_specs(sig.outputs)}",
+            str(1 + num_extra(task)),
         )
     return table

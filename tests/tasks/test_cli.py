@@ -60,3 +60,20 @@ def test_missing_path_and_bad_levels(tmp_path):
     assert "no such file or directory" in result.stderr
     result = runner.invoke(app, ["tasks", "list", "--levels", "one"])
     assert result.exit_code == 2
+
+
+def test_list_gives_kind_and_configuration_counts(tmp_path):
+    """Robust-KBench's layout: the timed configuration plus those checked for correctness."""
+    from .robust_fixture import write_tree
+
+    root = write_tree(tmp_path)
+    result = runner.invoke(app, ["tasks", "list", str(root), "--json"])
+    assert result.exit_code == 0, result.output
+    got = {t["id"]: (t["kind"], t["configs"]) for t in json.loads(result.stdout)["tasks"]}
+    # scale: the single one plus 2x2x2 multi combinations, one of which repeats the single one
+    assert got["robust-kbench/scale"] == ("forward", 8)
+    assert got["robust-kbench/scale_backward"] == ("backward", 8)
+    # hinge: its single setting and the multi one (get_inputs' defaults)
+    assert got["robust-kbench/hinge"] == ("forward", 2)
+    table = runner.invoke(app, ["tasks", "list", str(root)], env={"COLUMNS": "220"})
+    assert "configs" in table.stdout
