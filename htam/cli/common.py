@@ -121,9 +121,20 @@ MEMORY_LIMIT_HELP = (
 TIMEOUT_HELP = "time limit after the build, seconds (default 120; raised with the reference's time)"
 
 
-def limit_overrides(memory_limit_mb: int | None, timeout_s: float | None) -> dict:
-    """EvalConfig fields for the limits a user raised (the message of a hit limit names them)."""
+COMPILE_HELP = (
+    "also time the reference under torch.compile (default: on a GPU only; on the CPU it adds "
+    "1-3 minutes to a task's first reference job, once: inductor compiles C++)"
+)
+
+
+def limit_overrides(
+    memory_limit_mb: int | None, timeout_s: float | None, compile_reference: bool | None = None
+) -> dict:
+    """EvalConfig fields for the limits a user raised (the message of a hit limit names them)
+    and for a torch.compile reference asked for or declined."""
     out: dict = {}
+    if compile_reference is not None:
+        out["time_compile_reference"] = compile_reference
     if memory_limit_mb is not None:
         out["memory_limit_mb"] = memory_limit_mb
     if timeout_s is not None:

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from htam.cli.common import (
+    COMPILE_HELP,
     MEMORY_LIMIT_HELP,
     TIMEOUT_HELP,
     console,
@@ -78,6 +79,9 @@ def eval_command(
         None, "--memory-limit-mb", min=256, help=MEMORY_LIMIT_HELP
     ),
     timeout_s: float | None = typer.Option(None, "--timeout-s", min=1.0, help=TIMEOUT_HELP),
+    compile_reference: bool | None = typer.Option(
+        None, "--compile-reference/--no-compile-reference", help=COMPILE_HELP
+    ),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
     show_log: bool = typer.Option(False, "--log", help="print the candidate's captured output"),
 ) -> None:
@@ -90,7 +94,7 @@ def eval_command(
     task = resolve_task(task_spec)
     try:
         size = timed_size(target, language, size, task)
-        limits = limit_overrides(memory_limit_mb, timeout_s)
+        limits = limit_overrides(memory_limit_mb, timeout_s, compile_reference)
         config = EvalConfig(size=size, allow_torch=allow_torch, **limits)
         with Evaluator(target, config) as evaluator:
             result = evaluator.evaluate(task, code, language)

@@ -15,6 +15,7 @@ from typing import NoReturn
 import typer
 
 from htam.cli.common import (
+    COMPILE_HELP,
     LANGUAGE_HELP,
     MEMORY_LIMIT_HELP,
     METHOD_HELP,
@@ -87,9 +88,7 @@ def optimize_command(
     base_url: str | None = typer.Option(None, help="any OpenAI-compatible endpoint (with --model)"),
     model: str | None = typer.Option(None, help="model name for --llm or --base-url"),
     steps: int = typer.Option(6, min=1, help="optimization steps T"),
-    target: str | None = typer.Option(
-        None, help=TARGET_HELP
-    ),
+    target: str | None = typer.Option(None, help=TARGET_HELP),
     language: str | None = typer.Option(None, help=LANGUAGE_HELP),
     size: str | None = typer.Option(
         None, help="size timed: small or large (default: large; on the CPU for C++ under 300 MB)"
@@ -109,6 +108,9 @@ def optimize_command(
         None, "--memory-limit-mb", min=256, help=MEMORY_LIMIT_HELP
     ),
     timeout_s: float | None = typer.Option(None, "--timeout-s", min=1.0, help=TIMEOUT_HELP),
+    compile_reference: bool | None = typer.Option(
+        None, "--compile-reference/--no-compile-reference", help=COMPILE_HELP
+    ),
     tasks: str | None = typer.Option(
         None, help="many tasks: fnmatch globs on task id or name within TASK (a suite)"
     ),
@@ -144,11 +146,25 @@ def optimize_command(
         if seed != 0:
             fail("--seed with many tasks: run `htam bench SUITE --seeds N` instead")
         spec = ProposerSpec(llm=llm, base_url=base_url, model=model)
-        raise typer.Exit(optimize_many(
-            task, tasks, levels, method=method, steps=steps, target=target, language=language,
-            size=size, memory=memory or default_memory(), out=out, resume=resume,
-            workers=workers, ray=check_ray(ray, ray_address), spec=spec,
-            eval_overrides=limit_overrides(memory_limit_mb, timeout_s)))
+        raise typer.Exit(
+            optimize_many(
+                task,
+                tasks,
+                levels,
+                method=method,
+                steps=steps,
+                target=target,
+                language=language,
+                size=size,
+                memory=memory or default_memory(),
+                out=out,
+                resume=resume,
+                workers=workers,
+                ray=check_ray(ray, ray_address),
+                spec=spec,
+                eval_overrides=limit_overrides(memory_limit_mb, timeout_s, compile_reference),
+            )
+        )
     try:
         config = OptimizeConfig(
             method=method, steps=steps, seed=seed, target=target, language=language
@@ -176,7 +192,10 @@ def optimize_command(
         with (
             MemoryBank.open(memory, create=True) as bank,
             Evaluator(
-                target, EvalConfig(size=size, **limit_overrides(memory_limit_mb, timeout_s))
+                target,
+                EvalConfig(
+                    size=size, **limit_overrides(memory_limit_mb, timeout_s, compile_reference)
+                ),
             ) as evaluator,
             view.display(),
         ):

@@ -39,3 +39,21 @@ def test_doctor_reports_each_protection():
     assert set(report["checks"]) >= {"an own user id per candidate", "no new sockets (seccomp)"}
     # Missing protections are named, one line each; none is silently skipped.
     assert all(report["checks"].values()) == (report["missing"] == [])
+
+
+def test_compile_reference_on_the_cpu_gives_a_speedup_vs_torch_compile(tmp_path):
+    """On the CPU torch.compile is off by default (it costs minutes once); asked for, the
+    result carries the compiled reference's time and the speedup against it."""
+    import json
+
+    path = tmp_path / "relu.py"
+    path.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+        "    def forward(self, x):\n        return torch.relu(x)\n"
+    )
+    args = ["eval", "level1/1_ReLU", str(path), "--target", "cpu", "--size", "small"]
+    result = runner.invoke(app, [*args, "--allow-torch", "--compile-reference", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["status"] == "ok" and data["ref_compile_runtime_ms"] > 0
+    assert data["speedup_vs_compile"] > 0
