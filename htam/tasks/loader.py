@@ -168,5 +168,8 @@ def _validate(task: Task, path: Path) -> None:
             model, inputs = instantiate(task, "small")
             with torch.no_grad():
                 model(*inputs)
+    except TaskError as error:  # from the isolated run (no meta kernels): already one line
+        cause = error.problem.removeprefix("the reference failed to run: ")
+        raise TaskError(path, f"reference fails at the small size: {cause}") from error
     except Exception as error:  # the reference's own failure, reported as the task's problem
         raise TaskError(path, f"reference fails at the small size: {one_line(error)}") from error

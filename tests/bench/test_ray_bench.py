@@ -97,14 +97,17 @@ def test_a_killed_node_reruns_its_unit_elsewhere(killed):
     out, outcome, killed_nodes, events = killed
     assert len(killed_nodes) == 1
     assert outcome.planned == 6 and len(outcome.done) == 6 and outcome.failed == []
-    assert outcome.retried == [VICTIM]
+    # the killer fires while VICTIM runs; on a loaded machine the node may have finished it and
+    # taken the next unit by the time the raylet dies: the retried unit is whichever it ran
+    assert len(outcome.retried) == 1
+    lost = outcome.retried[0]
     log = _log(out)
-    victim = [r for r in log if r["unit"] == VICTIM]
+    victim = [r for r in log if r["unit"] == lost]
     assert [(r["status"], r["attempt"]) for r in victim] == [("retry", 1), ("done", 2)]
     assert victim[0]["node"] == killed_nodes[0] and "died" in victim[0]["error"]
     assert victim[1]["node"] != killed_nodes[0]
     # no other unit ran twice: one record each, done at the first attempt
-    others = [r for r in log if r["unit"] != VICTIM]
+    others = [r for r in log if r["unit"] != lost]
     assert sorted((r["status"], r["attempt"]) for r in others) == [("done", 1)] * 5
     assert len({r["unit"] for r in others}) == 5
     assert all(r["device"].startswith("ray:") and r["wall_s"] > 0 for r in log if r["wall_s"])
