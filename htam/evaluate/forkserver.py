@@ -28,7 +28,7 @@ from pathlib import Path
 from htam.evaluate import isolation
 from htam.evaluate.config import SECRET_MARKERS
 
-PRELOAD = ("torch", "htam.evaluate.worker", "htam.evaluate.judge", "htam.evaluate.harness")
+PRELOAD = ("torch", "htam.evaluate.trusted_jobs", "htam.evaluate.judge", "htam.evaluate.harness")
 OPTIONAL_PRELOAD = ("triton", "triton.language")
 _HEADER = struct.Struct("!Q")
 CONTROL_TIMEOUT_S = 60.0  # no control answer takes longer unless the server is dead or stopped

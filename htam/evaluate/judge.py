@@ -25,7 +25,7 @@ from htam.evaluate import buffers, channel, gradients, measure
 from htam.evaluate.compare import compare_tensor
 from htam.evaluate.config import Tolerance
 from htam.evaluate.runner import Runner, Verdict
-from htam.evaluate.worker import Emitter, as_list, build, configs, inputs_for, task_module
+from htam.evaluate.trusted_jobs import Emitter, as_list, build, configs, inputs_for, task_module
 
 _perf = time.perf_counter
 _clock = time.monotonic
@@ -368,7 +368,7 @@ def run(job: dict, emit: Emitter, cand_sock: socket.socket, ref_sock: socket.soc
     except Verdict as v:
         emit({"type": "verdict", "status": v.status, "message": v.message})
     except torch.cuda.OutOfMemoryError as exc:
-        from htam.evaluate.worker import one_line
+        from htam.evaluate.trusted_jobs import one_line
 
         emit({"type": "verdict", "status": "error", "message": one_line(exc)})
     finally:

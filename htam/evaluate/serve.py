@@ -251,14 +251,14 @@ def _judge_main(control: socket.socket, warm_cuda: bool) -> None:
     _stdio_to(request["log"])
     job = request["job"]
     if job["kind"] == "judge":
-        from htam.evaluate import judge, worker
+        from htam.evaluate import judge, trusted_jobs
 
         cand, ref = (socket.socket(fileno=fd) for fd in fds[1:3])
-        judge.run(job, worker.Emitter(fds[0]), cand, ref)
+        judge.run(job, trusted_jobs.Emitter(fds[0]), cand, ref)
     else:
-        from htam.evaluate import worker
+        from htam.evaluate import trusted_jobs
 
-        worker.run(job, fds[0])
+        trusted_jobs.run(job, fds[0])
 
 
 def _candidate_main(control: socket.socket, job_dir: str, uid: int, plan, limits, warm) -> None:

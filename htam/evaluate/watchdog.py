@@ -16,7 +16,7 @@ from pathlib import Path
 
 from htam.evaluate import isolation
 from htam.evaluate.forkserver import ForkServer
-from htam.evaluate.worker import decode_frames
+from htam.evaluate.trusted_jobs import decode_frames
 
 _TICK_S = 0.05
 
