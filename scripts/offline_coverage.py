@@ -73,7 +73,7 @@ def direct_check(task, code: str) -> str:
     import torch
 
     from htam.evaluate.compare import compare_tensor
-    from htam.evaluate.config import TOLERANCES
+    from htam.evaluate.eval_config import TOLERANCES
     from htam.tasks.module import load_task_module
 
     digest = hashlib.sha1(code.encode()).hexdigest()[:16]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from htam.evaluate.config import EvalConfig
+    from htam.evaluate.eval_config import EvalConfig
     from htam.evaluate.evaluator import Reference
     from htam.evaluate.result import EvalResult
     from htam.tasks.task import Task

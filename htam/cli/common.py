@@ -69,7 +69,7 @@ def resolve_task(spec: str):
 
 def default_memory() -> Path:
     """The bank used when none is named: one per user, shared by every task and method."""
-    from htam.evaluate.config import cache_root
+    from htam.evaluate.eval_config import cache_root
 
     return cache_root() / "memory.db"
 

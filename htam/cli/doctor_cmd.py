@@ -14,7 +14,7 @@ def doctor_command(
 ) -> None:
     """Try each isolation a candidate runs under, and say what this machine cannot offer."""
     from htam.evaluate import isolation
-    from htam.evaluate.config import cache_root, machine_memory_mb
+    from htam.evaluate.eval_config import cache_root, machine_memory_mb
 
     plan = isolation.probe()
     rows = {

@@ -7,7 +7,7 @@ the proposer protocol) that must not pay for importing torch.
 from htam.lazy import lazy_exports
 
 _EXPORTS = {
-    "EvalConfig": "htam.evaluate.config",
+    "EvalConfig": "htam.evaluate.eval_config",
     "Evaluator": "htam.evaluate.evaluator",
     "EvaluatorError": "htam.evaluate.evaluator",
     "Reference": "htam.evaluate.evaluator",

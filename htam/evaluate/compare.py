@@ -7,7 +7,7 @@ import weakref
 
 import torch
 
-from htam.evaluate.config import TOLERANCES, Tolerance
+from htam.evaluate.eval_config import TOLERANCES, Tolerance
 
 
 def _tolerance(dtype: torch.dtype, table: dict[str, Tolerance]) -> Tolerance | None:

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from htam.evaluate import integrity, isolation, roofline
-from htam.evaluate.config import EvalConfig
+from htam.evaluate.eval_config import EvalConfig
 from htam.evaluate.forkserver import ForkServer, ForkServerError
 from htam.evaluate.result import EvalResult, Timing, truncate
 from htam.evaluate.static import check_source

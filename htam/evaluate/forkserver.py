@@ -26,7 +26,7 @@ import threading
 from pathlib import Path
 
 from htam.evaluate import isolation
-from htam.evaluate.config import SECRET_MARKERS
+from htam.evaluate.eval_config import SECRET_MARKERS
 
 PRELOAD = ("torch", "htam.evaluate.trusted_jobs", "htam.evaluate.judge", "htam.evaluate.harness")
 OPTIONAL_PRELOAD = ("triton", "triton.language")

@@ -23,7 +23,7 @@ import torch
 
 from htam.evaluate import buffers, channel, gradients, measure
 from htam.evaluate.compare import compare_tensor
-from htam.evaluate.config import Tolerance
+from htam.evaluate.eval_config import Tolerance
 from htam.evaluate.runner import Runner, Verdict
 from htam.evaluate.trusted_jobs import Emitter, as_list, build, configs, inputs_for, task_module
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import signal
 
-from htam.evaluate.config import EvalConfig
+from htam.evaluate.eval_config import EvalConfig
 from htam.evaluate.result import EvalResult, Timing
 from htam.evaluate.watchdog import JobOutcome
 from htam.status import Status

@@ -4,7 +4,7 @@ import torch
 
 from htam.evaluate import compare
 from htam.evaluate.compare import compare_outputs, compare_tensor
-from htam.evaluate.config import TOLERANCES
+from htam.evaluate.eval_config import TOLERANCES
 
 BIG = 3 * compare._SLICE + 123  # several slices and a ragged last one
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from htam.evaluate.cache import CachedEvaluator, hit_limit
-from htam.evaluate.config import EvalConfig
+from htam.evaluate.eval_config import EvalConfig
 from htam.evaluate.result import EvalResult
 from htam.status import Status
 from htam.tasks.task import Task
