@@ -12,7 +12,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from htam.bench.config import read_summary, unit_done
+from htam.bench.bench_config import read_summary, unit_done
 from htam.bench.metrics import geomean
 from htam.bench.results import load_plan
 

@@ -1,16 +1,16 @@
 """Benchmarks: suites x methods x seeds on one worker per device, metrics and reports.
 
-Names are imported lazily: a spawned worker imports ``htam.bench.worker`` and should not pay for
-jinja2 or matplotlib.
+Names are imported lazily: a spawned worker imports ``htam.bench.local_worker`` and should not
+pay for jinja2 or matplotlib.
 """
 
 from htam.lazy import lazy_exports
 
 _EXPORTS = {
-    "BenchConfig": "htam.bench.config",
-    "ProposerSpec": "htam.bench.config",
-    "Unit": "htam.bench.config",
-    "MEMORY_MODES": "htam.bench.config",
+    "BenchConfig": "htam.bench.bench_config",
+    "ProposerSpec": "htam.bench.bench_config",
+    "Unit": "htam.bench.bench_config",
+    "MEMORY_MODES": "htam.bench.bench_config",
     "BenchError": "htam.bench.runner",
     "BenchOutcome": "htam.bench.runner",
     "run_bench": "htam.bench.runner",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from htam.bench.config import MEMORYLESS, BenchConfig, Unit
+from htam.bench.bench_config import MEMORYLESS, BenchConfig, Unit
 
 
 def memory_dir(out: Path) -> Path:

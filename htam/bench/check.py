@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from htam.bench import check_worker as cw
+from htam.bench.bench_config import FIXED_ENV
 from htam.bench.check_report import CheckError, check_identity, load_records
-from htam.bench.config import FIXED_ENV
 from htam.tasks.task import Task
 
 MEMORY_FACTOR = 3  # inputs + outputs + parameters -> the reference's peak, with intermediates

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from htam.bench.config import BenchConfig, Unit
+from htam.bench.bench_config import BenchConfig, Unit
 
 Event = Callable[[str, dict[str, Any]], None]
 

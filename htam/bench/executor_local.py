@@ -10,9 +10,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from htam.bench.config import BenchConfig, Unit
+from htam.bench.bench_config import BenchConfig, Unit
 from htam.bench.executor import Ledger
-from htam.bench.worker import worker_main
+from htam.bench.local_worker import worker_main
 
 POLL_S = 0.5
 

@@ -18,7 +18,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from htam.bench.config import FIXED_ENV, MEMORYLESS, BenchConfig, Unit
+from htam.bench.bench_config import FIXED_ENV, MEMORYLESS, BenchConfig, Unit
 from htam.bench.executor import Ledger
 
 POLL_S = 0.5

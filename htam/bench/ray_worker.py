@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from htam.bench.config import FIXED_ENV, BenchConfig, Unit
+from htam.bench.bench_config import FIXED_ENV, BenchConfig, Unit
 
 
 class UnitWorker:
@@ -81,7 +81,7 @@ class UnitWorker:
         return SharedBank.from_owner(self.owner, str(path), self.scratch / "snapshots")
 
     def run(self, unit: Unit, task, attempt: int) -> dict[str, Any]:
-        from htam.bench.worker import _write_status, run_unit
+        from htam.bench.local_worker import _write_status, run_unit
 
         out = self.config.out
         status = {"slot": self.slot, "pid": self.info["pid"], "device": self.info["device"],

@@ -13,7 +13,7 @@ from urllib.parse import quote
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from htam.bench import markdown, plots
-from htam.bench.config import Unit
+from htam.bench.bench_config import Unit
 from htam.bench.markdown import Link
 from htam.bench.metrics import FAST_PS, UnitRow
 from htam.bench.results import bench_metrics, load_rows

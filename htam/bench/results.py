@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from htam.bench.config import Unit
+from htam.bench.bench_config import Unit
 from htam.bench.metrics import UnitRow, compute_metrics
 
 

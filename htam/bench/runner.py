@@ -18,7 +18,7 @@ import time
 from collections import deque
 
 from htam.bench.banks import prepare_shared
-from htam.bench.config import BenchConfig, Unit, plan_units, unit_done
+from htam.bench.bench_config import BenchConfig, Unit, plan_units, unit_done
 from htam.bench.executor import BenchOutcome, Event, Ledger, dispatch
 
 __all__ = ["BenchError", "BenchOutcome", "run_bench", "write_plan"]
@@ -68,8 +68,8 @@ def run_bench(config: BenchConfig, tasks: list, resume: bool = False,
     if pending:
         prepare_shared([u for u, _ in pending], config)
         by_id = {t.id: t for t in tasks}
-        # The executor's workers set FIXED_ENV themselves (htam.bench.worker.device_env): the
-        # caller's environment is left as it was.
+        # The executor's workers set FIXED_ENV themselves (htam.bench.local_worker.device_env):
+        # the caller's environment is left as it was.
         ledger = Ledger(config.out, outcome, on_event or (lambda *_: None))
         dispatch(config, by_id, pending, ledger)
     outcome.wall_s = time.monotonic() - started

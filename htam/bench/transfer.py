@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from htam.bench.config import BenchConfig, Unit
+from htam.bench.bench_config import BenchConfig, Unit
 from htam.bench.results import load_plan, load_rows
 from htam.bench.runner import run_bench
 

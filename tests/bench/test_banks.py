@@ -4,7 +4,7 @@ import pytest
 
 from htam.bench import BenchConfig, BenchError, Unit
 from htam.bench.banks import bank_path, frozen_source, open_bank, prepare_shared
-from htam.bench.config import plan_units, unit_done
+from htam.bench.bench_config import plan_units, unit_done
 from htam.bench.runner import write_plan
 from htam.memory import MemoryBank, StepRecord
 from htam.policy import PolicyConfig

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from htam.bench import load_rows, run_bench
-from htam.bench.worker import status_path
+from htam.bench.local_worker import status_path
 from htam.cli import app
 from htam.memory import MemoryBank
 from tests.bench.conftest import config, render_html, tasks

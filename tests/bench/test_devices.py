@@ -4,7 +4,7 @@ environment pins one GPU and keeps NVLink multicast off."""
 import pytest
 import typer
 
-from htam.bench.worker import device_env
+from htam.bench.local_worker import device_env
 from htam.cli.bench_cmd import gpu_devices
 
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from htam.bench import BenchConfig, run_bench
-from htam.bench.config import FIXED_ENV
+from htam.bench.bench_config import FIXED_ENV
 from htam.memory import MemoryBank
 from htam.policy import PolicyConfig
 from tests.bench.test_banks import record

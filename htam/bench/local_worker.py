@@ -1,4 +1,6 @@
-"""A bench worker: one process per GPU (or CPU slot) with its own evaluator and proposer.
+"""A bench worker of the local executor (htam.bench.executor_local): one process per GPU (or CPU
+slot) with its own evaluator and proposer. ``run_unit``, what a worker does with one unit, is
+shared with the Ray actor (htam.bench.ray_worker).
 
 Started with the ``spawn`` context; the first thing it does is to pin its device through
 ``CUDA_VISIBLE_DEVICES`` (before any CUDA call: importing torch, which the parent's main module
@@ -18,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from htam.bench.config import FIXED_ENV, BenchConfig, Unit
+from htam.bench.bench_config import FIXED_ENV, BenchConfig, Unit
 
 PARENT_POLL_S = 1.0
 
