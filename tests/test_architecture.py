@@ -222,3 +222,17 @@ def test_cli_help_names_exactly_the_registry():
     languages = _option_help(text, "--language")
     for target, langs in LANGUAGES.items():
         assert f"{' | '.join(langs)} ({target})" in languages
+
+
+def test_bench_help_and_plan_come_from_the_registry():
+    methods = _option_help(_help("bench"), "--methods")
+    named = re.findall(r"[a-z][a-z-]+", methods.split(":", 1)[1].split("[default")[0])
+    assert named == list(METHOD_NAMES)
+    from htam.bench.bench_config import MEMORYLESS, BenchConfig
+    from htam.vocab import METHODS, Guide
+
+    assert MEMORYLESS == tuple(n for n, spec in METHODS.items() if spec.guide is Guide.NONE)
+    config = BenchConfig(out=Path("unused"), methods=list(METHOD_NAMES), steps=5)
+    assert [config.planned_steps(m) for m in METHOD_NAMES] == [
+        METHODS[m].steps or 5 for m in METHOD_NAMES
+    ]

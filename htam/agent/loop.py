@@ -35,9 +35,7 @@ from htam.policy import FLAT_DIRECTION, PolicyConfig, reward
 from htam.proposer import Choice, Proposal, ProposalRequest, Proposer, Usage
 from htam.status import Status
 from htam.tasks import Task, signature
-from htam.vocab import METHOD_NAMES, method_spec
-
-ALL_METHODS = METHOD_NAMES  # the registry's names (htam.vocab), for older importers
+from htam.vocab import method_spec
 
 
 @dataclass

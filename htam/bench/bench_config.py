@@ -12,9 +12,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from htam.vocab import METHOD_NAMES, Guide, method_spec, methods_of
+
 MEMORY_MODES = ("accumulate", "frozen", "fresh")
-# Methods that never read the memory: they get no bank at all.
-MEMORYLESS = ("refine", "oneshot")
+# Methods that never read the memory (their guide is none, htam.vocab): they get no bank at all.
+MEMORYLESS = methods_of(Guide.NONE)
 # Kept in every process the bench starts (multicast over NVLink is off on the lent machines).
 FIXED_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
              "NVSHMEM_DISABLE_NVLS": "1"}
@@ -80,12 +82,10 @@ class BenchConfig:
     ray_slots: int | None = None
 
     def __post_init__(self) -> None:
-        from htam.agent.loop import ALL_METHODS
-
         self.out = Path(self.out)
-        unknown = [m for m in self.methods if m not in ALL_METHODS]
+        unknown = [m for m in self.methods if m not in METHOD_NAMES]
         if unknown:
-            raise ValueError(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(ALL_METHODS)}")
+            raise ValueError(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(METHOD_NAMES)}")
         if not self.methods:
             raise ValueError("no methods given")
         if self.memory_mode not in MEMORY_MODES:
@@ -102,7 +102,7 @@ class BenchConfig:
             raise ValueError("ray_slots must be at least 1")
 
     def planned_steps(self, method: str) -> int:
-        return 1 if method == "oneshot" else self.steps
+        return method_spec(method).steps_for(self.steps)
 
     def identity(self) -> dict[str, Any]:
         """What a resumed bench must share with the one it continues."""

@@ -11,7 +11,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from htam.cli.common import (
+    LANGUAGE_HELP,
     MEMORY_LIMIT_HELP,
+    METHOD_HELP,
+    TARGET_HELP,
     TIMEOUT_HELP,
     console,
     default_size,
@@ -106,9 +109,7 @@ def bench_command(
     suites: list[str] = typer.Argument(
         ..., help="builtin, a KernelBench checkout, a task directory or file"
     ),
-    methods: str = typer.Option(
-        "htam", help="comma list: htam,no-prefix,random,flat,refine,oneshot,..."
-    ),
+    methods: str = typer.Option("htam", help=f"comma list of methods: {METHOD_HELP}"),
     steps: int = typer.Option(6, min=1, help="optimization steps T per unit"),
     seeds: int = typer.Option(1, min=1, help="seeds 0..N-1 per (method, task)"),
     llm: str | None = typer.Option(None, help="LLM preset (default: the offline proposer)"),
@@ -119,10 +120,8 @@ def bench_command(
         help="a custom proposer factory module:attr, called with target= and language= "
         "in each worker (e.g. a scripted proposer)",
     ),
-    target: str | None = typer.Option(
-        None, help="cuda or cpu (default: cuda when a GPU is visible)"
-    ),
-    language: str | None = typer.Option(None, help="cuda | triton (cuda); cpp | triton (cpu)"),
+    target: str | None = typer.Option(None, help=TARGET_HELP),
+    language: str | None = typer.Option(None, help=LANGUAGE_HELP),
     size: str | None = typer.Option(None, help="task size: small (CPU) or large (GPU)"),
     gpus: str = typer.Option("all", help="all, or indices of visible GPUs: 0,1 (one worker each)"),
     workers: int = typer.Option(1, min=1, help="worker processes when --target cpu"),

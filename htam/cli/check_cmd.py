@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from htam.cli.common import console, err_console, fail
+from htam.vocab import Target, targets_help
 
 
 def default_jobs(target: str) -> int:
@@ -169,8 +170,8 @@ def check_command(
     from htam.tasks import TaskError, load_suite
 
     target = target or default_target()
-    if target not in ("cuda", "cpu"):
-        fail(f"unknown target {target!r}; choose cuda or cpu")
+    if target not in tuple(Target):
+        fail(f"unknown target {target!r}; choose {targets_help()}")
     if size not in ("small", "large"):
         fail(f"unknown size {size!r}; choose small or large")
     if measurers < 1 or (jobs is not None and jobs < 0):

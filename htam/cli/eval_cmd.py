@@ -11,6 +11,7 @@ from rich.table import Table
 from htam.cli.common import (
     COMPILE_HELP,
     MEMORY_LIMIT_HELP,
+    TARGET_HELP,
     TIMEOUT_HELP,
     console,
     fail,
@@ -63,9 +64,7 @@ def eval_command(
         help="task file (KernelBench format) or built-in task id, as for `htam optimize`",
     ),
     solution_file: Path = typer.Argument(..., help="Python file defining ModelNew"),
-    target: str | None = typer.Option(
-        None, help="cuda or cpu (default: cuda when a GPU is visible)"
-    ),
+    target: str | None = typer.Option(None, help=TARGET_HELP),
     language: str | None = typer.Option(
         None, help="cuda | triton (target cuda), cpp | triton (target cpu)"
     ),

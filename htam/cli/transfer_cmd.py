@@ -10,7 +10,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from htam.cli.bench_cmd import _check_proposer, _progress, gpu_devices, load_tasks
-from htam.cli.common import console, default_size, fail, resolve_target
+from htam.cli.common import (
+    LANGUAGE_HELP,
+    TARGET_HELP,
+    console,
+    default_size,
+    fail,
+    resolve_target,
+)
 
 
 def transfer_command(
@@ -29,10 +36,8 @@ def transfer_command(
     base_url: str | None = typer.Option(None, help="any OpenAI-compatible endpoint (with --model)"),
     model: str | None = typer.Option(None, help="model name for --llm or --base-url"),
     proposer: str | None = typer.Option(None, help="a custom proposer factory module:attr"),
-    target: str | None = typer.Option(
-        None, help="cuda or cpu (default: cuda when a GPU is visible)"
-    ),
-    language: str | None = typer.Option(None, help="cuda | triton (cuda); cpp | triton (cpu)"),
+    target: str | None = typer.Option(None, help=TARGET_HELP),
+    language: str | None = typer.Option(None, help=LANGUAGE_HELP),
     size: str | None = typer.Option(None, help="task size: small (CPU) or large (GPU)"),
     gpus: str = typer.Option("all", help="all, or indices of visible GPUs (one worker each)"),
     workers: int = typer.Option(1, min=1, help="worker processes when --target cpu"),
