@@ -6,8 +6,8 @@ trigger language (``htam.memory.triggers``), re-exported here for the policy's c
 """
 
 from htam.memory.triggers import FLAT_DIRECTION, OP_FAMILIES, StateFeatures, Trigger
-from htam.policy.config import PolicyConfig, position_weights, uniform_weights
 from htam.policy.policies import METHODS, Decision, DirectionPolicy, make_policy, step_rng
+from htam.policy.policy_config import PolicyConfig, position_weights, uniform_weights
 from htam.policy.reward import reward, timing_noise
 
 __all__ = [

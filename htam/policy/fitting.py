@@ -9,8 +9,8 @@ element only gets the credit the more recent ones do not already explain. (A pla
 mean of rewards per edge would credit a -> c with the reward of a good b -> c in the path a, b, c,
 and the policy would keep trying a bad a -> c.)
 
-These are the rule's numbers; :class:`htam.policy.config.PolicyConfig` applies them with its
-constants, and the memory (htam.memory.updates) persists what they return.
+These are the rule's numbers; :class:`htam.policy.policy_config.PolicyConfig` applies them with
+its constants, and the memory (htam.memory.updates) persists what they return.
 """
 
 from __future__ import annotations

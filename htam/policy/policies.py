@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from htam.memory.triggers import FLAT_DIRECTION, StateFeatures, Trigger, trigger_prior
-from htam.policy.config import PolicyConfig, position_weights, uniform_weights
 from htam.policy.fitting import shrunk_value
+from htam.policy.policy_config import PolicyConfig, position_weights, uniform_weights
 from htam.policy.scoring import DirectionView, prior, score_terms, softmax
 from htam.vocab import Guide, method_spec, methods_of
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 
-from htam.policy.config import PolicyConfig
+from htam.policy.policy_config import PolicyConfig
 from htam.status import Status
 
 

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 
 from htam.memory.model import EdgeView
 from htam.memory.triggers import StateFeatures, Trigger, trigger_prior
-from htam.policy.config import PolicyConfig
 from htam.policy.fitting import shrunk_value
+from htam.policy.policy_config import PolicyConfig
 
 if TYPE_CHECKING:
     from htam.memory.store import MemoryBank
