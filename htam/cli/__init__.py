@@ -9,6 +9,7 @@ import sys
 import typer
 
 from htam import __version__
+from htam.cli.common import console
 
 app = typer.Typer(
     name="htam",
@@ -33,8 +34,9 @@ for _name in COMMAND_MODULES:
 
 # Off a terminal (a pipe, a file) rich would fit tables into 80 columns, or the width of a
 # terminal still attached to stdin, cutting ids to "builtin/level1…"; output there is plain and
-# as wide as its content. An explicit COLUMNS still wins.
-PIPE_COLUMNS = "1000"
+# as wide as its content. An explicit COLUMNS still wins. Only the commands' own console is
+# widened: help text keeps its 80 columns in a pipe (``htam bench --help | less``).
+PIPE_COLUMNS = 1000
 
 
 def _version(value: bool) -> None:
@@ -49,8 +51,11 @@ def _options(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
 ) -> None:
-    if not sys.stdout.isatty():
-        os.environ.setdefault("COLUMNS", PIPE_COLUMNS)
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit():  # read per invocation: the console outlives one (tests, notebooks)
+        console.width = int(columns)
+    elif not sys.stdout.isatty():
+        console.width = PIPE_COLUMNS
 
 
 def main() -> None:

@@ -7,9 +7,9 @@ import json
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from htam.cli.common import console, err_console
 from htam.tasks import Task, TaskError, load_suite, signature
 from htam.tasks.runtime import num_extra
 from htam.tasks.signatures import format_specs, human
@@ -54,7 +54,7 @@ def list_tasks(
     is 1 if any failed.
     """
     errors: list[TaskError] = []
-    err = Console(stderr=True)
+    err = err_console
     try:
         tasks = load_suite(path, _parse_levels(levels), pattern, errors=errors)
     except TaskError as error:
@@ -63,7 +63,7 @@ def list_tasks(
     if as_json:
         typer.echo(json.dumps(_listing(path, tasks, errors), indent=2))
     else:
-        Console().print(_table(tasks, path))
+        console.print(_table(tasks, path))
     for error in errors:
         err.print(f"[red]error[/red] {error}", markup=True, highlight=False, soft_wrap=True)
     if errors:

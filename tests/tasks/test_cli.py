@@ -77,3 +77,13 @@ def test_list_gives_kind_and_configuration_counts(tmp_path):
     assert got["robust-kbench/hinge"] == ("forward", 2)
     table = runner.invoke(app, ["tasks", "list", str(root)], env={"COLUMNS": "220"})
     assert "configs" in table.stdout
+
+
+def test_pipe_output_keeps_ids_whole_and_help_readable():
+    """Off a terminal with no COLUMNS (a user's pipe): the table is as wide as its content, but
+    the help text is not padded to that width (``htam bench --help | less``)."""
+    table = runner.invoke(app, ["tasks", "list"], env={"COLUMNS": None})
+    assert "builtin/level2/5_Elementwise_Chain" in table.output
+    helptext = runner.invoke(app, ["bench", "--help"], env={"COLUMNS": None})
+    assert helptext.exit_code == 0
+    assert max(len(line) for line in helptext.output.splitlines()) <= 300
