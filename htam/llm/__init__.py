@@ -12,11 +12,11 @@ from htam.llm.errors import (
     LLMUnavailableError,
     MissingKeyError,
 )
+from htam.llm.llm_proposer import LLMProposer, StrategyAnswer
 from htam.llm.parse import extract_code, extract_json, split_think
 from htam.llm.presets import PRESETS, LLMConfig, Preset, resolve_config
 from htam.llm.prices import Price, PriceTable
-from htam.llm.proposer import LLMProposer, StrategyAnswer
-from htam.llm.render import PathStep, Prompts, StateView
+from htam.llm.prompt_templates import PathStep, Prompts, StateView
 
 __all__ = [
     "PRESETS",

@@ -7,7 +7,7 @@ import pytest
 
 from htam.evaluate.result import EvalResult
 from htam.llm import PathStep, Prompts, StateView
-from htam.llm.render import error_excerpt
+from htam.llm.prompt_templates import error_excerpt
 from htam.status import Status
 
 from .helpers import CANDIDATES

@@ -6,7 +6,7 @@ import pytest
 
 from htam.evaluate.result import EvalResult
 from htam.llm import LLMProposer
-from htam.llm.proposer import FALLBACK, NO_CODE
+from htam.llm.llm_proposer import FALLBACK, NO_CODE
 from htam.llm.replay_server import Scripted
 from htam.proposer import Proposer
 from htam.status import Status

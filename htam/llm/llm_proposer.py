@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from htam.llm.client import ChatReply, LLMClient
 from htam.llm.errors import LLMError, one_line
 from htam.llm.parse import extract_code, extract_json
-from htam.llm.render import Prompts, StateView, error_excerpt, format_messages
+from htam.llm.prompt_templates import Prompts, StateView, error_excerpt, format_messages
 from htam.proposer import Choice, Proposal, ProposalRequest, Strategy, Usage
 from htam.tasks.task import Task
 
