@@ -4,7 +4,7 @@
 # lives in .gpu/ and is packed into $OUT/state.tgz at the end, so a later call on a fresh machine
 # resumes from it when .gpu/state.tgz is carried back.
 #
-#   bash scripts/gpu_run.sh SECONDS PHASE...  phases: core overhead escape robust offcheck gputests bench offline transfer suite report
+#   bash scripts/gpu_run.sh SECONDS PHASE...  phases: core overhead escape robust offcheck kbbench gputests bench offline transfer suite report
 set -uo pipefail
 budget=$1
 shift
@@ -58,6 +58,20 @@ for phase in "$@"; do
         echo "transfer exit $?"; tail -30 "$OUT/transfer.log"
         cp .gpu/transfer/transfer.md .gpu/transfer/transfer.json .gpu/transfer/curves.png "$OUT/" \
             2>/dev/null ;;
+    kbbench)  # issue 12's bars: every KernelBench L1-2 task the offline proposer matches, method
+        # htam, 6 steps, 1 seed, one worker per GPU (about 114 x 6 steps: take the x8 machine)
+        [ -s .gpu/kb_matched.txt ] || python3 scripts/offline_coverage.py \
+            --root .kb/kernelbench/KernelBench | awk '$3 == "match" {print "*" $1 "/" $2 "*"}' \
+            | sed 's|^\*L|*level|' >.gpu/kb_matched.txt
+        echo "$(wc -l <.gpu/kb_matched.txt) matched tasks"
+        resume=""
+        [ -f .gpu/kbbench/plan.json ] && resume="--resume"
+        timeout -s KILL $(($(left) - 45)) python3 -m htam.cli bench .kb/kernelbench/KernelBench \
+            --levels 1,2 --target cuda --gpus all --methods htam --steps 6 --seeds 1 \
+            --tasks "$(paste -sd, .gpu/kb_matched.txt)" --out .gpu/kbbench $resume \
+            >>"$OUT/kbbench.log" 2>&1
+        echo "kbbench exit $?"; tail -3 "$OUT/kbbench.log"
+        python3 scripts/offline_table.py .gpu/kbbench 2>&1 | tee "$OUT/kbbench_table.txt" ;;
     offcheck)  # the offline baseline of every matched KernelBench L1-2 task (issue 12)
         python3 scripts/gpu_offline_check.py "$OUT" $(($(left) - 90)) .gpu/offline_check.jsonl \
             2>&1 | tee "$OUT/offcheck.log" | tail -8
@@ -69,5 +83,5 @@ for phase in "$@"; do
         cp .gpu/bench/report.md .gpu/bench/metrics.json "$OUT/" 2>/dev/null ;;
     esac
 done
-tar -czf "$OUT/state.tgz" -C .gpu bench offline transfer offline_check.jsonl cache/secret.key cache/reference cache/evals cache/peaks 2>/dev/null
+tar -czf "$OUT/state.tgz" -C .gpu bench offline transfer kbbench kb_matched.txt offline_check.jsonl cache/secret.key cache/reference cache/evals cache/peaks 2>/dev/null
 ls -la "$OUT"
