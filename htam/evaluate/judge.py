@@ -49,6 +49,8 @@ class Judge:
         self._probe = torch.empty(1, device="cuda") if self.device == "cuda" else None
         # Inputs from seeds no candidate can know: answers cannot be computed ahead of a call.
         self.seed0 = secrets.randbelow(1 << 40)
+        # grad_outputs from a second secret: from seed + 1 they were the next call's inputs
+        self.grad_seed0 = secrets.randbelow(1 << 40)
 
     def both(self, message: dict, timeout_s: float) -> None:
         for runner in (self.ref, self.cand):
@@ -93,7 +95,7 @@ class Judge:
         x = inputs_for(module, seed, self.device)
         if self.grad_specs is None:
             return x
-        return x + gradients.draw_grad_outputs(self.grad_specs, seed + 1, self.device)
+        return x + gradients.draw_grad_outputs(self.grad_specs, self.grad_seed0 + seed, self.device)
 
     def step(self, model, x: list) -> list:
         if self.grad_specs is None:
