@@ -24,7 +24,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from htam.offline.generate import generate  # noqa: E402
-from htam.offline.match import analyze  # noqa: E402
+from htam.offline.matcher.families import analyze  # noqa: E402
 from htam.offline.params import applicable, apply_strategy, baseline  # noqa: E402
 from htam.tasks.module import load_task_module  # noqa: E402
 from htam.tasks.random_shapes import random_tasks  # noqa: E402

@@ -7,11 +7,11 @@ interpreter on CPU) or C++ with OpenMP (CPU). Tasks outside the families get a p
 "no applicable strategy: <why>" instead of code.
 """
 
-from htam.offline.ir import Match
-from htam.offline.match import explain_no_match, match
+from htam.offline.front.trace import NoMatch
+from htam.offline.ir.model import Match
+from htam.offline.matcher.families import explain_no_match, match
 from htam.offline.params import STRATEGIES
-from htam.offline.proposer import OfflineProposer, supported_strategies
-from htam.offline.trace import NoMatch
+from htam.offline.templates_proposer import OfflineProposer, supported_strategies
 
 __all__ = [
     "Match",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 
-from htam.offline.ir import Match, Program
+from htam.offline.ir.model import Match, Program
 
 STRATEGIES = (
     "fusion.elementwise_chain_fusion",

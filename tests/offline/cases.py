@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from htam.offline.match import analyze, match
+from htam.offline.matcher.families import analyze, match
 from htam.offline.params import applicable
 from htam.tasks.module import extra_configs, load_task_module
 from htam.tasks.task import Task

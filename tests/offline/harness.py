@@ -19,9 +19,9 @@ from pathlib import Path
 import torch
 
 from htam.offline.generate import generate
-from htam.offline.match import analyze
+from htam.offline.matcher.families import analyze
 from htam.offline.params import apply_strategy, baseline
-from htam.offline.render import CPP_FLAGS
+from htam.offline.source import CPP_FLAGS
 from htam.tasks.module import apply_overrides, load_task_module
 from htam.tasks.task import Task
 

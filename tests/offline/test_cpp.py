@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from htam.evaluate.static import check_source
-from htam.offline.proposer import OfflineProposer
+from htam.offline.templates_proposer import OfflineProposer
 from htam.proposer import ProposalRequest
 from htam.tasks import builtin_suite
 from tests.offline.cases import all_cases, variants

@@ -9,7 +9,7 @@ import torch
 
 from htam.evaluate.static import check_source
 from htam.offline import explain_no_match, match
-from htam.offline.match import analyze
+from htam.offline.matcher.families import analyze
 from tests.offline.harness import load_solution, solution, task_of
 
 HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"

@@ -6,7 +6,7 @@ import traceback
 import pytest
 
 from htam.offline import NoMatch, explain_no_match, match, supported_strategies
-from htam.offline.match import analyze
+from htam.offline.matcher.families import analyze
 from tests.offline.cases import builtin_tasks
 from tests.offline.harness import task_of
 from tests.offline.sources import CASES, HEAD, UNSUPPORTED
@@ -192,7 +192,7 @@ def test_a_no_match_is_a_fresh_exception_with_its_reason_each_time():
 
 
 def test_a_bug_inside_the_matcher_propagates(monkeypatch):
-    match_module = importlib.import_module("htam.offline.match")  # the package exports match()
+    match_module = importlib.import_module("htam.offline.matcher.families")
 
     def broken(traced, source):
         raise TypeError("unsupported operand type(s) for +: 'CNode' and 'NoneType'")

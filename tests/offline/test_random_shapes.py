@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from htam.offline.match import analyze
+from htam.offline.matcher.families import analyze
 from htam.tasks.random_shapes import random_tasks
 from tests.offline.cases import everything
 from tests.offline.harness import compare, load_solution, solution
@@ -53,7 +53,7 @@ def test_generated_tasks_are_correct_in_triton(start):
 
 
 def test_a_handful_pass_the_htam_evaluator():
-    from htam.evaluate.config import EvalConfig
+    from htam.evaluate.eval_config import EvalConfig
     from htam.evaluate.evaluator import Evaluator
 
     picks = [next(g for g in TASKS if g.family == f) for f in ("elementwise", "row")]

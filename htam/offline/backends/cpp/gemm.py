@@ -6,7 +6,7 @@ panel of ``nc`` columns of B contiguously, so the K loop streams it from cache f
 
 from __future__ import annotations
 
-from htam.offline.cpp_common import (
+from htam.offline.backends.cpp.common import (
     HEADER,
     CppProgram,
     operand_args,
@@ -14,12 +14,12 @@ from htam.offline.cpp_common import (
     pointers,
     scratch,
 )
-from htam.offline.cpp_ew import ew_code
-from htam.offline.expr import Math
-from htam.offline.ir import GemmIR
+from htam.offline.backends.cpp.ew import ew_code
+from htam.offline.backends.triton.gemm import GEMM_OUT, gemm_prelude, separate_epilogue
+from htam.offline.ir.expr import Math
+from htam.offline.ir.model import GemmIR
 from htam.offline.params import TILES
-from htam.offline.render import cpp_names
-from htam.offline.triton_gemm import GEMM_OUT, gemm_prelude, separate_epilogue
+from htam.offline.source import cpp_names
 
 
 def _store(ir: GemmIR, m: Math, fused: bool, target: str) -> list[str]:

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch.nn as nn
 
-from htam.offline.trace import NoMatch
+from htam.offline.front.trace import NoMatch
 
 # Modules without attributes, by canonical op.
 _PLAIN: list[tuple[type, str]] = [

@@ -7,8 +7,8 @@ end — the CPU counterpart of per-lane partials reduced by a shuffle tree.
 
 from __future__ import annotations
 
-from htam.offline.expr import Math
-from htam.offline.passes import Red
+from htam.offline.ir.expr import Math
+from htam.offline.ir.passes import Red
 
 
 def _arrays(names: list[str], value: str, ctype: str = "float") -> list[str]:

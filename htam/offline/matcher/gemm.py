@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import torch
 
-from htam.offline.build import Builder
-from htam.offline.ir import ACC, Arg, GemmIR, GemmSide
-from htam.offline.lower import CNode
-from htam.offline.trace import NoMatch
+from htam.offline.front.lower import CNode
+from htam.offline.front.trace import NoMatch
+from htam.offline.ir.model import ACC, Arg, GemmIR, GemmSide
+from htam.offline.matcher.build import Builder
 
 
 def _leaf_source(n: CNode) -> str:

@@ -26,9 +26,9 @@ from collections.abc import Callable
 import torch
 import torch.fx as fx
 
-from htam.offline.build import GEMM_OPS
-from htam.offline.lower import CNode, lower
-from htam.offline.trace import NoMatch, Traced
+from htam.offline.front.lower import CNode, lower
+from htam.offline.front.trace import NoMatch, Traced
+from htam.offline.matcher.build import GEMM_OPS
 
 PREFIX = "lib_"
 # Names fx's printed code may use; anything else (a helper function's global) is refused.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from htam.offline.cpp_common import (
+from htam.offline.backends.cpp.common import (
     HEADER,
     CppProgram,
     operand_args,
@@ -10,9 +10,9 @@ from htam.offline.cpp_common import (
     pointers,
     scratch,
 )
-from htam.offline.expr import Math
-from htam.offline.ir import EwIR, Op, Operand, Program
-from htam.offline.render import cpp_names
+from htam.offline.ir.expr import Math
+from htam.offline.ir.model import EwIR, Op, Operand, Program
+from htam.offline.source import cpp_names
 
 
 def _body(cp: CppProgram, target: str) -> list[str]:

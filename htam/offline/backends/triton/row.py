@@ -9,12 +9,17 @@ that is not the last one, the tile's contiguous axis is the rows axis (coalesced
 
 from __future__ import annotations
 
-from htam.offline import triton_reduce as red
-from htam.offline.expr import Math
-from htam.offline.ir import RowIR
-from htam.offline.passes import Schedule, schedule
-from htam.offline.triton_common import TileProgram, operand_args, operand_index, operand_params
-from htam.offline.triton_split import SplitKernels, split_lines
+from htam.offline.backends.triton import reduce as red
+from htam.offline.backends.triton.common import (
+    TileProgram,
+    operand_args,
+    operand_index,
+    operand_params,
+)
+from htam.offline.backends.triton.split import SplitKernels, split_lines
+from htam.offline.ir.expr import Math
+from htam.offline.ir.model import RowIR
+from htam.offline.ir.passes import Schedule, schedule
 
 CACHE_LIMIT = 16384  # elements of a [ROWS, BLOCK] tile kept in registers
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from htam.offline.expr import Math, emit, literal
-from htam.offline.ir import ACC, Arg, Operand, Program
+from htam.offline.ir.expr import Math, emit, literal
+from htam.offline.ir.model import ACC, Arg, Operand, Program
 
 # Below this many elements (or multiply-adds) a parallel region costs more than it saves: waking
 # threads on a busy machine can take a scheduler time slice (milliseconds).

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
-from htam.offline.cpp_common import python_binding
-from htam.offline.ir import Match
+from htam.offline.backends.cpp.common import python_binding
+from htam.offline.ir.model import Match
 from htam.offline.params import header
 
 CPP_FLAGS = ["-O3", "-fopenmp", "-march=native"]

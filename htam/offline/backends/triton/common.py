@@ -6,8 +6,8 @@ broadcast as ``r{i}[:, None]`` into element tiles, operands are loaded into ``in
 
 from __future__ import annotations
 
-from htam.offline.expr import Math, emit, literal
-from htam.offline.ir import ACC, Arg, Operand, Program
+from htam.offline.ir.expr import Math, emit, literal
+from htam.offline.ir.model import ACC, Arg, Operand, Program
 
 
 def operand_index(op: Operand, flat: str) -> str:

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from htam.offline.ir import Arg
-from htam.offline.lower import CNode, ShapeVal
-from htam.offline.trace import NoMatch
+from htam.offline.front.lower import CNode, ShapeVal
+from htam.offline.front.trace import NoMatch
+from htam.offline.ir.model import Arg
 
 if TYPE_CHECKING:
-    from htam.offline.build import Builder
+    from htam.offline.matcher.build import Builder
 
 
 @dataclass

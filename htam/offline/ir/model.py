@@ -114,7 +114,7 @@ class Match:
     # Float attributes of the reference module (alpha, eps, ...): the trace compiles their values
     # into the kernels, so the generated __init__ checks that it is built with the same ones.
     scalars: dict[str, float] = field(default_factory=dict)
-    # Library prefix (htam.offline.library): forward lines computing, with torch, the tensors the
+    # Library prefix (htam.offline.matcher.library): forward lines computing, with torch, the tensors the
     # kernel reads as operands (a convolution, a GEMM...); empty when the kernel reads inputs only.
     prelude: list[str] = field(default_factory=list)
     library: str = ""  # what the prelude computes, for the summary ("" without one)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from htam.offline.expr import Math
-from htam.offline.ir import Op, Operand, Program
-from htam.offline.triton_common import TileProgram, operand_args, operand_params
+from htam.offline.backends.triton.common import TileProgram, operand_args, operand_params
+from htam.offline.ir.expr import Math
+from htam.offline.ir.model import Op, Operand, Program
 
 
 def _body(tp: TileProgram, mask: str | None) -> list[str]:

@@ -11,11 +11,11 @@ from collections.abc import Callable
 
 import torch
 
-from htam.offline.elementwise import lower_elementwise
-from htam.offline.ir import Arg, Op, Operand, Program
-from htam.offline.lower import CNode, ShapeVal
-from htam.offline.rows import RowSpec, lower_row_op
-from htam.offline.trace import NoMatch
+from htam.offline.front.lower import CNode, ShapeVal
+from htam.offline.front.trace import NoMatch
+from htam.offline.ir.model import Arg, Op, Operand, Program
+from htam.offline.matcher.elementwise import lower_elementwise
+from htam.offline.matcher.rows import RowSpec, lower_row_op
 
 ROW_OPS = {
     "sum",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 
-from htam.offline.trace import NoMatch
+from htam.offline.front.trace import NoMatch
 
 _SKIP = {"Model", "get_inputs", "get_init_inputs", "HTAM_SMALL", "HTAM_EXTRA"}
 

@@ -1,17 +1,17 @@
-"""Elementwise canonical ops as primitives (the vocabulary of :mod:`htam.offline.expr`)."""
+"""Elementwise canonical ops as primitives (the vocabulary of :mod:`htam.offline.ir.expr`)."""
 
 from __future__ import annotations
 
 import math
 from typing import TYPE_CHECKING
 
-from htam.offline.ir import Arg
-from htam.offline.lower import CNode
-from htam.offline.specs import UNARY
-from htam.offline.trace import NoMatch
+from htam.offline.front.lower import CNode
+from htam.offline.front.specs import UNARY
+from htam.offline.front.trace import NoMatch
+from htam.offline.ir.model import Arg
 
 if TYPE_CHECKING:
-    from htam.offline.build import Builder
+    from htam.offline.matcher.build import Builder
 
 SIMPLE_UNARY = set(UNARY)
 SIMPLE_BINARY = {"mul", "maximum", "minimum"}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from htam.offline.ir import REDUCTIONS, Arg, Program, RowIR
+from htam.offline.ir.model import REDUCTIONS, Arg, Program, RowIR
 
 
 @dataclass(frozen=True)

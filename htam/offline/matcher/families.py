@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import torch
 
-from htam.offline.build import GEMM_OPS, ROW_OPS, Builder
-from htam.offline.gemm_match import match_gemm
-from htam.offline.initsrc import copy_init
-from htam.offline.ir import EwIR, Match, RowIR
-from htam.offline.lower import CNode, lower
-from htam.offline.passes import row_features
-from htam.offline.rows import row_spec
-from htam.offline.trace import NoMatch, trace_task
+from htam.offline.front.initsrc import copy_init
+from htam.offline.front.lower import CNode, lower
+from htam.offline.front.trace import NoMatch, trace_task
+from htam.offline.ir.model import EwIR, Match, RowIR
+from htam.offline.ir.passes import row_features
+from htam.offline.matcher.build import GEMM_OPS, ROW_OPS, Builder
+from htam.offline.matcher.gemm import match_gemm
+from htam.offline.matcher.rows import row_spec
 from htam.tasks.task import Task
 
 
@@ -111,9 +111,9 @@ def _analyze(source: str) -> Match:
 
 
 def _with_library(traced, source: str, err: NoMatch) -> Match:
-    """The library path (htam.offline.library): torch computes the convolution / GEMM prefix,
+    """The library path (htam.offline.matcher.library): torch computes the convolution / GEMM prefix,
     one kernel the chain after it. Its reason is added to the first one when it fails too."""
-    from htam.offline.library import match_library
+    from htam.offline.matcher.library import match_library
 
     try:
         family, ir, summary, features, prelude, library = match_library(traced, _kernel)

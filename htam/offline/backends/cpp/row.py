@@ -8,13 +8,19 @@ stored in a per-thread row buffer by the first pass and read back by the later o
 
 from __future__ import annotations
 
-from htam.offline import cpp_reduce as red
-from htam.offline.cpp_common import HEADER, CppProgram, operand_args, operand_params, pointers
-from htam.offline.expr import Math
-from htam.offline.ir import RowIR
-from htam.offline.passes import elem_closure, schedule
-from htam.offline.render import cpp_names
-from htam.offline.triton_row import row_sizes
+from htam.offline.backends.cpp import reduce as red
+from htam.offline.backends.cpp.common import (
+    HEADER,
+    CppProgram,
+    operand_args,
+    operand_params,
+    pointers,
+)
+from htam.offline.backends.triton.row import row_sizes
+from htam.offline.ir.expr import Math
+from htam.offline.ir.model import RowIR
+from htam.offline.ir.passes import elem_closure, schedule
+from htam.offline.source import cpp_names
 
 
 class CppRow:

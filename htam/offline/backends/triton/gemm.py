@@ -11,11 +11,16 @@ use the whole GPU. Operands are read through their strides (a transposed view is
 
 from __future__ import annotations
 
-from htam.offline.expr import Math
-from htam.offline.ir import ACC, GemmIR, Op, Operand, Program
+from htam.offline.backends.triton.common import (
+    TileProgram,
+    operand_args,
+    operand_index,
+    operand_params,
+)
+from htam.offline.backends.triton.ew import ew_section
+from htam.offline.ir.expr import Math
+from htam.offline.ir.model import ACC, GemmIR, Op, Operand, Program
 from htam.offline.params import TILES
-from htam.offline.triton_common import TileProgram, operand_args, operand_index, operand_params
-from htam.offline.triton_ew import ew_section
 
 GEMM_OUT = "gemm_out"  # the product, as an operand of a separate epilogue
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import random
 
+from htam.offline.front.trace import NoMatch
 from htam.offline.generate import generate
-from htam.offline.ir import Match
-from htam.offline.match import analyze
+from htam.offline.ir.model import Match
+from htam.offline.matcher.families import analyze
 from htam.offline.params import (
     STRATEGIES,
     StrategyError,
@@ -15,7 +16,6 @@ from htam.offline.params import (
     baseline,
     parse_header,
 )
-from htam.offline.trace import NoMatch
 from htam.proposer import Choice, Proposal, ProposalRequest, Strategy
 from htam.tasks.task import Task
 

@@ -15,9 +15,9 @@ The forward chooses at run time, from the shape, whether to split and into how m
 
 from __future__ import annotations
 
-from htam.offline import triton_reduce as red
-from htam.offline.passes import Red
-from htam.offline.triton_common import operand_params
+from htam.offline.backends.triton import reduce as red
+from htam.offline.backends.triton.common import operand_params
+from htam.offline.ir.passes import Red
 
 # Programs the split launch aims for (an H200 has 132 SMs: about 16 programs per SM) and the
 # fewest elements a chunk should hold (below that the extra launch costs more than it gains).
@@ -41,7 +41,7 @@ def _states(r: Red) -> list[tuple[str, str, str]]:
 
 
 class SplitKernels:
-    """The launches of the split path of a :class:`htam.offline.triton_row.RowKernel`."""
+    """The launches of the split path of a :class:`htam.offline.backends.triton.row.RowKernel`."""
 
     def __init__(self, kernel):
         self.k = kernel  # a RowKernel built with lanes and coalescing off

@@ -15,9 +15,9 @@ import torch
 import torch.fx as fx
 import torch.nn.functional as F
 
-from htam.offline.modules import lower_module
-from htam.offline.specs import FUNCTION_NAMES, OPERATORS, SPECS
-from htam.offline.trace import NoMatch, Traced
+from htam.offline.front.modules import lower_module
+from htam.offline.front.specs import FUNCTION_NAMES, OPERATORS, SPECS
+from htam.offline.front.trace import NoMatch, Traced
 
 
 @dataclass(eq=False)
@@ -70,7 +70,7 @@ def _bind(node: fx.Node, names: list[str], defaults: dict[str, Any], skip: int =
 
 class Lowerer:
     """``opaque``: an operation outside the tables becomes ``CNode("opaque", inputs)`` (computed
-    by torch in a library prefix, see :mod:`htam.offline.library`) instead of raising."""
+    by torch in a library prefix, see :mod:`htam.offline.matcher.library`) instead of raising."""
 
     def __init__(self, traced: Traced, opaque: bool = False):
         self.traced = traced

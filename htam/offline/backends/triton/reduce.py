@@ -6,8 +6,8 @@ reduces across lanes once at the end; without it every tile is reduced to ``[ROW
 
 from __future__ import annotations
 
-from htam.offline.expr import Math
-from htam.offline.passes import Red
+from htam.offline.ir.expr import Math
+from htam.offline.ir.passes import Red
 
 BIG = "2147483647"
 NEG = "float('-inf')"

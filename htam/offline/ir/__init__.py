@@ -1,0 +1,4 @@
+"""The IR layer: what the matcher hands to the backends, and what both backends share.
+
+``model``: SSA programs over kernel operands and the :class:`Match`; ``expr``: one expression
+per primitive op, in Triton or C++; ``passes``: the row schedule (online softmax, Welford)."""
