@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import re
 
-from htam.offline.ir.model import Match, Program
+from htam.offline.ir.expr import EXP_OPS
+from htam.offline.ir.model import Match
 
 STRATEGIES = (
     "fusion.elementwise_chain_fusion",
@@ -30,19 +31,6 @@ STRATEGIES = (
     "precision.tensor_core_dot",
     "boundary_handling.masked_tail",
 )
-EXP_OPS = {
-    "exp",
-    "sigmoid",
-    "silu",
-    "tanh",
-    "gelu_tanh",
-    "elu",
-    "selu",
-    "softplus",
-    "mish",
-    "logsigmoid",
-    "expm1",
-}
 BLOCKS = [1024, 2048, 4096, 512]
 VECS = [1, 4, 8]
 ROWS = [1, 2, 4, 8]
@@ -53,10 +41,6 @@ HEADER = "# htam-offline: "
 
 class StrategyError(Exception):
     """The strategy has no template for this task, or changes nothing in the base code."""
-
-
-def uses_exp(prog: Program) -> bool:
-    return any(op.name in EXP_OPS for op in prog.ops)
 
 
 def baseline(match: Match) -> dict:
@@ -97,7 +81,7 @@ def applicable(match: Match, language: str) -> list[str]:
         "boundary_handling.masked_tail",
     ]
     prog = ir.epilogue if fam == "gemm" else ir.prog
-    if uses_exp(prog):
+    if any(op.name in EXP_OPS for op in prog.ops):
         ids.append("instruction_throughput.fast_exp2")
     if fam == "elementwise" and len(ir.prog.ops) > 1:
         ids.append("fusion.elementwise_chain_fusion")

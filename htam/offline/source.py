@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-
-from htam.offline.backends.cpp.common import python_binding
 from htam.offline.ir.model import Match
 from htam.offline.params import header
 
@@ -61,17 +58,6 @@ import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load
 """
-
-
-def cpp_names(family: str, body: str) -> tuple[str, str]:
-    """(function name, full C++ source): the name is a hash of the body, so identical code
-    reuses one compiled extension, and distinct code never collides (even when combined). The
-    source is the body with its function made static and named, then a Python module of that
-    name calling it (:func:`htam.offline.cpp_common.python_binding`)."""
-    digest = hashlib.sha1(body.encode()).hexdigest()[:12]
-    fn = f"htam_{family}_{digest}"
-    kernel = body.replace("void HTAM_FN(", "static void HTAM_FN(", 1).replace("HTAM_FN", fn)
-    return fn, kernel.rstrip() + "\n\n" + python_binding(fn, body)
 
 
 # The solution writes its C++ into torch's extension directory and builds it there with

@@ -10,6 +10,22 @@ from __future__ import annotations
 import math
 
 LOG2E = 1.4426950408889634
+# Primitives whose expression computes an exponential (where the fast_exp2 strategy applies).
+EXP_OPS = frozenset(
+    {
+        "exp",
+        "sigmoid",
+        "silu",
+        "tanh",
+        "gelu_tanh",
+        "elu",
+        "selu",
+        "softplus",
+        "mish",
+        "logsigmoid",
+        "expm1",
+    }
+)
 
 
 def literal(x: float, lang: str) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from htam.offline.ir.expr import EXP_OPS
 from htam.offline.ir.model import REDUCTIONS, Arg, Program, RowIR
 
 
@@ -77,23 +78,8 @@ def row_features(ir: RowIR) -> dict[str, bool]:
         "online_softmax": bool(online_pairs(ir.prog)),
         "welford": bool(welford_pairs(ir.prog)),
         "strided_rows": ir.d1 < ir.rank - 1,
-        "has_exp": any(op.name in _EXP_OPS for op in ir.prog.ops),
+        "has_exp": any(op.name in EXP_OPS for op in ir.prog.ops),
     }
-
-
-_EXP_OPS = {
-    "exp",
-    "sigmoid",
-    "silu",
-    "tanh",
-    "gelu_tanh",
-    "elu",
-    "selu",
-    "softplus",
-    "mish",
-    "logsigmoid",
-    "expm1",
-}
 
 
 def elem_closure(prog: Program, roots: list[Arg]) -> list[int]:

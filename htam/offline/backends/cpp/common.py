@@ -1,14 +1,15 @@
 """Rendering SSA programs into C++ statements (float math, OpenMP loops).
 
-The generated function is named ``HTAM_FN``; :func:`htam.offline.render.cpp_names` replaces it
-with a name derived from the hash of the source and adds its Python binding. Sizes are arguments,
-so one build serves every shape. Tensors arrive as data pointers (``t.data_ptr()`` on the Python
+The generated function is named ``HTAM_FN``; :func:`cpp_names` replaces it with a name derived
+from the hash of the source and adds its Python binding. Sizes are arguments, so one build
+serves every shape. Tensors arrive as data pointers (``t.data_ptr()`` on the Python
 side) and scratch buffers are plain arrays: the code includes ``Python.h``, never
 ``torch/extension.h``, whose parsing made each build take a minute or more on a small CPU.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from htam.offline.ir.expr import Math, emit, literal
@@ -177,3 +178,14 @@ def python_binding(fn: str, body: str) -> str:
         f"PyMODINIT_FUNC PyInit_{fn}(void) {{ return PyModule_Create(&{fn}_module); }}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def cpp_names(family: str, body: str) -> tuple[str, str]:
+    """(function name, full C++ source): the name is a hash of the body, so identical code
+    reuses one compiled extension, and distinct code never collides (even when combined). The
+    source is the body with its function made static and named, then a Python module of that
+    name calling it (:func:`python_binding`)."""
+    digest = hashlib.sha1(body.encode()).hexdigest()[:12]
+    fn = f"htam_{family}_{digest}"
+    kernel = body.replace("void HTAM_FN(", "static void HTAM_FN(", 1).replace("HTAM_FN", fn)
+    return fn, kernel.rstrip() + "\n\n" + python_binding(fn, body)

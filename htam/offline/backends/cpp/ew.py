@@ -5,6 +5,7 @@ from __future__ import annotations
 from htam.offline.backends.cpp.common import (
     HEADER,
     CppProgram,
+    cpp_names,
     operand_args,
     operand_params,
     pointers,
@@ -12,7 +13,6 @@ from htam.offline.backends.cpp.common import (
 )
 from htam.offline.ir.expr import Math
 from htam.offline.ir.model import EwIR, Op, Operand, Program
-from htam.offline.source import cpp_names
 
 
 def _body(cp: CppProgram, target: str) -> list[str]:

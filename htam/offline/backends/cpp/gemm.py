@@ -9,17 +9,17 @@ from __future__ import annotations
 from htam.offline.backends.cpp.common import (
     HEADER,
     CppProgram,
+    cpp_names,
     operand_args,
     operand_params,
     pointers,
     scratch,
 )
 from htam.offline.backends.cpp.ew import ew_code
-from htam.offline.backends.triton.gemm import GEMM_OUT, gemm_prelude, separate_epilogue
 from htam.offline.ir.expr import Math
 from htam.offline.ir.model import GemmIR
+from htam.offline.ir.views import GEMM_OUT, gemm_prelude, separate_epilogue
 from htam.offline.params import TILES
-from htam.offline.source import cpp_names
 
 
 def _store(ir: GemmIR, m: Math, fused: bool, target: str) -> list[str]:

@@ -12,15 +12,15 @@ from htam.offline.backends.cpp import reduce as red
 from htam.offline.backends.cpp.common import (
     HEADER,
     CppProgram,
+    cpp_names,
     operand_args,
     operand_params,
     pointers,
 )
-from htam.offline.backends.triton.row import row_sizes
 from htam.offline.ir.expr import Math
 from htam.offline.ir.model import RowIR
 from htam.offline.ir.passes import elem_closure, schedule
-from htam.offline.source import cpp_names
+from htam.offline.ir.views import row_sizes
 
 
 class CppRow:

@@ -19,10 +19,9 @@ from htam.offline.backends.triton.common import (
 )
 from htam.offline.backends.triton.ew import ew_section
 from htam.offline.ir.expr import Math
-from htam.offline.ir.model import ACC, GemmIR, Op, Operand, Program
+from htam.offline.ir.model import GemmIR
+from htam.offline.ir.views import GEMM_OUT, gemm_prelude, separate_epilogue
 from htam.offline.params import TILES
-
-GEMM_OUT = "gemm_out"  # the product, as an operand of a separate epilogue
 
 
 def _mapping(p: dict) -> list[str]:
@@ -160,48 +159,6 @@ def gemm_kernel(ir: GemmIR, p: dict, m: Math) -> str:
     return "\n".join(
         [*note, "@triton.jit", f"def htam_gemm({', '.join(params)}):", *("    " + s for s in lines)]
     )
-
-
-def side_lines(name: str, source: str, transposed: bool, fold: bool) -> list[str]:
-    """Forward lines giving the logical matrix dims and strides of one operand."""
-    t = f"t_{name}"
-    view = (
-        f"{t}.reshape(1, -1, {t}.shape[-1])"
-        if fold
-        else f"{t}.reshape(-1, {t}.shape[-2], {t}.shape[-1])"
-    )
-    r, c = (2, 1) if transposed else (1, 2)
-    return [
-        f"{t} = {source}.contiguous()",
-        f"{name}3 = {view}",
-        f"{name}_rows, {name}_cols = {name}3.shape[{r}], {name}3.shape[{c}]",
-        f"{name}_sb = {name}3.stride(0) if {name}3.shape[0] > 1 else 0",
-        f"{name}_sr, {name}_sc = {name}3.stride({r}), {name}3.stride({c})",
-    ]
-
-
-def gemm_prelude(ir: GemmIR) -> list[str]:
-    lines = side_lines("ga", ir.a.source, ir.a.transposed, ir.fold_batch)
-    lines += side_lines("gb", ir.b.source, ir.b.transposed, False)
-    lines += ["M, K, N = ga_rows, ga_cols, gb_cols", "batch = max(ga3.shape[0], gb3.shape[0])"]
-    if ir.fold_batch:
-        shape = "(*t_ga.shape[:-1], N)"
-    else:
-        big = "t_ga" if ir.a.rank >= ir.b.rank else "t_gb"
-        shape = f"(*{big}.shape[:-2], M, N)"
-    return lines + [
-        f"out_shape = {shape}",
-        "out = torch.empty(out_shape, dtype=torch.float32, device=t_ga.device)",
-    ]
-
-
-def separate_epilogue(ir: GemmIR) -> tuple[Program, list[Operand]]:
-    """The epilogue as an elementwise program reading the product from a buffer."""
-    ops = [
-        Op(op.name, tuple(GEMM_OUT if a == ACC else a for a in op.args), op.attrs, op.kind)
-        for op in ir.epilogue.ops
-    ]
-    return Program(ops, ir.epilogue.out), [Operand(GEMM_OUT, GEMM_OUT, "full"), *ir.operands]
 
 
 SUM_KERNEL = """@triton.jit

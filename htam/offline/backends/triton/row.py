@@ -20,6 +20,7 @@ from htam.offline.backends.triton.split import SplitKernels, split_lines
 from htam.offline.ir.expr import Math
 from htam.offline.ir.model import RowIR
 from htam.offline.ir.passes import Schedule, schedule
+from htam.offline.ir.views import row_sizes
 
 CACHE_LIMIT = 16384  # elements of a [ROWS, BLOCK] tile kept in registers
 
@@ -235,23 +236,3 @@ def split_solution(ir: RowIR, p: dict, m: Math) -> tuple[list[str], list[str]]:
 def triton_tile_call(args: str) -> str:
     warps = "max(1, min(16, rows * tile // 256))"
     return f"htam_row_tile[grid]({args}, ROWS=rows, BLOCK=tile, COAL=coal, num_warps={warps})"
-
-
-def row_sizes(ir: RowIR) -> list[str]:
-    """Forward lines: the (outer, R, inner) view of the primary input and the output."""
-    d0, d1 = ir.d0, ir.d1
-    lines = [
-        f"shape = tuple(t_{ir.primary}.shape)",
-        f"outer = math.prod(shape[:{d0}])",
-        f"R = math.prod(shape[{d0}:{d1 + 1}])",
-        f"inner = math.prod(shape[{d1 + 1}:])",
-        "n_rows = outer * inner",
-    ]
-    if ir.out_kind == "elem":
-        out_shape = "shape"
-    elif ir.keepdim:
-        out_shape = f"shape[:{d0}] + (1,) * {d1 - d0 + 1} + shape[{d1 + 1}:]"
-    else:
-        out_shape = f"shape[:{d0}] + shape[{d1 + 1}:]"
-    dtype = "torch.int64" if ir.out_dtype == "int64" else "torch.float32"
-    return lines + [f"out = torch.empty({out_shape}, dtype={dtype}, device=t_{ir.primary}.device)"]
