@@ -19,10 +19,7 @@ import time
 from pathlib import Path
 
 from htam.evaluate import EvalConfig, Evaluator
-from htam.offline.front.trace import NoMatch
-from htam.offline.generate import generate
-from htam.offline.matcher.families import analyze
-from htam.offline.params import baseline
+from htam.offline.pipeline import NoMatch, analyze, baseline, generate
 from htam.tasks.task import Task
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -125,10 +125,7 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-    from htam.offline.front.trace import NoMatch
-    from htam.offline.generate import generate
-    from htam.offline.matcher.families import analyze
-    from htam.offline.params import baseline
+    from htam.offline.pipeline import NoMatch, analyze, baseline, generate
     from htam.tasks.task import Task
 
     languages = ["triton", "cpp"] if args.language == "both" else [args.language]

@@ -23,9 +23,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from htam.offline.generate import generate  # noqa: E402
-from htam.offline.matcher.families import analyze  # noqa: E402
-from htam.offline.params import applicable, apply_strategy, baseline  # noqa: E402
+from htam.offline.pipeline import (  # noqa: E402
+    analyze,
+    applicable,
+    apply_strategy,
+    baseline,
+    generate,
+)
 from htam.tasks.module import load_task_module  # noqa: E402
 from htam.tasks.random_shapes import random_tasks  # noqa: E402
 from tests.offline.harness import load_solution  # noqa: E402

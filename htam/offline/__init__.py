@@ -9,8 +9,9 @@ interpreter on CPU) or C++ with OpenMP (CPU). Tasks outside the families get a p
 
 from htam.offline.front.trace import NoMatch
 from htam.offline.ir.model import Match
-from htam.offline.matcher.families import explain_no_match, match
-from htam.offline.params import STRATEGIES
+from htam.offline.pipeline import explain_no_match
+from htam.offline.pipeline import match_task as match
+from htam.offline.strategies import STRATEGIES
 from htam.offline.templates_proposer import OfflineProposer, supported_strategies
 
 __all__ = [

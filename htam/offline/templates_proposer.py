@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import random
 
-from htam.offline.front.trace import NoMatch
-from htam.offline.generate import generate
+from htam.offline.backends import BACKENDS, unknown_language
 from htam.offline.ir.model import Match
-from htam.offline.matcher.families import analyze
-from htam.offline.params import (
-    STRATEGIES,
+from htam.offline.pipeline import (
+    NoMatch,
     StrategyError,
+    analyze,
     applicable,
     apply_strategy,
-    baseline,
-    parse_header,
+    generate,
+    parameters,
 )
+from htam.offline.strategies import STRATEGIES
 from htam.proposer import Choice, Proposal, ProposalRequest, Strategy
 from htam.tasks.task import Task
+from htam.vocab import LANGUAGES, Target
 
-LANGUAGES = {"cpu": "cpp", "cuda": "triton"}
 NO_STRATEGY = "no applicable strategy"
 
 
@@ -29,7 +29,7 @@ def supported_strategies(task: Task, language: str | None = None) -> list[str]:
         m = analyze(task)
     except NoMatch:
         return []
-    langs = [language] if language else ["triton", "cpp"]
+    langs = [language] if language else list(BACKENDS)
     ids = {s for lang in langs for s in applicable(m, lang)}
     return [s for s in STRATEGIES if s in ids]
 
@@ -40,18 +40,20 @@ class OfflineProposer:
     name = "offline"
 
     def __init__(self, target: str = "cpu", language: str | None = None):
-        if target not in LANGUAGES:
-            raise ValueError(f"target must be one of {sorted(LANGUAGES)}, not {target!r}")
-        language = language or LANGUAGES[target]
-        if language not in ("triton", "cpp"):
+        targets = sorted(str(t) for t in Target)
+        if target not in targets:
+            raise ValueError(f"target must be one of {targets}, not {target!r}")
+        # The target's first language that has a backend (cuda's own, CUDA C++, has none).
+        language = language or next(lang for lang in LANGUAGES[target] if lang in BACKENDS)
+        if language not in BACKENDS:
             raise ValueError(
-                f"the offline templates write triton or cpp, not {language!r}"
+                unknown_language(language)
                 + ("; use language 'triton' on cuda" if target == "cuda" else "")
             )
-        if language == "cpp" and target == "cuda":
+        if language not in LANGUAGES[target]:
             raise ValueError("the C++ templates are CPU code; use language='triton' for cuda")
         self.target = target
-        self.language = language
+        self.language = str(language)
 
     def can_propose(self, task: Task) -> bool:
         """Whether any template matches ``task`` (else every proposal says why not)."""
@@ -61,21 +63,11 @@ class OfflineProposer:
             return False
         return True
 
-    # -- state carried by the code itself -------------------------------------------------
     def _language(self, request: ProposalRequest) -> str:
         lang = request.language or self.language
-        if lang not in ("triton", "cpp"):
-            raise StrategyError(f"the offline templates write triton or cpp, not {lang!r}")
+        if lang not in BACKENDS:
+            raise StrategyError(unknown_language(lang))
         return lang
-
-    def _state(self, request: ProposalRequest, m: Match, lang: str) -> tuple[dict, list[str]]:
-        """Parameters and applied strategies of the base code, or the baseline's."""
-        base = baseline(m)
-        head = parse_header(request.base_code)
-        if not head or head.get("family") != m.family or head.get("language") != lang:
-            return base, []
-        params = {k: head["params"].get(k, v) for k, v in base.items()}
-        return params, [s for s in head.get("applied", []) if isinstance(s, str)]
 
     # -- Proposer protocol ----------------------------------------------------------------
     def choose_strategy(self, request: ProposalRequest, candidates: list[Strategy]) -> Choice:
@@ -84,7 +76,7 @@ class OfflineProposer:
             lang = self._language(request)
         except (NoMatch, StrategyError) as err:
             return Choice(None, rationale=f"{NO_STRATEGY}: {err}")
-        params, applied = self._state(request, m, lang)
+        params, applied = parameters(m, lang, request.base_code)
         codes = {c.id: self._code(c.id, params, applied, m, lang) for c in candidates}
         usable = [c for c in candidates if codes[c.id] is not None]
         if not usable:
@@ -118,7 +110,7 @@ class OfflineProposer:
             lang = self._language(request)
         except (NoMatch, StrategyError) as err:
             return Proposal(code=None, error=f"{NO_STRATEGY}: {err}")
-        params, applied = self._state(request, m, lang)
+        params, applied = parameters(m, lang, request.base_code)
         strategy, own = request.strategy, None
         if strategy is None and request.base_code is not None:
             strategy = own = self._own_choice(request, m, lang)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from htam.offline.matcher.families import analyze, match
-from htam.offline.params import applicable
+from htam.offline.pipeline import analyze, applicable
+from htam.offline.pipeline import match_task as match
 from htam.tasks.module import extra_configs, load_task_module
 from htam.tasks.task import Task
 from tests.offline.harness import task_of

@@ -18,10 +18,8 @@ from pathlib import Path
 
 import torch
 
-from htam.offline.generate import generate
-from htam.offline.matcher.families import analyze
-from htam.offline.params import apply_strategy, baseline
-from htam.offline.source import CPP_FLAGS
+from htam.offline.backends.cpp.loader import CPP_FLAGS
+from htam.offline.pipeline import analyze, apply_strategy, baseline, generate
 from htam.tasks.module import apply_overrides, load_task_module
 from htam.tasks.task import Task
 

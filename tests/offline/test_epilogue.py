@@ -9,7 +9,7 @@ import torch
 
 from htam.evaluate.static import check_source
 from htam.offline import explain_no_match, match
-from htam.offline.matcher.families import analyze
+from htam.offline.pipeline import analyze
 from tests.offline.harness import load_solution, solution, task_of
 
 HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
@@ -152,7 +152,7 @@ def _run(task, code):
 @pytest.mark.parametrize("name", sorted(TASKS))
 def test_triton_baseline_and_all_strategies_are_correct(name, monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    from htam.offline.params import applicable
+    from htam.offline.pipeline import applicable
 
     task = TASKS[name]
     m = analyze(task)

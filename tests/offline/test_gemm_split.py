@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from htam.offline.matcher.families import analyze
-from htam.offline.params import applicable
+from htam.offline.pipeline import analyze, applicable
 from htam.tasks.module import load_task_module
 from tests.offline.harness import load_solution, solution, task_of
 

@@ -1,12 +1,11 @@
 """Pattern matching: families, spellings, broadcasting, and plain reasons for non-matches."""
 
-import importlib
 import traceback
 
 import pytest
 
-from htam.offline import NoMatch, explain_no_match, match, supported_strategies
-from htam.offline.matcher.families import analyze
+from htam.offline import NoMatch, explain_no_match, match, pipeline, supported_strategies
+from htam.offline.pipeline import analyze
 from tests.offline.cases import builtin_tasks
 from tests.offline.harness import task_of
 from tests.offline.sources import CASES, HEAD, UNSUPPORTED
@@ -192,12 +191,10 @@ def test_a_no_match_is_a_fresh_exception_with_its_reason_each_time():
 
 
 def test_a_bug_inside_the_matcher_propagates(monkeypatch):
-    match_module = importlib.import_module("htam.offline.matcher.families")
-
-    def broken(traced, source):
+    def broken(out, traced, source):
         raise TypeError("unsupported operand type(s) for +: 'CNode' and 'NoneType'")
 
-    monkeypatch.setattr(match_module, "_match_traced", broken)
+    monkeypatch.setattr(pipeline, "match_families", broken)  # stage 3 as the pipeline calls it
     task = task_of("bug", _model("torch.relu(x) + 7.0"))
     with pytest.raises(TypeError, match="CNode"):
         analyze(task)

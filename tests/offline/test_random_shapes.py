@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from htam.offline.matcher.families import analyze
+from htam.offline.pipeline import analyze
 from htam.tasks.random_shapes import random_tasks
 from tests.offline.cases import everything
 from tests.offline.harness import compare, load_solution, solution

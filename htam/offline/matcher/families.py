@@ -5,14 +5,13 @@ from __future__ import annotations
 import torch
 
 from htam.offline.front.initsrc import copy_init
-from htam.offline.front.lower import CNode, lower
-from htam.offline.front.trace import NoMatch, trace_task
+from htam.offline.front.lower import CNode
+from htam.offline.front.trace import NoMatch, Traced
 from htam.offline.ir.model import EwIR, Match, RowIR
 from htam.offline.ir.passes import row_features
 from htam.offline.matcher.build import GEMM_OPS, ROW_OPS, Builder
 from htam.offline.matcher.gemm import match_gemm
 from htam.offline.matcher.rows import row_spec
-from htam.tasks.task import Task
 
 
 def _reachable(out: CNode) -> list[CNode]:
@@ -79,38 +78,7 @@ def _row(out: CNode, first: CNode) -> tuple[RowIR, str]:
     return ir, f"{prog.describe()} over dims {dims} of {list(spec.shape)}"
 
 
-# source -> its match, or the reason it has none (a fresh NoMatch is raised on every call: one
-# cached exception re-raised would grow its traceback and chain it into unrelated calls).
-_CACHE: dict[str, Match | str] = {}
-
-
-def analyze(task: Task) -> Match:
-    """The match for ``task``; raises :class:`NoMatch` with the reason when there is none.
-
-    Only NoMatch means "no template fits". Any other exception inside the matcher is a bug in
-    the matcher (a TypeError, a KeyError...) and propagates, so tests see it."""
-    if task.source not in _CACHE:
-        if len(_CACHE) > 128:
-            _CACHE.clear()
-        try:
-            _CACHE[task.source] = _analyze(task.source)
-        except NoMatch as err:
-            _CACHE[task.source] = str(err)
-    result = _CACHE[task.source]
-    if isinstance(result, str):
-        raise NoMatch(result)
-    return result
-
-
-def _analyze(source: str) -> Match:
-    traced = trace_task(Task(id="offline/match", name="match", source=source))
-    try:
-        return _match_traced(traced, source)
-    except NoMatch as err:
-        return _with_library(traced, source, err)
-
-
-def _with_library(traced, source: str, err: NoMatch) -> Match:
+def match_library_prefix(traced: Traced, source: str, err: NoMatch) -> Match:
     """The library path (htam.offline.matcher.library): torch computes the convolution / GEMM prefix,
     one kernel the chain after it. Its reason is added to the first one when it fails too."""
     from htam.offline.matcher.library import match_library
@@ -147,8 +115,8 @@ def _kernel(out: CNode, nodes: list[CNode]) -> tuple[str, EwIR | RowIR, str, dic
     return "elementwise", ir, summary, {}
 
 
-def _match_traced(traced, source: str) -> Match:
-    out = lower(traced)
+def match_families(out: CNode, traced: Traced, source: str) -> Match:
+    """The family the lowered graph ``out`` fits (NoMatch says why none does)."""
     nodes = _reachable(out)
     inputs = [n.target for n in traced.graph.graph.nodes if n.op == "placeholder"]
     gemms = [n for n in nodes if n.op in GEMM_OPS]
@@ -185,20 +153,3 @@ def _match_traced(traced, source: str) -> Match:
         features=features,
         scalars=scalars,
     )
-
-
-def match(task: Task) -> Match | None:
-    """The family and IR that ``task`` fits, or None (see :func:`explain_no_match`)."""
-    try:
-        return analyze(task)
-    except NoMatch:
-        return None
-
-
-def explain_no_match(task: Task) -> str:
-    """Why no template applies to ``task``; the empty string when one does."""
-    try:
-        analyze(task)
-    except NoMatch as err:
-        return f"no applicable strategy: {err}"
-    return ""

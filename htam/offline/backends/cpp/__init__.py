@@ -1,1 +1,28 @@
 """The C++ backend: OpenMP loops built with torch.utils.cpp_extension, for the CPU."""
+
+from __future__ import annotations
+
+from htam.offline.backends.base import KernelCode
+from htam.offline.backends.cpp.ew import ew_solution
+from htam.offline.backends.cpp.gemm import gemm_solution
+from htam.offline.backends.cpp.loader import IMPORTS, cpp_loader
+from htam.offline.backends.cpp.row import row_solution
+from htam.offline.ir.expr import Math
+from htam.offline.ir.model import Match
+from htam.offline.strategies import family_strategies
+from htam.vocab import Language
+
+_FAMILIES = {"elementwise": ew_solution, "row": row_solution, "gemm": gemm_solution}
+NOT_ON_CPU = ("precision.tensor_core_dot",)  # TF32 tensor cores: a GPU unit
+
+
+class CppBackend:
+    language = Language.CPP
+
+    def strategies(self, match: Match) -> list[str]:
+        return [s for s in family_strategies(match) if s not in NOT_ON_CPU]
+
+    def render(self, match: Match, params: dict) -> KernelCode:
+        m = Math("cpp", exp2=params.get("exp2", False))
+        (fn, src), forward = _FAMILIES[match.family](match.ir, params, m)
+        return KernelCode(IMPORTS, (), tuple(forward), setup=cpp_loader(fn, src, match.family))

@@ -1,1 +1,33 @@
 """The Triton backend: kernels run on the GPU, or under the Triton interpreter on the CPU."""
+
+from __future__ import annotations
+
+from htam.offline.backends.base import KernelCode
+from htam.offline.backends.triton.ew import ew_solution
+from htam.offline.backends.triton.gemm import gemm_solution
+from htam.offline.backends.triton.row import row_solution
+from htam.offline.ir.expr import Math
+from htam.offline.ir.model import Match
+from htam.offline.strategies import family_strategies
+from htam.vocab import Language
+
+IMPORTS = """import math
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+"""
+_FAMILIES = {"elementwise": ew_solution, "row": row_solution, "gemm": gemm_solution}
+
+
+class TritonBackend:
+    language = Language.TRITON
+
+    def strategies(self, match: Match) -> list[str]:
+        return family_strategies(match)
+
+    def render(self, match: Match, params: dict) -> KernelCode:
+        m = Math("triton", exp2=params.get("exp2", False))
+        kernels, forward = _FAMILIES[match.family](match.ir, params, m)
+        return KernelCode(IMPORTS, tuple(kernels), tuple(forward))
