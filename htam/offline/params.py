@@ -1,11 +1,18 @@
-"""Template parameters: the baseline per family, the ladders the sweeps step along, and the
-``# htam-offline:`` header that carries a candidate's parameters to the next step (the
-strategies that change them are :mod:`htam.offline.strategies`)."""
+"""Template parameters: one frozen class per family, the baseline, the ladders the sweeps step
+along, and the ``# htam-offline:`` header that carries a candidate's parameters to the next step
+(the strategies that change them are :mod:`htam.offline.strategies`).
+
+The header is the JSON of the fields (``dataclasses.asdict``, keys sorted), so a header written
+when the parameters were plain dicts reads back the same: :meth:`Params.updated` takes the
+header's value for every field it names and the baseline's for the rest.
+"""
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, TypeVar
 
 from htam.offline.ir.model import Match
 
@@ -16,38 +23,75 @@ BKS = [32, 64, 16]
 TILES = [(32, 32, 4, 1), (64, 64, 4, 3), (128, 128, 8, 3), (64, 128, 4, 4)]  # bm, bn, warps, stages
 HEADER = "# htam-offline: "
 
+P = TypeVar("P", bound="Params")
 
-def baseline(match: Match) -> dict:
+
+@dataclass(frozen=True)
+class Params:
+    """What every family's templates read."""
+
+    vec: int = 1  # vector width (1: scalar access)
+    split_tail: bool = False  # full blocks unmasked, the ragged tail apart
+    exp2: bool = False  # exponentials as exp2(x * log2(e))
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def updated(self: P, values: dict[str, Any]) -> P:
+        """A copy with the fields ``values`` names (a header's params) taken from it."""
+        return replace(self, **{f.name: values[f.name] for f in fields(self) if f.name in values})
+
+
+@dataclass(frozen=True)
+class EwParams(Params):
+    fuse: bool = False  # one kernel (loop) for the chain, not one per op
+    block: int = 1024  # elements per program (per OpenMP chunk)
+    warps: int = 4
+
+
+@dataclass(frozen=True)
+class RowParams(Params):
+    rows: int = 1  # rows per program
+    block: int = 1024  # columns per tile
+    warps: int = 4
+    cache: bool = False  # register row cache: a row that fits is loaded once
+    online: bool = False  # online softmax: max and sum in one pass
+    welford: bool = False  # Welford: mean and variance in one pass
+    lanes: bool = False  # per-lane partials reduced once (warp shuffle)
+    coalesce: bool = False  # adjacent rows per program when the reduced dim is not the last
+
+
+@dataclass(frozen=True)
+class GemmParams(Params):
+    epilogue: str = (
+        "fused"  # "fused" in the GEMM kernel, one "kernel" after it, or "ops": one per op
+    )
+    tile: int = 0  # index into TILES
+    bk: int = 32  # K step
+    group_m: int = 1  # grouped program order (L2 reuse of A's rows)
+    mr: int = 1  # rows of A per register block (C++)
+    tf32: bool = False  # TF32 tensor-core dot (Triton)
+
+
+FAMILY_PARAMS: dict[str, type[Params]] = {
+    "elementwise": EwParams,
+    "row": RowParams,
+    "gemm": GemmParams,
+}
+
+
+def baseline(match: Match) -> Params:
     ir = match.ir
-    common = {"vec": 1, "split_tail": False, "exp2": False}
     if match.family == "elementwise":
-        return {**common, "fuse": len(ir.prog.ops) == 1, "block": 1024, "warps": 4}
+        return EwParams(fuse=len(ir.prog.ops) == 1)
     if match.family == "row":
-        return {
-            **common,
-            "rows": 1,
-            "block": 1024,
-            "warps": 4,
-            "cache": False,
-            "online": False,
-            "welford": False,
-            "lanes": False,
-            "coalesce": False,
-        }
+        return RowParams()
     epilogue = "fused" if not ir.has_epilogue else ("ops" if len(ir.epilogue.ops) > 1 else "kernel")
-    return {
-        **common,
-        "epilogue": epilogue,
-        "tile": 0,
-        "bk": 32,
-        "group_m": 1,
-        "mr": 1,
-        "tf32": False,
-    }
+    return GemmParams(epilogue=epilogue)
 
 
-def header(family: str, language: str, params: dict, applied: list[str]) -> str:
-    data = {"family": family, "language": language, "params": params, "applied": applied}
+def header(family: str, language: str, params: Params, applied: list[str]) -> str:
+    data = {"family": family, "language": language, "params": params.as_dict(), "applied": applied}
     return HEADER + json.dumps(data, sort_keys=True)
 
 

@@ -5,8 +5,8 @@
     2 lower        front.lower         Traced -> canonical nodes (one spelling per operation)
     3 match        matcher             canonical nodes -> Match (family, SSA programs); failing
                                        that, torch computes a library prefix, a kernel the rest
-    4 parameters   params, strategies  Match + the base code's header -> the family's
-                                       parameters; apply_strategy: one strategy applied
+    4 parameters   params, strategies  Match + the base code's header -> the family's frozen
+                                       parameters; apply_strategy: one strategy, a new instance
     5 backend      backends            language -> Backend; Backend.render -> KernelCode
     6 render       source              KernelCode -> the solution file (header, ModelNew)
 
@@ -24,7 +24,7 @@ from htam.offline.front.lower import lower as lower_graph
 from htam.offline.front.trace import NoMatch, Traced, trace_task
 from htam.offline.ir.model import Match
 from htam.offline.matcher.families import match_families, match_library_prefix
-from htam.offline.params import baseline, parse_header
+from htam.offline.params import Params, baseline, parse_header
 from htam.offline.source import solution_file
 from htam.offline.strategies import STRATEGIES, StrategyError, transform
 from htam.tasks.task import Task
@@ -107,15 +107,15 @@ def explain_no_match(task: Task) -> str:
 
 
 # -- 4 parameters ---------------------------------------------------------------------------
-def parameters(match: Match, language: str, base_code: str | None) -> tuple[dict, list[str]]:
+def parameters(match: Match, language: str, base_code: str | None) -> tuple[Params, list[str]]:
     """(parameters, applied strategies) of ``base_code`` read back from its header; the
     baseline's when it has none or was written for another family or language."""
     base = baseline(match)
     head = parse_header(base_code)
     if not head or head.get("family") != match.family or head.get("language") != language:
         return base, []
-    params = {k: head["params"].get(k, v) for k, v in base.items()}
-    return params, [s for s in head.get("applied", []) if isinstance(s, str)]
+    applied = [s for s in head.get("applied", []) if isinstance(s, str)]
+    return base.updated(head["params"]), applied
 
 
 def applicable(match: Match, language: str) -> list[str]:
@@ -123,7 +123,7 @@ def applicable(match: Match, language: str) -> list[str]:
     return backend(language).strategies(match)
 
 
-def apply_strategy(strategy_id: str, params: dict, match: Match, language: str) -> dict:
+def apply_strategy(strategy_id: str, params: Params, match: Match, language: str) -> Params:
     """The parameters after ``strategy_id``; StrategyError when it does not apply or when it
     changes nothing (a switch already on)."""
     if strategy_id not in STRATEGIES:
@@ -149,11 +149,13 @@ def backend(language: str) -> Backend:
 
 
 # -- 6 render -------------------------------------------------------------------------------
-def render(match: Match, language: str, params: dict, applied: list[str], code: KernelCode) -> str:
+def render(
+    match: Match, language: str, params: Params, applied: list[str], code: KernelCode
+) -> str:
     """The complete solution file (``ModelNew``) around the backend's code."""
     return solution_file(match, language, params, applied, code)
 
 
-def generate(match: Match, language: str, params: dict, applied: list[str]) -> str:
+def generate(match: Match, language: str, params: Params, applied: list[str]) -> str:
     """Stages 5 and 6: the solution file for ``match`` with ``params`` in ``language``."""
     return render(match, language, params, applied, backend(language).render(match, params))

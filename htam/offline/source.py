@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from htam.offline.backends.base import KernelCode
 from htam.offline.ir.model import Match
-from htam.offline.params import header
+from htam.offline.params import Params, header
 
 # Helpers by name: a generated file holds only those its code calls.
 _HELPERS = {
@@ -38,7 +38,7 @@ def _specialized(module, values):
 
 
 def solution_file(
-    match: Match, language: str, params: dict, applied: list[str], code: KernelCode
+    match: Match, language: str, params: Params, applied: list[str], code: KernelCode
 ) -> str:
     """The solution file for ``match`` written by ``language``'s backend with ``params``."""
     head = header(match.family, language, params, applied)

@@ -4,14 +4,30 @@ A strategy maps the current parameter set (parsed back from the base code's ``# 
 header) to the next one. Sweeps (block sizes, rows per program, vector width, tile shapes) step
 along a ladder and wrap around; switches (fusion, online softmax, Welford, register cache,
 exp2, tf32, split tail) turn on once, after which the strategy no longer applies to that code.
-Which strategies a backend realizes is the backend's (:mod:`htam.offline.backends`).
+Each family has its table of rules: a strategy applies to a task when its family's table has it
+and the rule's condition holds for the match (an exponential to speed up, a chain to fuse...);
+which of those a backend realizes is the backend's (:mod:`htam.offline.backends`). Parameters
+are frozen: a transformation returns a new instance (``dataclasses.replace``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
 from htam.offline.ir.expr import EXP_OPS
-from htam.offline.ir.model import Match
-from htam.offline.params import BKS, BLOCKS, ROWS, TILES, VECS
+from htam.offline.ir.model import Match, Program
+from htam.offline.params import (
+    BKS,
+    BLOCKS,
+    ROWS,
+    TILES,
+    VECS,
+    EwParams,
+    GemmParams,
+    Params,
+    RowParams,
+)
 
 STRATEGIES = (
     "fusion.elementwise_chain_fusion",
@@ -35,82 +51,95 @@ class StrategyError(Exception):
     """The strategy has no template for this task, or changes nothing in the base code."""
 
 
-def family_strategies(match: Match) -> list[str]:
-    """Strategies with a template for this task's family (whatever the current parameters)."""
-    fam, ir, f = match.family, match.ir, match.features
-    ids = [
-        "memory_access.vectorized_access",
-        "parallel_mapping.block_size_tuning",
-        "boundary_handling.masked_tail",
-    ]
-    prog = ir.epilogue if fam == "gemm" else ir.prog
-    if any(op.name in EXP_OPS for op in prog.ops):
-        ids.append("instruction_throughput.fast_exp2")
-    if fam == "elementwise" and len(ir.prog.ops) > 1:
-        ids.append("fusion.elementwise_chain_fusion")
-    if fam == "row":
-        ids += [
-            "parallel_mapping.rows_per_program",
-            "data_reuse.register_row_cache",
-            "instruction_throughput.warp_shuffle_reduction",
-        ]
-        ids += ["memory_access.coalesced_row_access"] if f.get("strided_rows") else []
-        ids += ["algorithmic_rewrite.online_softmax"] if f.get("online_softmax") else []
-        ids += ["algorithmic_rewrite.welford_statistics"] if f.get("welford") else []
-    if fam == "gemm":
-        ids += ["parallel_mapping.rows_per_program", "data_reuse.shared_memory_tiling"]
-        ids += ["precision.tensor_core_dot"]
-        if ir.has_epilogue:
-            ids.append("fusion.epilogue_fusion")
-            ids += ["fusion.elementwise_chain_fusion"] if len(ir.epilogue.ops) > 1 else []
-    return [s for s in STRATEGIES if s in ids]
+@dataclass(frozen=True)
+class Rule:
+    """How a strategy changes a family's parameters, and for which matches it has a template."""
+
+    apply: Callable[[Params], Params]
+    when: Callable[[Match], bool] = lambda match: True
+
+
+def _program(match: Match) -> Program:
+    """The elementwise part: the chain, the row program, or the GEMM's epilogue."""
+    return match.ir.epilogue if match.family == "gemm" else match.ir.prog
+
+
+def _has_exp(match: Match) -> bool:
+    return any(op.name in EXP_OPS for op in _program(match).ops)
+
+
+def _feature(name: str) -> Callable[[Match], bool]:
+    return lambda match: bool(match.features.get(name))
 
 
 def _next(ladder: list, current) -> object:
     return ladder[(ladder.index(current) + 1) % len(ladder)] if current in ladder else ladder[0]
 
 
-def _switch(params: dict, key: str, value=True) -> dict:
-    return {**params, key: value}
+def _block(p: EwParams | RowParams) -> EwParams | RowParams:
+    block = _next(BLOCKS, p.block)
+    return replace(p, block=block, warps=8 if block >= 2048 else 4)
 
 
-def _block(p: dict, fam: str) -> dict:
-    if fam == "gemm":
-        return {**p, "bk": _next(BKS, p["bk"])}
-    block = _next(BLOCKS, p["block"])
-    return {**p, "block": block, "warps": 8 if block >= 2048 else 4}
+def _lanes(p: RowParams) -> RowParams:
+    return replace(p, lanes=True, warps=min(p.warps, 2))
 
 
-def _fusion(p: dict, fam: str) -> dict:
-    if fam == "gemm":
-        return {**p, "epilogue": "kernel"} if p["epilogue"] == "ops" else p
-    return _switch(p, "fuse")
+def _epilogue_kernel(p: GemmParams) -> GemmParams:
+    """One kernel for the separate epilogue's chain (an epilogue fused into the GEMM stays)."""
+    return replace(p, epilogue="kernel") if p.epilogue == "ops" else p
 
 
-_TRANSFORMS = {
-    "fusion.elementwise_chain_fusion": _fusion,
-    "fusion.epilogue_fusion": lambda p, fam: _switch(p, "epilogue", "fused"),
-    "memory_access.vectorized_access": lambda p, fam: {**p, "vec": _next(VECS, p["vec"])},
-    "memory_access.coalesced_row_access": lambda p, fam: _switch(p, "coalesce"),
-    "parallel_mapping.block_size_tuning": _block,
-    "parallel_mapping.rows_per_program": lambda p, fam: (
-        {**p, "group_m": 8, "mr": 4} if fam == "gemm" else {**p, "rows": _next(ROWS, p["rows"])}
-    ),
-    "data_reuse.register_row_cache": lambda p, fam: _switch(p, "cache"),
-    "data_reuse.shared_memory_tiling": lambda p, fam: {**p, "tile": (p["tile"] + 1) % len(TILES)},
-    "algorithmic_rewrite.online_softmax": lambda p, fam: _switch(p, "online"),
-    "algorithmic_rewrite.welford_statistics": lambda p, fam: _switch(p, "welford"),
-    "instruction_throughput.warp_shuffle_reduction": lambda p, fam: {
-        **p,
-        "lanes": True,
-        "warps": min(p["warps"], 2),
-    },
-    "instruction_throughput.fast_exp2": lambda p, fam: _switch(p, "exp2"),
-    "precision.tensor_core_dot": lambda p, fam: _switch(p, "tf32"),
-    "boundary_handling.masked_tail": lambda p, fam: _switch(p, "split_tail"),
+COMMON = {
+    "memory_access.vectorized_access": Rule(lambda p: replace(p, vec=_next(VECS, p.vec))),
+    "instruction_throughput.fast_exp2": Rule(lambda p: replace(p, exp2=True), _has_exp),
+    "boundary_handling.masked_tail": Rule(lambda p: replace(p, split_tail=True)),
 }
+ELEMENTWISE = {
+    **COMMON,
+    "fusion.elementwise_chain_fusion": Rule(
+        lambda p: replace(p, fuse=True), lambda m: len(m.ir.prog.ops) > 1
+    ),
+    "parallel_mapping.block_size_tuning": Rule(_block),
+}
+ROW = {
+    **COMMON,
+    "memory_access.coalesced_row_access": Rule(
+        lambda p: replace(p, coalesce=True), _feature("strided_rows")
+    ),
+    "parallel_mapping.block_size_tuning": Rule(_block),
+    "parallel_mapping.rows_per_program": Rule(lambda p: replace(p, rows=_next(ROWS, p.rows))),
+    "data_reuse.register_row_cache": Rule(lambda p: replace(p, cache=True)),
+    "algorithmic_rewrite.online_softmax": Rule(
+        lambda p: replace(p, online=True), _feature("online_softmax")
+    ),
+    "algorithmic_rewrite.welford_statistics": Rule(
+        lambda p: replace(p, welford=True), _feature("welford")
+    ),
+    "instruction_throughput.warp_shuffle_reduction": Rule(_lanes),
+}
+GEMM = {
+    **COMMON,
+    "fusion.elementwise_chain_fusion": Rule(
+        _epilogue_kernel, lambda m: m.ir.has_epilogue and len(m.ir.epilogue.ops) > 1
+    ),
+    "fusion.epilogue_fusion": Rule(
+        lambda p: replace(p, epilogue="fused"), lambda m: m.ir.has_epilogue
+    ),
+    "parallel_mapping.block_size_tuning": Rule(lambda p: replace(p, bk=_next(BKS, p.bk))),
+    "parallel_mapping.rows_per_program": Rule(lambda p: replace(p, group_m=8, mr=4)),
+    "data_reuse.shared_memory_tiling": Rule(lambda p: replace(p, tile=(p.tile + 1) % len(TILES))),
+    "precision.tensor_core_dot": Rule(lambda p: replace(p, tf32=True)),
+}
+RULES: dict[str, dict[str, Rule]] = {"elementwise": ELEMENTWISE, "row": ROW, "gemm": GEMM}
 
 
-def transform(strategy_id: str, params: dict, family: str) -> dict:
+def family_strategies(match: Match) -> list[str]:
+    """Strategies with a template for this task's family (whatever the current parameters)."""
+    rules = RULES[match.family]
+    return [s for s in STRATEGIES if s in rules and rules[s].when(match)]
+
+
+def transform(strategy_id: str, params: Params, family: str) -> Params:
     """The parameters after ``strategy_id`` (the caller checked that it applies)."""
-    return _TRANSFORMS[strategy_id](dict(params), family)
+    return RULES[family][strategy_id].apply(params)

@@ -6,6 +6,7 @@ import random
 
 from htam.offline.backends import BACKENDS, unknown_language
 from htam.offline.ir.model import Match
+from htam.offline.params import Params
 from htam.offline.pipeline import (
     NoMatch,
     StrategyError,
@@ -144,7 +145,9 @@ class OfflineProposer:
             self.choose_strategy(request, every).strategy
         )
 
-    def _code(self, sid: str, params: dict, applied: list[str], m: Match, lang: str) -> str | None:
+    def _code(
+        self, sid: str, params: Params, applied: list[str], m: Match, lang: str
+    ) -> str | None:
         """The code ``sid`` writes from the current parameters; None when it changes nothing."""
         try:
             return generate(m, lang, apply_strategy(sid, params, m, lang), [*applied, sid])

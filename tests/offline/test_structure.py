@@ -1,9 +1,10 @@
 """The offline package's shape (issue 12): a pipeline of stages, backends behind one protocol
-registered by the vocabulary's languages, layers that import downwards only."""
+registered by the vocabulary's languages, frozen parameters, and headers that read back."""
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,8 @@ import pytest
 from htam.offline import pipeline
 from htam.offline.backends import BACKENDS
 from htam.offline.backends.base import KernelCode
-from htam.offline.params import baseline
-from htam.offline.strategies import STRATEGIES
+from htam.offline.params import EwParams, GemmParams, RowParams, baseline, header
+from htam.offline.strategies import RULES, STRATEGIES
 from htam.vocab import Language
 from tests.offline.harness import task_of
 from tests.offline.sources import CASES
@@ -93,3 +94,50 @@ def test_layers_of_the_package():
 def test_modules_stay_small():
     sizes = {p.relative_to(OFFLINE): len(p.read_text().splitlines()) for p in OFFLINE.rglob("*.py")}
     assert max(sizes.values()) <= 300, sorted(sizes.items(), key=lambda kv: -kv[1])[:3]
+
+
+def test_parameters_are_frozen_and_strategies_return_new_ones():
+    p = RowParams()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.rows = 2  # type: ignore[misc]
+    for family, cls in (("elementwise", EwParams), ("row", RowParams), ("gemm", GemmParams)):
+        assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
+        for sid, rule in RULES[family].items():
+            assert sid in STRATEGIES
+            before = cls()
+            after = rule.apply(before)
+            assert type(after) is cls and before == cls(), sid  # the input is unchanged
+
+
+# Headers written when the parameters were plain dicts (commit 8331140): byte for byte the same
+# now, and read back as the parameters of the next step.
+OLD_ROW = (
+    '# htam-offline: {"applied": ["algorithmic_rewrite.welford_statistics"], "family": "row", '
+    '"language": "triton", "params": {"block": 1024, "cache": false, "coalesce": false, '
+    '"exp2": false, "lanes": false, "online": false, "rows": 1, "split_tail": false, '
+    '"vec": 1, "warps": 4, "welford": true}}'
+)
+OLD_GEMM = (
+    '# htam-offline: {"applied": ["data_reuse.shared_memory_tiling"], "family": "gemm", '
+    '"language": "cpp", "params": {"bk": 32, "epilogue": "ops", "exp2": false, "group_m": 1, '
+    '"mr": 1, "split_tail": false, "tf32": false, "tile": 1, "vec": 1}}'
+)
+
+
+def test_headers_written_before_the_parameter_classes_read_back_the_same():
+    ln = pipeline.analyze(task_of("ln", CASES["row_layer_norm"][0]))
+    params, applied = pipeline.parameters(ln, "triton", OLD_ROW + "\nrest of the file\n")
+    assert params == RowParams(welford=True) and applied == [
+        "algorithmic_rewrite.welford_statistics"
+    ]
+    assert header("row", "triton", params, applied) == OLD_ROW
+    nxt = pipeline.apply_strategy("parallel_mapping.rows_per_program", params, ln, "triton")
+    assert nxt == RowParams(welford=True, rows=2)
+
+    g = pipeline.analyze(task_of("g", CASES["gemm_residual"][0]))
+    params, applied = pipeline.parameters(g, "cpp", OLD_GEMM)
+    assert params == GemmParams(epilogue="ops", tile=1)
+    assert header("gemm", "cpp", params, applied) == OLD_GEMM
+    assert pipeline.generate(g, "cpp", params, applied).startswith(OLD_GEMM + "\n")
+    # another language's header is not this code's state: the baseline's
+    assert pipeline.parameters(g, "triton", OLD_GEMM) == (baseline(g), [])

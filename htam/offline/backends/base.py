@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from htam.offline.ir.model import Match
+from htam.offline.params import Params
 from htam.vocab import Language
 
 
@@ -29,6 +30,6 @@ class Backend(Protocol):
         """Strategy ids with a template for ``match`` in this language, in STRATEGIES order."""
         ...
 
-    def render(self, match: Match, params: dict) -> KernelCode:
+    def render(self, match: Match, params: Params) -> KernelCode:
         """The kernels and forward lines for ``match`` with ``params``."""
         ...

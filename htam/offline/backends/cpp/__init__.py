@@ -9,6 +9,7 @@ from htam.offline.backends.cpp.loader import IMPORTS, cpp_loader
 from htam.offline.backends.cpp.row import row_solution
 from htam.offline.ir.expr import Math
 from htam.offline.ir.model import Match
+from htam.offline.params import Params
 from htam.offline.strategies import family_strategies
 from htam.vocab import Language
 
@@ -22,7 +23,7 @@ class CppBackend:
     def strategies(self, match: Match) -> list[str]:
         return [s for s in family_strategies(match) if s not in NOT_ON_CPU]
 
-    def render(self, match: Match, params: dict) -> KernelCode:
-        m = Math("cpp", exp2=params.get("exp2", False))
+    def render(self, match: Match, params: Params) -> KernelCode:
+        m = Math("cpp", exp2=params.exp2)
         (fn, src), forward = _FAMILIES[match.family](match.ir, params, m)
         return KernelCode(IMPORTS, (), tuple(forward), setup=cpp_loader(fn, src, match.family))

@@ -13,6 +13,7 @@ from htam.offline.backends.cpp.common import (
 )
 from htam.offline.ir.expr import Math
 from htam.offline.ir.model import EwIR, Op, Operand, Program
+from htam.offline.params import EwParams
 
 
 def _body(cp: CppProgram, target: str) -> list[str]:
@@ -26,14 +27,14 @@ def _indent(lines: list[str], n: int = 1) -> list[str]:
     return ["  " * n + s for s in lines]
 
 
-def ew_loop(prog: Program, operands: list[Operand], p: dict, m: Math, target: str) -> list[str]:
+def ew_loop(prog: Program, operands: list[Operand], p: EwParams, m: Math, target: str) -> list[str]:
     """A parallel loop over the flat index ``f < n`` writing ``target[f]``."""
     body = _body(CppProgram(prog, operands, m), target)
-    simd = [f"#pragma omp simd simdlen({p['vec']})"] if p["vec"] > 1 else []
-    if not p["split_tail"]:
+    simd = [f"#pragma omp simd simdlen({p.vec})"] if p.vec > 1 else []
+    if not p.split_tail:
         return [
             "{",
-            f"  const int64_t CHUNK = {p['block']};",
+            f"  const int64_t CHUNK = {p.block};",
             "  const int64_t nchunks = (n + CHUNK - 1) / CHUNK;",
             "  #pragma omp parallel for schedule(static) if(n >= PARALLEL_MIN)",
             "  for (int64_t ch = 0; ch < nchunks; ++ch) {",
@@ -48,7 +49,7 @@ def ew_loop(prog: Program, operands: list[Operand], p: dict, m: Math, target: st
     # Full chunks have a compile-time trip count (vectorizable); the ragged tail runs apart.
     return [
         "{",
-        f"  constexpr int64_t CHUNK = {p['block']};",
+        f"  constexpr int64_t CHUNK = {p.block};",
         "  const int64_t nfull = n / CHUNK;",
         "  #pragma omp parallel for schedule(static) if(n >= PARALLEL_MIN)",
         "  for (int64_t ch = 0; ch < nfull; ++ch) {",
@@ -65,9 +66,9 @@ def ew_loop(prog: Program, operands: list[Operand], p: dict, m: Math, target: st
     ]
 
 
-def ew_code(prog: Program, operands: list[Operand], p: dict, m: Math, target: str) -> list[str]:
+def ew_code(prog: Program, operands: list[Operand], p: EwParams, m: Math, target: str) -> list[str]:
     """Loops computing ``prog`` into ``target``: fused, or op by op through buffers."""
-    if p["fuse"] or len(prog.ops) == 1:
+    if p.fuse or len(prog.ops) == 1:
         return ew_loop(prog, operands, p, m, target)
     by_name = {op.name: op for op in operands}
     lines: list[str] = []
@@ -86,7 +87,7 @@ def ew_code(prog: Program, operands: list[Operand], p: dict, m: Math, target: st
     return lines
 
 
-def ew_solution(ir: EwIR, p: dict, m: Math) -> tuple[tuple[str, str], list[str]]:
+def ew_solution(ir: EwIR, p: EwParams, m: Math) -> tuple[tuple[str, str], list[str]]:
     tensors, sizes = operand_params(ir.operands)
     params = ", ".join(["float* __restrict__ out_p", *tensors, "int64_t n", *sizes])
     body = [

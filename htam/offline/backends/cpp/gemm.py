@@ -19,7 +19,7 @@ from htam.offline.backends.cpp.ew import ew_code
 from htam.offline.ir.expr import Math
 from htam.offline.ir.model import GemmIR
 from htam.offline.ir.views import GEMM_OUT, gemm_prelude, separate_epilogue
-from htam.offline.params import TILES
+from htam.offline.params import TILES, EwParams, GemmParams
 
 
 def _store(ir: GemmIR, m: Math, fused: bool, target: str) -> list[str]:
@@ -34,12 +34,12 @@ def _store(ir: GemmIR, m: Math, fused: bool, target: str) -> list[str]:
     return lines + [f"{target}[f] = {cp.ref(ir.epilogue.out)};"]
 
 
-def _kernel(ir: GemmIR, p: dict, m: Math, target: str) -> list[str]:
-    fused = p["epilogue"] == "fused"
-    tiled = p["tile"] > 0
-    nc = TILES[p["tile"]][1] * 2 if tiled else 0
-    simd = ["#pragma omp simd reduction(+:acc_r[:MR])"] if p["vec"] > 1 else []
-    lines = [f"constexpr int64_t MR = {p['mr']};"]
+def _kernel(ir: GemmIR, p: GemmParams, m: Math, target: str) -> list[str]:
+    fused = p.epilogue == "fused"
+    tiled = p.tile > 0
+    nc = TILES[p.tile][1] * 2 if tiled else 0
+    simd = ["#pragma omp simd reduction(+:acc_r[:MR])"] if p.vec > 1 else []
+    lines = [f"constexpr int64_t MR = {p.mr};"]
     if tiled:
         lines.append("std::vector<float> panel((size_t)K * " + str(nc) + ");")
     lines += [
@@ -82,8 +82,8 @@ def _kernel(ir: GemmIR, p: dict, m: Math, target: str) -> list[str]:
     return lines
 
 
-def gemm_solution(ir: GemmIR, p: dict, m: Math) -> tuple[tuple[str, str], list[str]]:
-    fused = p["epilogue"] == "fused"
+def gemm_solution(ir: GemmIR, p: GemmParams, m: Math) -> tuple[tuple[str, str], list[str]]:
+    fused = p.epilogue == "fused"
     separate = ir.has_epilogue and not fused
     operands = ir.operands if ir.has_epilogue else []
     tensors, sizes = operand_params(operands)
@@ -112,12 +112,7 @@ def gemm_solution(ir: GemmIR, p: dict, m: Math) -> tuple[tuple[str, str], list[s
     body += _kernel(ir, p, m, f"{GEMM_OUT}_p" if separate else "out_p")
     if separate:
         prog, ops = separate_epilogue(ir)
-        ew = {
-            "fuse": p["epilogue"] == "kernel",
-            "block": 1024,
-            "vec": p["vec"],
-            "split_tail": p["split_tail"],
-        }
+        ew = EwParams(fuse=p.epilogue == "kernel", block=1024, vec=p.vec, split_tail=p.split_tail)
         body += ew_code(prog, ops, ew, m, "out_p")
     src = HEADER + f"\nvoid HTAM_FN({params}) {{\n" + "\n".join("  " + s for s in body) + "\n}\n"
     fn, src = cpp_names("gemm", src)

@@ -21,13 +21,14 @@ from htam.offline.ir.expr import Math
 from htam.offline.ir.model import RowIR
 from htam.offline.ir.passes import elem_closure, schedule
 from htam.offline.ir.views import row_sizes
+from htam.offline.params import RowParams
 
 
 class CppRow:
-    def __init__(self, ir: RowIR, p: dict, m: Math):
+    def __init__(self, ir: RowIR, p: RowParams, m: Math):
         self.ir, self.p, self.m = ir, p, m
         self.cp = CppProgram(ir.prog, ir.operands, m)
-        self.sched = schedule(ir.prog, p["online"], p["welford"])
+        self.sched = schedule(ir.prog, p.online, p.welford)
         roots = [[r.arg for r in ps.reds] for ps in self.sched.passes]
         if ir.out_kind == "elem":
             roots.append([ir.prog.out])
@@ -36,7 +37,7 @@ class CppRow:
         for rs in roots:
             for i in elem_closure(ir.prog, rs):
                 counts[i] = counts.get(i, 0) + 1
-        self.cached = {i for i, n in counts.items() if n > 1} if p["cache"] else set()
+        self.cached = {i for i, n in counts.items() if n > 1} if p.cache else set()
 
     def _closure(self, roots, available: set[int]) -> tuple[list[int], list[int]]:
         """(ops to compute, cached ops to read back) for one loop body."""
@@ -66,13 +67,13 @@ class CppRow:
 
     def _columns(self, body: list[str], simd_cols: bool) -> list[str]:
         """Column loop(s) around the per-row loop ``for t``."""
-        vec = self.p["vec"] > 1
-        t_simd = ["#pragma omp simd"] if vec and self.p["coalesce"] else []
-        c_simd = ["#pragma omp simd"] if vec and simd_cols and not self.p["coalesce"] else []
+        vec = self.p.vec > 1
+        t_simd = ["#pragma omp simd"] if vec and self.p.coalesce else []
+        c_simd = ["#pragma omp simd"] if vec and simd_cols and not self.p.coalesce else []
         inner = [*t_simd, "for (int64_t t = 0; t < nt; ++t) {", *("  " + s for s in body), "}"]
         lane = "const int64_t l = c & (LANES - 1);"
-        blk = self.p["block"]
-        if not self.p["split_tail"]:
+        blk = self.p.block
+        if not self.p.split_tail:
             return [
                 f"for (int64_t c0 = 0; c0 < R; c0 += {blk}) {{",
                 f"  const int64_t ce = std::min<int64_t>(R, c0 + {blk});",
@@ -148,14 +149,14 @@ class CppRow:
                 *sizes,
             ]
         )
-        rows = 16 if p["coalesce"] else 1
-        sched = f"schedule(static, {p['rows']})" if p["rows"] > 1 else "schedule(static)"
+        rows = 16 if p.coalesce else 1
+        sched = f"schedule(static, {p.rows})" if p.rows > 1 else "schedule(static)"
         body = [
             *pointers(ir.operands),
             "const float R_f = (float)R;",
             *(self.cp.stmt(i) for i in self.sched.before),
             f"constexpr int64_t ROWS = {rows};",
-            f"constexpr int64_t LANES = {8 if p['lanes'] else 1};",
+            f"constexpr int64_t LANES = {8 if p.lanes else 1};",
             "const int64_t rt = (ROWS > 1 && inner > 1) ? std::min<int64_t>(ROWS, inner) : 1;",
             "const int64_t per_o = (inner + rt - 1) / rt;",
             "#pragma omp parallel if(outer * inner * R >= PARALLEL_MIN)",
@@ -174,7 +175,7 @@ class CppRow:
         )
 
 
-def row_solution(ir: RowIR, p: dict, m: Math) -> tuple[tuple[str, str], list[str]]:
+def row_solution(ir: RowIR, p: RowParams, m: Math) -> tuple[tuple[str, str], list[str]]:
     fn, src = cpp_names("row", CppRow(ir, p, m).function())
     lines = [f"t_{op.name} = {op.source}.contiguous()" for op in ir.operands]
     lines += row_sizes(ir)

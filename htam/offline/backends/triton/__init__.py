@@ -8,6 +8,7 @@ from htam.offline.backends.triton.gemm import gemm_solution
 from htam.offline.backends.triton.row import row_solution
 from htam.offline.ir.expr import Math
 from htam.offline.ir.model import Match
+from htam.offline.params import Params
 from htam.offline.strategies import family_strategies
 from htam.vocab import Language
 
@@ -27,7 +28,7 @@ class TritonBackend:
     def strategies(self, match: Match) -> list[str]:
         return family_strategies(match)
 
-    def render(self, match: Match, params: dict) -> KernelCode:
-        m = Math("triton", exp2=params.get("exp2", False))
+    def render(self, match: Match, params: Params) -> KernelCode:
+        m = Math("triton", exp2=params.exp2)
         kernels, forward = _FAMILIES[match.family](match.ir, params, m)
         return KernelCode(IMPORTS, tuple(kernels), tuple(forward))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from htam.offline.backends.triton.common import TileProgram, operand_args, operand_params
 from htam.offline.ir.expr import Math
 from htam.offline.ir.model import Op, Operand, Program
+from htam.offline.params import EwParams
 
 
 def _body(tp: TileProgram, mask: str | None) -> list[str]:
@@ -16,7 +17,7 @@ def _body(tp: TileProgram, mask: str | None) -> list[str]:
     return lines
 
 
-def ew_kernel(name: str, prog: Program, operands: list[Operand], p: dict, m: Math) -> str:
+def ew_kernel(name: str, prog: Program, operands: list[Operand], p: EwParams, m: Math) -> str:
     tp = TileProgram(prog, operands, m)
     params = [
         "out_ptr",
@@ -27,10 +28,10 @@ def ew_kernel(name: str, prog: Program, operands: list[Operand], p: dict, m: Mat
         "MASKED: tl.constexpr",
     ]
     lines = ["pid = tl.program_id(0)", "offs = start + pid * BLOCK + tl.arange(0, BLOCK)"]
-    if p["vec"] > 1:  # each contiguous run of BLOCK starts at a multiple of BLOCK: 128-bit access
+    if p.vec > 1:  # each contiguous run of BLOCK starts at a multiple of BLOCK: 128-bit access
         lines.append("offs = tl.max_contiguous(tl.multiple_of(offs, BLOCK), BLOCK)")
     lines += tp.scalar_loads()
-    if p["split_tail"]:
+    if p.split_tail:
         lines.append("if MASKED:")
         lines += ["    mask = offs < n", *("    " + s for s in _body(tp, "mask")), "else:"]
         lines += ["    " + s for s in _body(tp, None)]
@@ -41,16 +42,16 @@ def ew_kernel(name: str, prog: Program, operands: list[Operand], p: dict, m: Mat
     )
 
 
-def warps_for(p: dict, block: int) -> int:
+def warps_for(p: EwParams, block: int) -> int:
     """num_warps, capped so each thread owns at least ``vec`` contiguous elements."""
-    return max(1, min(p["warps"], block // (32 * p["vec"])))
+    return max(1, min(p.warps, block // (32 * p.vec)))
 
 
-def launch(kernel: str, args: list[str], p: dict, n: str = "n") -> list[str]:
-    block = p["block"]
+def launch(kernel: str, args: list[str], p: EwParams, n: str = "n") -> list[str]:
+    block = p.block
     call = f"{', '.join(args)}, {n}"
     opts = f"BLOCK={block}, num_warps={warps_for(p, block)}"
-    if not p["split_tail"]:
+    if not p.split_tail:
         return [f"{kernel}[(triton.cdiv({n}, {block}),)]({call}, 0, {opts}, MASKED=True)"]
     return [
         f"full = {n} // {block}",
@@ -76,10 +77,10 @@ def _split(prog: Program, operands: list[Operand]) -> list[tuple[Program, list[O
 
 
 def ew_section(
-    name: str, prog: Program, operands: list[Operand], p: dict, m: Math, out: str = "out"
+    name: str, prog: Program, operands: list[Operand], p: EwParams, m: Math, out: str = "out"
 ) -> tuple[list[str], list[str]]:
     """(kernels, forward lines) computing ``prog`` into ``out`` (already allocated)."""
-    if p["fuse"] or len(prog.ops) == 1:
+    if p.fuse or len(prog.ops) == 1:
         args = [out, *operand_args(operands, out)]
         return [ew_kernel(name, prog, operands, p, m)], launch(name, args, p, f"{out}.numel()")
     kernels, lines = [], []
@@ -94,7 +95,7 @@ def ew_section(
     return kernels, lines
 
 
-def ew_solution(ir, p: dict, m: Math) -> tuple[list[str], list[str]]:
+def ew_solution(ir, p: EwParams, m: Math) -> tuple[list[str], list[str]]:
     """(kernels, forward lines) for the elementwise family."""
     lines = [f"t_{op.name} = {op.source}.contiguous()" for op in ir.operands]
     src = f"t_{ir.primary}"

@@ -9,6 +9,8 @@ that is not the last one, the tile's contiguous axis is the rows axis (coalesced
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from htam.offline.backends.triton import reduce as red
 from htam.offline.backends.triton.common import (
     TileProgram,
@@ -21,6 +23,7 @@ from htam.offline.ir.expr import Math
 from htam.offline.ir.model import RowIR
 from htam.offline.ir.passes import Schedule, schedule
 from htam.offline.ir.views import row_sizes
+from htam.offline.params import RowParams
 
 CACHE_LIMIT = 16384  # elements of a [ROWS, BLOCK] tile kept in registers
 
@@ -31,10 +34,10 @@ def _col_operand(ir: RowIR, op) -> bool:
 
 
 class RowKernel:
-    def __init__(self, ir: RowIR, p: dict, m: Math):
+    def __init__(self, ir: RowIR, p: RowParams, m: Math):
         self.ir, self.p, self.m = ir, p, m
         self.tp = TileProgram(ir.prog, ir.operands, m)
-        self.sched: Schedule = schedule(ir.prog, p["online"], p["welford"])
+        self.sched: Schedule = schedule(ir.prog, p.online, p.welford)
 
     # -- pieces ---------------------------------------------------------------------------
     def _loads(self, ops: list[int], masked: bool, extra=()) -> list[str]:
@@ -59,7 +62,7 @@ class RowKernel:
             "base = (rc // INNER) * (R * INNER) + rc % INNER",
         ]
         lines = plain
-        if self.p["coalesce"]:
+        if self.p.coalesce:
             # Adjacent rows of one outer index, contiguous along ROWS. The last tile is shifted
             # back (ROWS <= INNER) instead of clamped per row, which would hide the contiguity;
             # rows it shares with the previous tile are computed twice, identically.
@@ -78,7 +81,7 @@ class RowKernel:
 
     def _cols(self, start: str) -> list[str]:
         cols = f"{start} + tl.arange(0, BLOCK)"
-        if self.p["vec"] > 1:  # tiles start at multiples of BLOCK: vector loads along the row
+        if self.p.vec > 1:  # tiles start at multiples of BLOCK: vector loads along the row
             cols = f"tl.max_contiguous(tl.multiple_of({cols}, BLOCK), BLOCK)"
         return [
             f"cols = {cols}",
@@ -91,7 +94,7 @@ class RowKernel:
 
         The tail is a second loop of zero or one trip rather than an ``if``: an accumulator
         threaded through an ``scf.if`` trips Triton's thread-locality pass (two uses)."""
-        if not self.p["split_tail"]:
+        if not self.p.split_tail:
             return [
                 "for c0 in range(0, R, BLOCK):",
                 *("    " + s for s in self._cols("c0") + body(True)),
@@ -107,7 +110,7 @@ class RowKernel:
         lines = self._loads(p.elems, masked, [r.arg for r in p.reds])
         lines += [self.tp.stmt(i) for i in p.elems]
         for r in p.reds:
-            lines += red.update(r, self.tp.ref(r.arg, True), masked, self.p["lanes"], self.m)
+            lines += red.update(r, self.tp.ref(r.arg, True), masked, self.p.lanes, self.m)
         return lines
 
     def _store_body(self, masked: bool) -> list[str]:
@@ -137,7 +140,7 @@ class RowKernel:
         return f"@triton.jit\ndef {name}({', '.join(params)}):"
 
     def loop_kernel(self, name: str) -> str:
-        lanes = self.p["lanes"]
+        lanes = self.p.lanes
         lines = self._prologue()
         for p in self.sched.passes:
             for r in p.reds:
@@ -184,22 +187,22 @@ def _tile_reduce(i: int, name: str, x: str) -> list[str]:
     ]
 
 
-def row_solution(ir: RowIR, p: dict, m: Math) -> tuple[list[str], list[str]]:
+def row_solution(ir: RowIR, p: RowParams, m: Math) -> tuple[list[str], list[str]]:
     """(kernels, forward lines) for the row family."""
     k = RowKernel(ir, p, m)
     kernels = [k.loop_kernel("htam_row_loop")]
-    if p["cache"]:
+    if p.cache:
         kernels.append(k.tile_kernel("htam_row_tile"))
     lines = [f"t_{op.name} = {op.source}.contiguous()" for op in ir.operands]
     lines += row_sizes(ir)
     args = ", ".join(
         ["out", *operand_args(ir.operands, f"t_{ir.primary}"), "n_rows", "R", "inner", "float(R)"]
     )
-    rows, block = p["rows"], p["block"]
+    rows, block = p.rows, p.block
     split_kernels, split_path = split_solution(ir, p, m)
     kernels += split_kernels
     lines += [
-        "coal = inner > 1" if p["coalesce"] else "coal = False",
+        "coal = inner > 1" if p.coalesce else "coal = False",
         f"rows = min(64, 1 << (inner.bit_length() - 1)) if coal else {rows}",
         f"block = min({block}, triton.next_power_of_2(R))",
         *split_lines(),
@@ -209,9 +212,9 @@ def row_solution(ir: RowIR, p: dict, m: Math) -> tuple[list[str], list[str]]:
         "block = min(block, 64) if coal else block",
         "grid = (triton.cdiv(inner, rows), outer) if coal else (triton.cdiv(n_rows, rows),)",
     ]
-    warps = f"max(1, min({p['warps']}, rows * block // {32 * p['vec']}))"
+    warps = f"max(1, min({p.warps}, rows * block // {32 * p.vec}))"
     loop = f"htam_row_loop[grid]({args}, ROWS=rows, BLOCK=block, COAL=coal, num_warps={warps})"
-    if p["cache"]:
+    if p.cache:
         tile = triton_tile_call(args)
         lines += [
             "tile = triton.next_power_of_2(R)",
@@ -225,10 +228,10 @@ def row_solution(ir: RowIR, p: dict, m: Math) -> tuple[list[str], list[str]]:
     return kernels, lines + ["return out"]
 
 
-def split_solution(ir: RowIR, p: dict, m: Math) -> tuple[list[str], list[str]]:
+def split_solution(ir: RowIR, p: RowParams, m: Math) -> tuple[list[str], list[str]]:
     """(kernels, forward lines) of the split path: lanes and coalescing do not apply there."""
-    s = SplitKernels(RowKernel(ir, {**p, "lanes": False, "coalesce": False}, m))
-    warps = f"max(1, min({max(4, p['warps'])}, block // {32 * p['vec']}))"
+    s = SplitKernels(RowKernel(ir, replace(p, lanes=False, coalesce=False), m))
+    warps = f"max(1, min({max(4, p.warps)}, block // {32 * p.vec}))"
     head = ["out", *operand_args(ir.operands, f"t_{ir.primary}")]
     return s.kernels(), s.launch_lines(head, warps)
 

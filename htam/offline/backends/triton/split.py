@@ -83,7 +83,7 @@ class SplitKernels:
     def _chunk_loop(self, body) -> list[str]:
         lines = ["c_lo = tl.program_id(1) * CHUNK", "c_hi = tl.minimum(c_lo + CHUNK, R)"]
         cols = self.k._cols
-        if not self.k.p["split_tail"]:
+        if not self.k.p.split_tail:
             return lines + [
                 "for c0 in range(c_lo, c_hi, BLOCK):",
                 *("    " + s for s in cols("c0") + body(True)),
