@@ -59,6 +59,7 @@ def summary(
         "best_speedup_vs_compile": best.speedup_vs_compile if best else None,
         "best_runtime_ms": best.runtime_ms if best else None,
         "best_sol_fraction": best.sol_fraction if best else None,
+        "best_flags": list(best.flags) if best else [],
         "ref_runtime_ms": ref.timing["median_ms"] if ref.timing else None,
         "ref_compile_runtime_ms": ref.compile_timing["median_ms"] if ref.compile_timing else None,
         "timed_inputs": timed_shapes(timed),

@@ -230,6 +230,8 @@ def _finish(summary: dict, out: Path, as_json: bool, quiet: bool) -> None:
         console.print(stats_line(summary), highlight=False)
         if summary["timing_meaningful"] is False:
             console.print("note: Triton interpreter timings on the CPU are not meaningful")
+    for flag in summary["best_flags"]:  # the evaluator's doubts about the kept result
+        console.print(f"check the best candidate: {flag}", highlight=False, markup=False)
     console.print(final_line(summary, out), highlight=False, soft_wrap=True, markup=False)
     raise typer.Exit(code)
 

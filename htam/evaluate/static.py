@@ -52,6 +52,12 @@ FORBIDDEN_ATTRS = {
     "spawnv": "threads",
 }
 PATCHED_ROOTS = {"time", "torch", "triton", "os", "sys", "np", "numpy"}
+# The process environment steers torch, Triton and OpenMP (compile threads, caches, kernels
+# chosen): a candidate may read it (where to build), never change it.
+ENVIRONMENT_WRITES = {"putenv", "unsetenv"}
+MUTATORS = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
+# torch's own compiler writes kernels: code that calls it is torch-only code (--allow-torch).
+COMPILER_ATTRS = {"_dynamo", "_inductor"}
 
 
 @dataclass(frozen=True)
@@ -80,6 +86,7 @@ class _Checker(ast.NodeVisitor):
         # bare names that build an extension: load_inline anywhere, load only when imported
         # from torch.utils.cpp_extension (json.load or torch.load builds nothing)
         self.builders: set[str] = {"load_inline"}
+        self.compiler: list[Violation] = []  # torch.compile and friends: refused unless allowed
 
     def add(self, rule: str, node: ast.AST, detail: str) -> None:
         self.found.append(Violation(rule, getattr(node, "lineno", 0), detail))
@@ -104,6 +111,14 @@ class _Checker(ast.NodeVisitor):
         top = name.split(".")[0]
         if top in FORBIDDEN_MODULES:
             self.add(FORBIDDEN_MODULES[top], node, f"imports {name}")
+        if set(name.split(".")) & COMPILER_ATTRS:
+            self._compiler(node, f"imports {name}")
+
+    def _compiler(self, node: ast.AST, what: str) -> None:
+        self.compiler.append(
+            Violation("torch-compiler", getattr(node, "lineno", 0),
+                      f"{what}: torch's compiler writes those kernels, not the solution")
+        )  # fmt: skip
 
     def visit_Name(self, node: ast.Name) -> None:
         if node.id == "Model":
@@ -119,6 +134,12 @@ class _Checker(ast.NodeVisitor):
             self.add("reference-call", node, "uses the reference class Model")
         if node.attr == "modules" and _root(node) == "sys":
             self.add("reference-call", node, "uses sys.modules")
+        if node.attr in ENVIRONMENT_WRITES or (
+            node.attr in MUTATORS and ast.unparse(node.value).endswith("environ")
+        ):
+            self.add("environment", node, f"changes the process environment ({ast.unparse(node)})")
+        if node.attr in COMPILER_ATTRS or (node.attr == "compile" and _root(node) == "torch"):
+            self._compiler(node, f"uses {ast.unparse(node)}")
         text = ast.unparse(node)
         if (
             isinstance(node.ctx, (ast.Store, ast.Del))
@@ -126,6 +147,12 @@ class _Checker(ast.NodeVisitor):
             and not text.startswith("torch.backends.")  # allow_tf32 and friends are settings
         ):
             self.add("timer-patch", node, f"assigns to {text}")
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if isinstance(node.ctx, (ast.Store, ast.Del)) and _root(node) in PATCHED_ROOTS:
+            self.add("environment" if ast.unparse(node.value).endswith("environ") else
+                     "timer-patch", node, f"assigns to {ast.unparse(node)}")  # fmt: skip
         self.generic_visit(node)
 
     def visit_Try(self, node: ast.Try) -> None:
@@ -178,6 +205,7 @@ def check_source(code: str, language: str, allow_torch: bool = False) -> list[Vi
     if not has_model_new:
         found.append(Violation("no-model-new", 0, "the solution defines no class ModelNew"))
     if not allow_torch:
+        found.extend(checker.compiler)
         found.extend(_kernel_rule(checker, language) or _forward_rule(tree, checker, language))
     return found
 

@@ -5,6 +5,7 @@ import pytest
 from htam.evaluate.static import check_source
 
 HEAD = "import torch\nimport torch.nn as nn\n"
+KERNEL = "from torch.utils.cpp_extension import load_inline\next = load_inline(name='e', cpp_sources='')\n"
 MODEL = """
 class ModelNew(nn.Module):
     def forward(self, x):
@@ -38,3 +39,28 @@ class ModelNew(nn.Module):
 def test_only_cpp_extension_builds_count_as_a_kernel(build, kernel):
     found = {v.rule for v in check_source(HEAD + build + MODEL, "cpp")}
     assert ("no-kernel" not in found) is kernel, found
+
+
+@pytest.mark.parametrize(
+    ("line", "rule"),
+    [
+        # red team: the environment steered torch.compile's threads past the thread check
+        ("os.environ['TORCHINDUCTOR_COMPILE_THREADS'] = '1'", "environment"),
+        ("os.environ.update(OMP_NUM_THREADS='1')", "environment"),
+        ("os.putenv('OMP_NUM_THREADS', '1')", "environment"),
+        ("torch.backends.cudnn.__dict__['benchmark'] = True", "timer-patch"),
+        ("fast = torch.compile(lambda x: x)", "torch-compiler"),
+        ("import torch._inductor.config", "torch-compiler"),
+        ("torch._dynamo.reset()", "torch-compiler"),
+    ],
+)
+def test_environment_writes_and_torchs_compiler_are_refused(line, rule):
+    code = "import os\n" + HEAD + line + "\n" + KERNEL + MODEL
+    assert rule in {v.rule for v in check_source(code, "cpp")}
+    if rule == "torch-compiler":  # torch-only code may use torch's compiler
+        assert rule not in {v.rule for v in check_source(code, "cpp", allow_torch=True)}
+
+
+def test_reading_the_environment_is_allowed():
+    code = "import os\n" + HEAD + "d = os.environ.get('HTAM_CACHE_DIR')\n" + KERNEL + MODEL
+    assert check_source(code, "cpp") == []
