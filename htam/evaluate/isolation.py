@@ -23,6 +23,8 @@ import signal
 import sys
 from dataclasses import dataclass, field
 
+from htam.evaluate.eval_config import cache_root
+
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWUSER = (
     0x00020000,
     0x04000000,
@@ -145,7 +147,8 @@ def enter(job_dir: str, uid: int, plan: Plan, limits: Limits) -> str:
         _check(_libc.unshare(flags), "unshare")
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
         job_fd = os.open(job_dir, os.O_RDONLY | os.O_DIRECTORY)
-        needed = [(p, os.open(p, os.O_PATH | os.O_DIRECTORY)) for p in needed_paths()]
+        work_dir = os.path.dirname(os.path.realpath(job_dir))
+        needed = [(p, os.open(p, os.O_PATH | os.O_DIRECTORY)) for p in needed_paths(None, work_dir)]
         masks = {a for p, _ in needed if plan.drop_uid and (a := _closed_ancestor(p))}
         if plan.readonly_fs:
             _readonly_everything()
@@ -172,13 +175,23 @@ def enter(job_dir: str, uid: int, plan: Plan, limits: Limits) -> str:
     return path
 
 
-def needed_paths() -> list[str]:
-    """Folders a candidate must read: the Python installation and every import path."""
+def needed_paths(cache_dir: str | None = None, work_dir: str | None = None) -> list[str]:
+    """Folders a candidate must read: the Python installation and every import path. Those under
+    a private /tmp (a virtualenv in /tmp) are bound back read-only, except a private root itself
+    and any folder that holds, or lies in, the cache directory (its secret key and sealed
+    records) or ``work_dir`` (where the evaluator's jobs live)."""
     paths = {sys.prefix, sys.exec_prefix, sys.base_prefix}
     paths |= {p for p in sys.path if p and os.path.isabs(p)}
     paths.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # htam itself
-    private = tuple(d + "/" for d in PRIVATE)
-    return sorted(p for p in paths if os.path.isdir(p) and not (p + "/").startswith(private))
+    secret = [os.path.realpath(d) for d in (cache_dir or str(cache_root()), work_dir) if d]
+
+    def allowed(p: str) -> bool:
+        real = os.path.realpath(p)
+        return real not in PRIVATE and not any(
+            s == real or s.startswith(real + "/") or real.startswith(s + "/") for s in secret
+        )
+
+    return sorted(p for p in paths if os.path.isdir(p) and allowed(p))
 
 
 def _closed_ancestor(path: str) -> str | None:
@@ -196,6 +209,7 @@ def _expose(needed: list[tuple[str, int]], masks: set[str]) -> None:
     private /tmp: the home is replaced by an empty tmpfs (its secrets stay out of view) and
     only the needed folders are bound back, read-only."""
     for mask in sorted(masks):
+        os.makedirs(mask, exist_ok=True)  # under a private /tmp it is not there yet
         _mount("tmpfs", mask, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
     hidden = tuple(masks) + PRIVATE
     for path, fd in needed:
