@@ -11,6 +11,7 @@ _EXPORTS = {
     "Optimizer": "htam.agent.loop",
     "Step": "htam.agent.step",
     "InfrastructureError": "htam.agent.propose",
+    "EvaluationError": "htam.agent.propose",
     "RunDir": "htam.agent.rundir",
     "RunDirError": "htam.agent.rundir",
     "make_guide": "htam.agent.guides",

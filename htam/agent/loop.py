@@ -14,7 +14,7 @@ from typing import Any
 
 from htam.agent.guides import NO_DIRECTION, Context, make_guide
 from htam.agent.ports import EvaluatorPort
-from htam.agent.propose import InfrastructureError, propose_distinct
+from htam.agent.propose import EvaluationError, InfrastructureError, propose_distinct
 from htam.agent.rundir import RunDir
 from htam.agent.state import (
     Progress,
@@ -30,6 +30,7 @@ from htam.agent.summary import is_faster, lesson, summary
 from htam.agent.view import PathStep
 from htam.evaluate import roofline
 from htam.evaluate.result import EvalResult
+from htam.evaluate.verdict import EVALUATOR_FAILED
 from htam.memory import MemoryBank, StepRecord
 from htam.policy import FLAT_DIRECTION, PolicyConfig, reward
 from htam.proposer import Choice, Proposal, ProposalRequest, Proposer, Usage
@@ -116,9 +117,9 @@ class Optimizer:
             )
             try:
                 step, code = self._step(task, sig, ctx, progress, run_id)
-            except InfrastructureError:
+            except InfrastructureError as exc:
                 infra_failures += 1
-                if infra_failures >= cfg.infra_patience:
+                if infra_failures >= cfg.infra_patience or not exc.retry:
                     raise
                 continue
             infra_failures = 0
@@ -264,7 +265,11 @@ class Optimizer:
             return EvalResult(
                 Status.REJECTED, messages=[proposal.error or "the reply held no code"]
             )
-        return self.evaluator.evaluate(task, proposal.code, self.config.language)
+        result = self.evaluator.evaluate(task, proposal.code, self.config.language)
+        if result.infrastructure:
+            cause = result.messages[0] if result.messages else "no cause given"
+            raise EvaluationError(cause.removeprefix(f"{EVALUATOR_FAILED}: "))
+        return result
 
     def _replay(self, step: Step, rundir: RunDir, progress: Progress, usage: Usage) -> None:
         """Rebuild the state from a persisted step; re-apply its (idempotent) memory update."""

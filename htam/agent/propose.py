@@ -12,6 +12,17 @@ class InfrastructureError(Exception):
     evidence about a kernel. The loop retries the step, then stops the run; nothing of it
     reaches the memory."""
 
+    what = "the LLM endpoint"
+    retry = True
+
+
+class EvaluationError(InfrastructureError):
+    """The evaluator could not judge the task (its reference cannot run here): no candidate
+    would fare better, so the run stops at once, and nothing of the step is recorded."""
+
+    what = "the evaluator"
+    retry = False
+
 
 def propose_distinct(
     proposer: Proposer, request: ProposalRequest, progress: Progress, retries: int

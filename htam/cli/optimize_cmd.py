@@ -204,7 +204,7 @@ def optimize_command(
     except InfrastructureError as exc:
         view.close()
         _stop(
-            f"stopped: the LLM endpoint failed: {exc} (the failed steps are not in the memory; "
+            f"stopped: {exc.what} failed: {exc} (the failed steps are not in the memory; "
             f"--resume --out {out} continues)",
             as_json,
         )

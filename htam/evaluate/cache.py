@@ -4,7 +4,8 @@ feedback at no cost, which is what makes a resumed run end exactly like an unint
 
 A hit limit is not cached: a timeout or a kill by the watchdog (memory, output, disk) says as
 much about the limits and the machine's load at the time as about the code, and a retry after
-raising a limit (or on a quieter machine) must evaluate again."""
+raising a limit (or on a quieter machine) must evaluate again. Nor is a failure of the evaluator
+itself (the reference cannot run here): fixing the environment must be enough."""
 
 from __future__ import annotations
 
@@ -16,13 +17,19 @@ from pathlib import Path
 
 from htam.evaluate.evaluator import Evaluator
 from htam.evaluate.result import EvalResult
+from htam.evaluate.verdict import EVALUATOR_FAILED
 from htam.status import Status
 from htam.tasks.task import Task
 
 
-def hit_limit(result: EvalResult) -> bool:
-    """A timeout, or a candidate killed by a limit of the watchdog (its message says which)."""
-    return result.status is Status.TIMEOUT or any(m.startswith("killed:") for m in result.messages)
+def not_evidence(result: EvalResult) -> bool:
+    """A timeout, a candidate killed by a limit of the watchdog (its message says which), or a
+    failure of the evaluator itself (also as written before it was marked)."""
+    return (
+        result.status is Status.TIMEOUT
+        or result.infrastructure
+        or any(m.startswith(("killed:", EVALUATOR_FAILED)) for m in result.messages)
+    )
 
 
 class CachedEvaluator:
@@ -49,11 +56,11 @@ class CachedEvaluator:
         path = self.directory / f"{self._key(task, code, language)}.json"
         if path.exists():
             cached = EvalResult.from_dict(json.loads(path.read_text()))
-            if not hit_limit(cached):  # written before limits were left out of the cache
+            if not not_evidence(cached):  # written before these were left out of the cache
                 self.hits += 1
                 return cached
         result = self.evaluator.evaluate(task, code, language)
-        if hit_limit(result):
+        if not_evidence(result):
             path.unlink(missing_ok=True)
             return result
         self.directory.mkdir(parents=True, exist_ok=True)

@@ -58,6 +58,9 @@ class EvalResult:
     target: str = ""
     language: str = ""
     isolation: str = ""  # which protections the candidate ran under, and which were missing
+    # The evaluator itself failed (the reference cannot run here): no evidence about the
+    # candidate, never cached, never learned from.
+    infrastructure: bool = False
 
     @property
     def correct(self) -> bool:

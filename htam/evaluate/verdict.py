@@ -12,6 +12,7 @@ from htam.evaluate.watchdog import JobOutcome
 from htam.status import Status
 
 _STATUSES = {s.value for s in Status}
+EVALUATOR_FAILED = "the evaluator could not judge this task"
 
 
 def signal_name(code: int | None) -> str:
@@ -44,7 +45,8 @@ def judge_outcome(result: EvalResult, outcome: JobOutcome, config: EvalConfig) -
         return
     if status == "error":  # the task, not the candidate: say so plainly
         result.status = Status.RUNTIME_ERROR
-        result.messages = [f"the evaluator could not judge this task: {message}"]
+        result.messages = [f"{EVALUATOR_FAILED}: {message}"]
+        result.infrastructure = True
         return
     result.status = Status(status) if status in _STATUSES else Status.RUNTIME_ERROR
     if message == "the candidate's process ended":

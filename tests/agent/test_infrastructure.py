@@ -156,3 +156,35 @@ def test_a_repeated_candidate_is_asked_again_and_never_evaluated_twice(tmp_path,
         assert summary["duplicates"] == 4
         codes = [p.read_text() for p in sorted((tmp_path / "run" / "steps").glob("*.py"))]
         assert len(set(codes[:2])) == 2
+
+
+def test_a_failure_of_the_evaluator_stops_the_run_without_learning(tmp_path, evaluator):
+    """The reference cannot run in the sandbox (newcomer: a Python environment it could not see):
+    not the candidate's failure. The run stops at its first evaluation with the cause, records
+    no step, and the bank stays as it was (it had learned -0.6 per direction)."""
+    from htam.agent import EvaluationError
+    from htam.evaluate import EvalResult
+    from htam.offline import OfflineProposer
+    from htam.status import Status
+
+    cached = CachedEvaluator(evaluator)
+    calls = []
+
+    def failing(task, code, language):
+        calls.append(code)
+        return EvalResult(Status.RUNTIME_ERROR, infrastructure=True, messages=[
+            "the evaluator could not judge this task: the reference failed: No module named x"])  # fmt: skip
+
+    cached.evaluate = failing
+    bank_path = tmp_path / "m.db"
+    with MemoryBank.open(bank_path, create=True):
+        pass
+    before = bank_path.read_bytes()
+    loop = OptimizeConfig(method="htam", steps=4, seed=0, target="cpu", language="cpp")
+    with MemoryBank.open(bank_path) as bank:
+        optimizer = Optimizer(OfflineProposer(), cached, bank, loop)
+        with pytest.raises(EvaluationError, match=r"^the reference failed: No module named x$"):
+            optimizer.run(task_for(CHAIN + ".py"), tmp_path / "run")
+    assert len(calls) == 1
+    assert bank_path.read_bytes() == before
+    assert not list((tmp_path / "run" / "steps").glob("*.json"))

@@ -1,11 +1,12 @@
-"""The evaluation cache serves what the code earned, never a hit limit."""
+"""The evaluation cache serves what the code earned, never a hit limit or a failure of the
+evaluator itself."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from htam.evaluate.cache import CachedEvaluator, hit_limit
+from htam.evaluate.cache import CachedEvaluator, not_evidence
 from htam.evaluate.eval_config import EvalConfig
 from htam.evaluate.result import EvalResult
 from htam.status import Status
@@ -50,7 +51,21 @@ def test_a_timeout_or_a_memory_kill_is_evaluated_again(tmp_path):
 
 
 def test_a_failure_of_the_code_is_cached():
-    assert not hit_limit(EvalResult(Status.COMPILE_ERROR, ["error: expected ';'"]))
-    assert not hit_limit(EvalResult(Status.INCORRECT, ["max abs error 0.5"]))
-    assert hit_limit(EvalResult(Status.TIMEOUT))
-    assert hit_limit(EvalResult(Status.RUNTIME_ERROR, [KILLED]))
+    assert not not_evidence(EvalResult(Status.COMPILE_ERROR, ["error: expected ';'"]))
+    assert not not_evidence(EvalResult(Status.INCORRECT, ["max abs error 0.5"]))
+    assert not_evidence(EvalResult(Status.TIMEOUT))
+    assert not_evidence(EvalResult(Status.RUNTIME_ERROR, [KILLED]))
+
+
+def test_a_failure_of_the_evaluator_is_never_served_again(tmp_path):
+    """The reference could not run here (newcomer: a Python environment the sandbox did not
+    show): once the environment is fixed, the same code is evaluated again, also when the
+    failure was cached by a version that did not mark it."""
+    failed = EvalResult(Status.RUNTIME_ERROR, infrastructure=True,
+                        messages=["the evaluator could not judge this task: the reference failed"])  # fmt: skip
+    ok = EvalResult(Status.OK, runtime_ms=1.0, ref_runtime_ms=2.0)
+    inner = Scripted([failed, ok], tmp_path)
+    cached = CachedEvaluator(inner, tmp_path / "evals")
+    assert [cached.evaluate(_task(), "code", "cpp").status for _ in range(2)] == ["runtime_error", "ok"]
+    unmarked = EvalResult(Status.RUNTIME_ERROR, messages=failed.messages)  # an old cache entry
+    assert not_evidence(EvalResult.from_dict(unmarked.to_dict() | {"infrastructure": False}))
