@@ -103,8 +103,10 @@ class Optimizer:
             self._replay(Step.from_dict(record), rundir, progress, usage)
         infra_failures = 0
         while (index := len(progress.path)) < cfg.steps:
+            # the prompt's shapes, work and bound are those of the size timed (newcomer: it
+            # said 33x257 and a 50 ms bound for 68 kB while 4096x8192 was timed)
             state_text = summary_text(
-                task.id, sig, bound.kind, bound.time_ms, progress, self.policy_config.K
+                task.id, timed, bound.kind, bound.time_ms, progress, self.policy_config.K
             )
             ctx = Context(
                 task_id=task.id,

@@ -152,3 +152,22 @@ def test_a_step_is_recorded_under_the_strategy_its_code_realizes(tmp_path, evalu
         assert bank.direction("memory_access").stats.tries == 3
         assert sum(d.stats.tries for d in bank.directions()) == 3
         assert len(bank.evidence("memory_access.vectorized_access")) == 3
+
+
+def test_the_state_describes_the_size_that_is_timed(tmp_path):
+    """At the large size the state an LLM reads names the large shapes (newcomer: it named the
+    small ones, 33x257, beside a bound computed for the large)."""
+    from htam.offline import OfflineProposer
+
+    config = EvalConfig(size="large", timing_budget_ms=20.0, min_timed=3, max_timed=10)
+    loop = OptimizeConfig(method="htam", steps=1, seed=0, target="cpu", language="cpp")
+    records = []
+    with (
+        Evaluator("cpu", config) as ev,
+        MemoryBank.open(tmp_path / "m.db", create=True) as bank,
+    ):
+        optimizer = Optimizer(OfflineProposer(), CachedEvaluator(ev), bank, loop,
+                              on_step=lambda step: records.append(step.to_dict()))  # fmt: skip
+        optimizer.run(task_for(FIXTURES / "relu_16mb_task.py"), tmp_path / "run")
+    assert "4194304" in records[0]["state_text"]
+    assert "4096 " not in records[0]["state_text"]
