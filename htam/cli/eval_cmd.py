@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from htam.cli.common import (
     COMPILE_HELP,
@@ -53,7 +54,7 @@ def render(result: EvalResult) -> Table:
     for name, seconds in result.breakdown_s.items():
         table.add_row(f"time: {name}", f"{seconds:.3f} s")
     for message in result.messages + [f"FLAG: {f}" for f in result.flags]:
-        table.add_row("note", message)
+        table.add_row("note", Text(message))  # "[rule] ..." is text, not rich markup
     return table
 
 

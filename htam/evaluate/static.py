@@ -67,7 +67,8 @@ class Violation:
     detail: str
 
     def __str__(self) -> str:
-        return f"[{self.rule}] line {self.line}: {self.detail}"
+        where = f" line {self.line}" if self.line else ""  # 0: the file as a whole
+        return f"[{self.rule}]{where}: {self.detail}"
 
 
 def _root(node: ast.AST) -> str | None:
@@ -218,7 +219,7 @@ def _kernel_rule(checker: _Checker, language: str) -> list[Violation]:
     else:
         if checker.load_inline_calls:
             return []
-        detail = f"no {language} kernel is built with torch.utils.cpp_extension.load_inline"
+        detail = f"no {language} kernel is built with torch.utils.cpp_extension (load_inline or load)"
     return [Violation("no-kernel", 0, detail + "; pass --allow-torch to time torch-only code")]
 
 

@@ -57,3 +57,12 @@ def test_compile_reference_on_the_cpu_gives_a_speedup_vs_torch_compile(tmp_path)
     data = json.loads(result.stdout)
     assert data["status"] == "ok" and data["ref_compile_runtime_ms"] > 0
     assert data["speedup_vs_compile"] > 0
+
+
+def test_a_rejection_names_its_rule_in_the_table(tmp_path):
+    """"[rule]" is text, not rich markup (newcomer: the table swallowed it, leaving " line 0:")."""
+    path = tmp_path / "solution.py"
+    path.write_text("import torch\n\n\nclass Other:\n    pass\n")
+    result = runner.invoke(app, ["eval", "level1/1_ReLU", str(path), "--target", "cpu"])
+    assert "[no-model-new]: the solution defines no class ModelNew" in result.output, result.output
+    assert "line 0" not in result.output
