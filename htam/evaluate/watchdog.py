@@ -110,9 +110,9 @@ class _Watch:
         )
         if judge_mb > lim.memory_limit_mb:
             return "memory", (
-                f"the reference needs more host memory than allowed: "
-                f"{judge_mb / 1024:.1f} GiB of {lim.memory_limit_mb / 1024:.1f} GiB "
-                "(raise it with --memory-limit-mb)"
+                f"the reference needs more host memory than the "
+                f"{lim.memory_limit_mb / 1024:.1f} GiB allowed (stopped when it held "
+                f"{judge_mb / 1024:.1f} GiB; raise it with --memory-limit-mb)"
             )
         return None
 
