@@ -44,6 +44,8 @@ def resolve_target(
         the_target, the_language = check_target(target, language)
     except ValueError as exc:
         fail(str(exc))
+    if the_target == "cuda" and default_target() != "cuda":  # before anything is printed
+        fail("target cuda asked for, but no CUDA device is visible (run with --target cpu)")
     return str(the_target), str(the_language)
 
 

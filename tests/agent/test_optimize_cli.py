@@ -135,3 +135,12 @@ def test_the_last_line_says_what_the_user_keeps():
     none = {**base, "outcome": "none_correct", "best_speedup": None}
     none["statuses"] = ["rejected", "incorrect"]
     assert final_line(none, out).startswith("no correct candidate: the reference stands (rejected")
+
+
+@pytest.mark.skipif(os.path.exists("/dev/nvidiactl"), reason="a GPU is visible")
+def test_target_cuda_without_a_gpu_is_one_line_before_anything_else(tmp_path):
+    run = _htam(tmp_path, "optimize", "level1/1_ReLU", "--target", "cuda", timeout=120)
+    assert run.returncode == 2
+    lines = [line for line in (run.stdout + run.stderr).splitlines() if line.strip()]
+    assert len(lines) == 1 and "no CUDA device is visible" in lines[0], lines
+    assert not (tmp_path / "work" / "runs").exists()
