@@ -4,7 +4,8 @@ Three families are recognized in the reference's torch.fx graph: elementwise cha
 reductions and normalizations, and one GEMM with an elementwise epilogue. Each local strategy of
 the memory is a transformation of a template's parameters; code is Triton (GPU, or the Triton
 interpreter on CPU) or C++ with OpenMP (CPU). Tasks outside the families get a plain
-"no applicable strategy: <why>" instead of code.
+"no applicable strategy: <why>" instead of code. :mod:`htam.offline.pipeline` runs the stages
+(trace, lower, match, parameters, backend, render); the folders follow them.
 """
 
 from htam.offline.front.trace import NoMatch

@@ -25,13 +25,14 @@ NO_STRATEGY = "no applicable strategy"
 
 
 def supported_strategies(task: Task, language: str | None = None) -> list[str]:
-    """Strategy ids with a template for ``task`` (in ``language``; both when None)."""
+    """Strategy ids with a template for ``task`` (in ``language``, none in a language without
+    a backend; in any when None)."""
     try:
         m = analyze(task)
     except NoMatch:
         return []
     langs = [language] if language else list(BACKENDS)
-    ids = {s for lang in langs for s in applicable(m, lang)}
+    ids = {s for lang in langs if lang in BACKENDS for s in applicable(m, lang)}
     return [s for s in STRATEGIES if s in ids]
 
 

@@ -161,6 +161,7 @@ def test_tensor_cores_only_for_triton():
     assert "precision.tensor_core_dot" in supported_strategies(gemm, "triton")
     assert "precision.tensor_core_dot" not in supported_strategies(gemm, "cpp")
     assert "fusion.epilogue_fusion" in supported_strategies(gemm)
+    assert supported_strategies(gemm, "cuda") == []  # no backend writes CUDA C++
 
 
 def test_matching_never_materializes_kernelbench_sizes():

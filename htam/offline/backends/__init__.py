@@ -1,8 +1,8 @@
 """Stage 5 of the pipeline: the backends, one per language, behind one protocol
 (:class:`~htam.offline.backends.base.Backend`), registered by the vocabulary's language names.
 
-Both read the IR layer only (``htam.offline.ir``: programs, expressions, row schedules, the
-forward's tensor views); neither imports the other."""
+Both read the IR layer (``htam.offline.ir``: programs, expressions, row schedules, the forward's
+tensor views), the parameter classes and the strategy rules; neither imports the other."""
 
 from __future__ import annotations
 

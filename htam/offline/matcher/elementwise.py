@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from htam.offline.front.lower import CNode
@@ -26,42 +27,68 @@ def _scalar(value, what: str) -> float | None:
 
 
 def lower_elementwise(b: Builder, n: CNode) -> Arg:
-    op, attrs = n.op, n.attrs
+    """The primitives computing the elementwise node ``n`` (its first argument lowered first)."""
     x = b.arg(n.args[0])
-    if op in SIMPLE_UNARY:
-        return b.op(op, x)
-    if op in SIMPLE_BINARY:
-        return b.op(op, x, b.arg(attrs["other"]))
-    if op in ("identity", "reshape"):
-        _check_shape_op(b, n)
-        return x
-    if op == "dropout":
-        if attrs.get("p") and attrs.get("training"):
-            raise NoMatch(f"dropout with p={attrs['p']} in training mode is random ({n.name})")
-        return x
-    if op in ("add", "sub", "rsub"):
-        return _add_sub(b, op, x, attrs)
-    if op == "div":
-        if attrs.get("rounding_mode") is not None:
-            raise NoMatch(f"division with rounding_mode={attrs['rounding_mode']!r} ({n.name})")
-        return b.op("div", x, b.arg(attrs["other"]))
-    if op == "pow":
-        return _pow(b, x, attrs["exponent"], n)
-    if op == "gelu":
-        return b.op("gelu_tanh" if attrs.get("approximate") == "tanh" else "gelu_erf", x)
-    if op == "leaky_relu":
-        return b.op("leaky_relu", x, slope=float(attrs["negative_slope"]))
-    if op == "elu":
-        return b.op("elu", x, alpha=float(attrs["alpha"]))
-    if op == "softplus":
-        return b.op("softplus", x, beta=float(attrs["beta"]), threshold=float(attrs["threshold"]))
-    if op in ("hardtanh", "clamp"):
-        lo = attrs.get("min_val", attrs.get("min"))
-        hi = attrs.get("max_val", attrs.get("max"))
-        return b.op("clamp", x, lo=_scalar(lo, "clamp bound"), hi=_scalar(hi, "clamp bound"))
-    if op in ("transpose", "permute"):
-        raise NoMatch(f"{op} ({n.name}) changes the element order; not an elementwise chain")
-    raise NoMatch(f"unsupported operation {op} ({n.name})")
+    rule = ELEMENTWISE.get(n.op)
+    if rule is None:
+        if n.op in ("transpose", "permute"):
+            raise NoMatch(f"{n.op} ({n.name}) changes the element order; not an elementwise chain")
+        raise NoMatch(f"unsupported operation {n.op} ({n.name})")
+    return rule(b, n, x)
+
+
+def _view(b: Builder, n: CNode, x: Arg) -> Arg:
+    _check_shape_op(b, n)
+    return x
+
+
+def _dropout(b: Builder, n: CNode, x: Arg) -> Arg:
+    if n.attrs.get("p") and n.attrs.get("training"):
+        raise NoMatch(f"dropout with p={n.attrs['p']} in training mode is random ({n.name})")
+    return x
+
+
+def _div(b: Builder, n: CNode, x: Arg) -> Arg:
+    if n.attrs.get("rounding_mode") is not None:
+        raise NoMatch(f"division with rounding_mode={n.attrs['rounding_mode']!r} ({n.name})")
+    return b.op("div", x, b.arg(n.attrs["other"]))
+
+
+def _gelu(b: Builder, n: CNode, x: Arg) -> Arg:
+    return b.op("gelu_tanh" if n.attrs.get("approximate") == "tanh" else "gelu_erf", x)
+
+
+def _softplus(b: Builder, n: CNode, x: Arg) -> Arg:
+    beta, threshold = float(n.attrs["beta"]), float(n.attrs["threshold"])
+    return b.op("softplus", x, beta=beta, threshold=threshold)
+
+
+def _clamp(b: Builder, n: CNode, x: Arg) -> Arg:
+    lo = n.attrs.get("min_val", n.attrs.get("min"))
+    hi = n.attrs.get("max_val", n.attrs.get("max"))
+    return b.op("clamp", x, lo=_scalar(lo, "clamp bound"), hi=_scalar(hi, "clamp bound"))
+
+
+Rule = Callable[["Builder", CNode, Arg], Arg]
+# Canonical op -> the primitives it lowers to, given the builder, the node and its first argument.
+ELEMENTWISE: dict[str, Rule] = {
+    **{op: (lambda b, n, x: b.op(n.op, x)) for op in SIMPLE_UNARY},
+    **{op: (lambda b, n, x: b.op(n.op, x, b.arg(n.attrs["other"]))) for op in SIMPLE_BINARY},
+    "identity": _view,
+    "reshape": _view,
+    "dropout": _dropout,
+    "add": lambda b, n, x: _add_sub(b, n.op, x, n.attrs),
+    "sub": lambda b, n, x: _add_sub(b, n.op, x, n.attrs),
+    "rsub": lambda b, n, x: _add_sub(b, n.op, x, n.attrs),
+    "div": _div,
+    "pow": lambda b, n, x: _pow(b, x, n.attrs["exponent"], n),
+    "gelu": _gelu,
+    "leaky_relu": lambda b, n, x: b.op("leaky_relu", x, slope=float(n.attrs["negative_slope"])),
+    "elu": lambda b, n, x: b.op("elu", x, alpha=float(n.attrs["alpha"])),
+    "softplus": _softplus,
+    "hardtanh": _clamp,
+    "clamp": _clamp,
+}
 
 
 def _add_sub(b: Builder, op: str, x: Arg, attrs: dict) -> Arg:

@@ -7,6 +7,7 @@ as ``(outer, R, inner)`` for the reduced dims ``d0..d1``, row ``(o, i)`` holds t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -119,7 +120,48 @@ def _unbiased(attrs: dict) -> bool:
     return bool(attrs.get("unbiased", True))
 
 
+def _simple(name: str) -> RowRule:
+    return lambda b, n, x: b.reduce(name, x)
+
+
+def _var_std(b: Builder, n: CNode, x: Arg) -> Arg:
+    var = _var(b, x, _unbiased(n.attrs))[1]
+    return var if n.op == "var" else b.op("sqrt", var)
+
+
+def _logsumexp(b: Builder, n: CNode, x: Arg) -> Arg:
+    m = b.reduce("rmax", x)
+    return b.op("add", m, b.op("log", b.reduce("rsum", b.op("exp", b.op("sub", x, m)))))
+
+
+def _normalize(b: Builder, n: CNode, x: Arg) -> Arg:
+    norm = _norm(b, x, n.attrs.get("p", 2.0), n.name)
+    return b.op("div", x, b.op("maximum", norm, float(n.attrs.get("eps", 1e-12))))
+
+
+RowRule = Callable[["Builder", CNode, Arg], Arg]
+# Canonical row op -> its reductions and primitives, given the builder, the node and its input.
+ROW_RULES: dict[str, RowRule] = {
+    "sum": _simple("rsum"),
+    "amax": _simple("rmax"),
+    "amin": _simple("rmin"),
+    "argmax": _simple("rargmax"),
+    "argmin": _simple("rargmin"),
+    "mean": lambda b, n, x: _mean(b, x),
+    "var": _var_std,
+    "std": _var_std,
+    "norm": lambda b, n, x: _norm(b, x, n.attrs.get("p", n.attrs.get("ord")), n.name),
+    "logsumexp": _logsumexp,
+    "softmax": lambda b, n, x: _softmax(b, x, log=False),
+    "log_softmax": lambda b, n, x: _softmax(b, x, log=True),
+    "layer_norm": lambda b, n, x: _layer_norm(b, n, x),
+    "rms_norm": lambda b, n, x: _rms_norm(b, n, x),
+    "normalize": _normalize,
+}
+
+
 def lower_row_op(b: Builder, n: CNode) -> Arg:
+    """The reductions and primitives computing the row node ``n`` over the builder's rows."""
     if b.rows is None:
         raise NoMatch(f"reduction {n.op} ({n.name}) outside a row-wise pattern")
     spec = row_spec(n)
@@ -131,33 +173,7 @@ def lower_row_op(b: Builder, n: CNode) -> Arg:
     if n.attrs.get("dtype") is not None:
         raise NoMatch(f"{n.op} with dtype= ({n.name})")
     x = b.arg(n.args[0])
-    op = n.op
-    simple = {
-        "sum": "rsum",
-        "amax": "rmax",
-        "amin": "rmin",
-        "argmax": "rargmax",
-        "argmin": "rargmin",
-    }
-    if op in simple:
-        return b.reduce(simple[op], x)
-    if op == "mean":
-        return _mean(b, x)
-    if op in ("var", "std"):
-        var = _var(b, x, _unbiased(n.attrs))[1]
-        return var if op == "var" else b.op("sqrt", var)
-    if op == "norm":
-        return _norm(b, x, n.attrs.get("p", n.attrs.get("ord")), n.name)
-    if op == "logsumexp":
-        m = b.reduce("rmax", x)
-        return b.op("add", m, b.op("log", b.reduce("rsum", b.op("exp", b.op("sub", x, m)))))
-    if op in ("softmax", "log_softmax"):
-        return _softmax(b, x, op == "log_softmax")
-    if op == "layer_norm":
-        return _layer_norm(b, n, x)
-    if op == "rms_norm":
-        return _rms_norm(b, n, x)
-    if op == "normalize":
-        norm = _norm(b, x, n.attrs.get("p", 2.0), n.name)
-        return b.op("div", x, b.op("maximum", norm, float(n.attrs.get("eps", 1e-12))))
-    raise NoMatch(f"unsupported row operation {op} ({n.name})")
+    rule = ROW_RULES.get(n.op)
+    if rule is None:
+        raise NoMatch(f"unsupported row operation {n.op} ({n.name})")
+    return rule(b, n, x)
