@@ -17,6 +17,7 @@ Python binding). Everything here runs in trusted code, before the candidate is i
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import resource
 import signal
@@ -148,7 +149,12 @@ def enter(job_dir: str, uid: int, plan: Plan, limits: Limits) -> str:
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
         job_fd = os.open(job_dir, os.O_RDONLY | os.O_DIRECTORY)
         work_dir = os.path.dirname(os.path.realpath(job_dir))
-        needed = [(p, os.open(p, os.O_PATH | os.O_DIRECTORY)) for p in needed_paths(None, work_dir)]
+        needed = []
+        for p in needed_paths(None, work_dir):
+            try:
+                needed.append((p, os.open(p, os.O_PATH | os.O_DIRECTORY)))
+            except FileNotFoundError:  # an import path removed meanwhile: nothing to show
+                continue
         masks = {a for p, _ in needed if plan.drop_uid and (a := _closed_ancestor(p))}
         if plan.readonly_fs:
             _readonly_everything()
@@ -215,7 +221,13 @@ def _expose(needed: list[tuple[str, int]], masks: set[str]) -> None:
     for path, fd in needed:
         if any(path == h or path.startswith(h + "/") for h in hidden):
             os.makedirs(path, exist_ok=True)
-            _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+            try:
+                _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+            except IsolationError as exc:
+                # a folder under /tmp removed since it was opened: the candidate imports nothing
+                # from it (a home's folders must be shown: there a failure stays a failure)
+                if exc.errno != errno.ENOENT or not path.startswith(tuple(d + "/" for d in PRIVATE)):
+                    raise
         os.close(fd)
 
 
