@@ -226,7 +226,9 @@ def _expose(needed: list[tuple[str, int]], masks: set[str]) -> None:
             except IsolationError as exc:
                 # a folder under /tmp removed since it was opened: the candidate imports nothing
                 # from it (a home's folders must be shown: there a failure stays a failure)
-                if exc.errno != errno.ENOENT or not path.startswith(tuple(d + "/" for d in PRIVATE)):
+                if exc.errno != errno.ENOENT or not path.startswith(
+                    tuple(d + "/" for d in PRIVATE)
+                ):
                     raise
         os.close(fd)
 

@@ -122,8 +122,13 @@ class Judge:
             fds += [lent.fd] if lent.fd is not None else []
         grads = len(self.grad_specs or ())
         runner.ask(
-            {"op": "buffers", "config": index, "inputs": desc_in, "outputs": desc_out,
-             "grad_outputs": grads},
+            {
+                "op": "buffers",
+                "config": index,
+                "inputs": desc_in,
+                "outputs": desc_out,
+                "grad_outputs": grads,
+            },
             self.call_timeout_s,
             fds,
         )

@@ -219,7 +219,9 @@ def _kernel_rule(checker: _Checker, language: str) -> list[Violation]:
     else:
         if checker.load_inline_calls:
             return []
-        detail = f"no {language} kernel is built with torch.utils.cpp_extension (load_inline or load)"
+        detail = (
+            f"no {language} kernel is built with torch.utils.cpp_extension (load_inline or load)"
+        )
     return [Violation("no-kernel", 0, detail + "; pass --allow-torch to time torch-only code")]
 
 

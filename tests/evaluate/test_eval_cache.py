@@ -66,6 +66,9 @@ def test_a_failure_of_the_evaluator_is_never_served_again(tmp_path):
     ok = EvalResult(Status.OK, runtime_ms=1.0, ref_runtime_ms=2.0)
     inner = Scripted([failed, ok], tmp_path)
     cached = CachedEvaluator(inner, tmp_path / "evals")
-    assert [cached.evaluate(_task(), "code", "cpp").status for _ in range(2)] == ["runtime_error", "ok"]
+    assert [cached.evaluate(_task(), "code", "cpp").status for _ in range(2)] == [
+        "runtime_error",
+        "ok",
+    ]
     unmarked = EvalResult(Status.RUNTIME_ERROR, messages=failed.messages)  # an old cache entry
     assert not_evidence(EvalResult.from_dict(unmarked.to_dict() | {"infrastructure": False}))

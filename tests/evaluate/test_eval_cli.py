@@ -60,7 +60,7 @@ def test_compile_reference_on_the_cpu_gives_a_speedup_vs_torch_compile(tmp_path)
 
 
 def test_a_rejection_names_its_rule_in_the_table(tmp_path):
-    """"[rule]" is text, not rich markup (newcomer: the table swallowed it, leaving " line 0:")."""
+    """ "[rule]" is text, not rich markup (newcomer: the table swallowed it, leaving " line 0:")."""
     path = tmp_path / "solution.py"
     path.write_text("import torch\n\n\nclass Other:\n    pass\n")
     result = runner.invoke(app, ["eval", "level1/1_ReLU", str(path), "--target", "cpu"])

@@ -31,7 +31,9 @@ def test_import_paths_under_tmp_are_readable_but_never_the_cache(tmp_path, monke
 def test_a_candidate_imports_from_a_folder_under_tmp(tmp_path, monkeypatch):
     mods = tmp_path / "mods"
     mods.mkdir()
-    (mods / "htam_probe_module.py").write_text("import torch\n\ndef relu(x):\n    return torch.relu(x)\n")
+    (mods / "htam_probe_module.py").write_text(
+        "import torch\n\ndef relu(x):\n    return torch.relu(x)\n"
+    )
     path = os.environ.get("PYTHONPATH")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(mods), path) if p))
     with Evaluator("cpu", fast_config()) as evaluator:
