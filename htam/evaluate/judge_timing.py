@@ -1,0 +1,110 @@
+"""What the judge makes of its clock: each runner's calibrated overhead, the attested timing of
+both runners from their timed rounds, and the charge of escaped work.
+
+Each process reports its own time of a call (its events), precise but not to be trusted; the
+judge's clock around the call and the hand-over, less the overhead a null call costs, shows how
+much of the call ran outside those events (the *hidden* time). The reference's runner (trusted
+code) shows what an honest process's hidden time is.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+
+from htam.evaluate import measure
+from htam.evaluate.runner import Runner, Verdict
+
+_perf = time.perf_counter
+NULL_CALLS = 40  # calls that calibrate a runner's overhead (the first 3 are left out)
+
+
+def calibrate(runner: Runner, timeout_s: float) -> float:
+    """What a call costs beyond its events when it does nothing: measured on null calls before
+    the runner has imported any code, so that code cannot inflate it. The least of many, like
+    the hidden time it is subtracted from: the first calls of a fresh process are slow, and a
+    median of a few (as before) strayed by up to 0.6 ms between the two runners on the H200,
+    enough to reject an honest 0.06 ms kernel."""
+    over = []
+    for _ in range(NULL_CALLS):
+        t0 = _perf()
+        done = runner.ask({"op": "null"}, timeout_s)
+        over.append((_perf() - t0) * 1e3 - done.ms)
+    return min(over[3:])
+
+
+@dataclass
+class Rounds:
+    """The timed rounds' samples, in milliseconds: each runner's own time and hidden time per
+    call, and the busy probes after the candidate's calls."""
+
+    cand_ms: list[float] = field(default_factory=list)
+    hidden: list[float] = field(default_factory=list)
+    ref_ms: list[float] = field(default_factory=list)
+    ref_hidden: list[float] = field(default_factory=list)
+    probes: list[float] = field(default_factory=list)
+
+    def clear(self) -> None:
+        for samples in vars(self).values():
+            samples.clear()
+
+
+def figures(rounds: Rounds, job: dict, method: str, extra: dict) -> tuple[dict, dict, dict]:
+    """(timing, paired reference timing, escape figures) of the timed rounds.
+
+    A process's median counts only as far as the judge's clock bears it out: the least of the
+    judge's times for the call and hand-over, less the least hidden time of the reference's
+    runner and the clock's resolution here, bounds it from below, for both runners alike. A
+    timer forged on most calls (red team: honest one call in three, so that the least hidden
+    time looked clean) buys nothing, and an honest process descheduled on most of its calls (a
+    loaded CPU) is not charged for it. Below the resolution the evaluator flags the time as the
+    candidate's own."""
+    r = rounds
+    meaningful = job.get("meaningful", True)
+    least = min(r.ref_hidden)
+    # The judge's clock resolves no better than an honest process's own spread here.
+    slack = max(job["escape_slack_ms"], statistics.median(r.ref_hidden) - least)
+
+    def attested(own: list[float], seen: list[float]) -> dict:
+        stats = measure.summary(own, method, meaningful)
+        floor = min(t + h for t, h in zip(own, seen, strict=True)) - least - slack
+        stats["median_ms"] = max(stats["median_ms"], floor)
+        return stats
+
+    clock_ms = statistics.median(c + h for c, h in zip(r.cand_ms, r.hidden, strict=True))
+    # Scheduling only ever adds time, so the least overhead over the rounds is the steady one:
+    # escaped work adds to every call and shows in the candidate's least, noise does not.
+    escape = {
+        "clock_ms": clock_ms - least,
+        "reported_ms": statistics.median(r.cand_ms),  # by its own events; timing: attested
+        "escaped_ms": min(r.hidden) - least,
+        "candidate_hidden_ms": min(r.hidden),
+        "reference_hidden_ms": least,
+        "slack_ms": slack,
+        "busy_probes": sum(p > job["busy_probe_ms"] for p in r.probes),
+        "rounds": len(r.cand_ms),
+        **extra,
+    }
+    return attested(r.cand_ms, r.hidden), attested(r.ref_ms, r.ref_hidden), escape
+
+
+def charge(escape: dict, job: dict) -> Verdict | None:
+    """Timing the judge's clock does not bear out, as a rejection with the figures; or None."""
+    median = escape["reported_ms"]
+    allowed = job["escape_ratio"] * median + escape["slack_ms"]
+    if escape["escaped_ms"] > allowed:
+        return Verdict(
+            "rejected",
+            f"work escaped the timed stream: {escape['escaped_ms']:.3f} ms of each call ran "
+            f"outside its events ({median:.3f} ms inside), by the judge's clock (beyond the "
+            f"{escape['reference_hidden_ms']:.3f} ms the reference's runner shows; slack "
+            f"{escape['slack_ms']:.3f} ms)",
+        )
+    if escape["busy_probes"] > max(1, escape["rounds"] // 5):
+        return Verdict(
+            "rejected",
+            f"the device was still busy after {escape['busy_probes']} of {escape['rounds']} "
+            "of the candidate's calls had returned",
+        )
+    return None

@@ -1,0 +1,66 @@
+"""The judge's timing without runners: a charge of escaped work stands only when a second timed
+pass, on inputs of its own, bears it out."""
+
+import types
+
+import pytest
+
+from htam.evaluate import judge_timing
+from htam.evaluate.judge import Judge
+from htam.evaluate.runner import Verdict
+
+JOB = {"device": "cpu", "tolerances": {}, "call_timeout_s": 1.0, "compile_timeout_s": 1.0,
+       "escape_ratio": 0.5, "escape_slack_ms": 0.05, "busy_probe_ms": 2.0,
+       "timing": {"warmup_ms": 0.0, "timing_budget_ms": 10.0, "min_timed": 10,
+                  "max_timed": 10}}  # fmt: skip
+
+
+def _judge(hidden_by_pass: list[float]) -> tuple[Judge, list[int]]:
+    """A judge whose rounds report a 0.06 ms call each, the reference's runner 0.01 ms hidden,
+    and the candidate's hidden time of the pass its inputs belong to."""
+    judge = Judge(JOB, emit=None, cand=None, ref=None)
+    judge.cand = judge.ref = types.SimpleNamespace(baseline_ms=0.1)
+    seeds: list[int] = []
+
+    def inputs(module, seed):
+        seeds.append(seed)
+        return [seed]
+
+    def round_(x, where, timeout_s, cand_first):
+        timing_pass = ((x[0] - judge.seed0) >> 20) - 1
+        return (0.06, hidden_by_pass[timing_pass]), (0.06, 0.01)
+
+    judge.inputs, judge.round = inputs, round_
+    return judge, seeds
+
+
+def test_honest_figures_are_not_charged():
+    judge, seeds = _judge([0.01])
+    timing, _, escape = judge.timed(None)
+    assert judge_timing.charge(escape, JOB) is None
+    assert "retimed" not in escape and timing["median_ms"] == pytest.approx(0.06)
+    assert len(seeds) == 12  # one pass: two warm-up rounds and ten timed
+
+
+def test_a_stray_first_pass_is_timed_again_on_fresh_inputs():
+    judge, seeds = _judge([0.33, 0.01])
+    _, _, escape = judge.timed(None)
+    assert escape["retimed"] and escape["escaped_ms"] == pytest.approx(0.0)
+    first, second = set(seeds[:12]), set(seeds[12:])
+    assert len(second) == 12 and not first & second
+
+
+def test_work_that_escapes_both_passes_is_rejected():
+    judge, _ = _judge([0.33, 0.33])
+    with pytest.raises(Verdict) as got:
+        judge.timed(None)
+    assert got.value.status == "rejected"
+    assert "work escaped the timed stream: 0.320 ms" in got.value.message
+
+
+def test_a_busy_device_after_most_calls_is_rejected():
+    escape = {"reported_ms": 0.06, "escaped_ms": 0.0, "slack_ms": 0.05, "reference_hidden_ms": 0,
+              "busy_probes": 5, "rounds": 10}  # fmt: skip
+    verdict = judge_timing.charge(escape, JOB)
+    assert verdict.status == "rejected" and "still busy after 5 of 10" in verdict.message
+    assert judge_timing.charge({**escape, "busy_probes": 2}, JOB) is None
