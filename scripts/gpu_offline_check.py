@@ -2,9 +2,10 @@
 match, evaluated at the task's real size on the GPU (issue 12's coverage bar: each matched task
 with a correct candidate on the GPU). One JSON line per task into OUT/offline_check.jsonl;
 tasks already in that file (or in a carried copy given as PREVIOUS) are skipped, so a later call
-resumes. Stops starting new tasks after SECONDS.
+resumes. Stops starting new tasks after SECONDS. RECHECK (comma-separated parts of task ids)
+names tasks done before that are checked again, first, their earlier speedup kept as "before".
 
-    python3 scripts/gpu_offline_check.py OUT SECONDS [PREVIOUS.jsonl]
+    [RECHECK=level1/47_,level1/4_] python3 scripts/gpu_offline_check.py OUT SECONDS [PREVIOUS.jsonl]
 
 The reference is timed eagerly only (torch.compile of 120 references would take the whole
 device budget); speedups are the baseline's, before any strategy of an optimization run.
@@ -13,6 +14,7 @@ device budget); speedups are the baseline's, before any strategy of an optimizat
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 import time
@@ -42,50 +44,58 @@ def main(out: Path, seconds: float, previous: Path | None) -> None:
             for line in source.read_text().splitlines():
                 row = json.loads(line)
                 done[row["task"]] = row
-    if previous and previous.exists() and previous != log:
+    again = [part for part in os.environ.get("RECHECK", "").split(",") if part]
+    before = {t: done.pop(t) for t in list(done) if any(part in t for part in again)}
+    if before or (previous and previous.exists() and previous != log):
         log.write_text("".join(json.dumps(r) + "\n" for r in done.values()))
     t_end = time.time() + seconds
     config = EvalConfig(size="large", time_compile_reference=False)
+    paths = [p for level in (1, 2) for p in (KB / f"level{level}").glob("*.py")]
+    paths.sort(
+        key=lambda p: (
+            _task_id(p) not in before,
+            p.parent.name,
+            int(p.stem.split("_")[0]),
+        )
+    )
     with Evaluator("cuda", config) as ev, log.open("a") as f:
-        for level in (1, 2):
-            for path in sorted(
-                (KB / f"level{level}").glob("*.py"), key=lambda p: int(p.stem.split("_")[0])
-            ):
-                task = Task(
-                    f"kernelbench/level{level}/{path.stem}",
-                    path.stem,
-                    path.read_text(),
-                    path,
-                    level,
-                )
-                if task.id in done or time.time() > t_end:
-                    continue
-                try:
-                    m = analyze(task)
-                except NoMatch:
-                    continue
-                t0 = time.time()
-                kind = f"library+{m.family}" if m.library else m.family
-                try:
-                    r = ev.evaluate(task, generate(m, "triton", baseline(m), []), "triton")
-                    row = {"task": task.id, "kind": kind, "status": str(r.status),
-                           "speedup": r.speedup, "runtime_ms": r.runtime_ms,
-                           "ref_ms": r.ref_runtime_ms, "sol_pct": None if r.sol_fraction is None
-                           else round(100 * r.sol_fraction, 1),
-                           "message": " ".join(r.messages)[:300]}  # fmt: skip
-                except Exception as exc:  # noqa: BLE001 - a task the evaluator cannot take is a row
-                    row = {
-                        "task": task.id,
-                        "kind": kind,
-                        "status": "error",
-                        "message": str(exc)[:300],
-                    }
-                row["s"] = round(time.time() - t0, 1)
-                done[task.id] = row
-                f.write(json.dumps(row) + "\n")
-                f.flush()
-                print(json.dumps(row), flush=True)
+        for path in paths:
+            level = int(path.parent.name[-1])
+            task = Task(_task_id(path), path.stem, path.read_text(), path, level)
+            if task.id in done or time.time() > t_end:
+                continue
+            try:
+                m = analyze(task)
+            except NoMatch:
+                continue
+            t0 = time.time()
+            kind = f"library+{m.family}" if m.library else m.family
+            try:
+                r = ev.evaluate(task, generate(m, "triton", baseline(m), []), "triton")
+                row = {"task": task.id, "kind": kind, "status": str(r.status),
+                       "speedup": r.speedup, "runtime_ms": r.runtime_ms,
+                       "ref_ms": r.ref_runtime_ms, "sol_pct": None if r.sol_fraction is None
+                       else round(100 * r.sol_fraction, 1),
+                       "message": " ".join(r.messages)[:300]}  # fmt: skip
+            except Exception as exc:  # noqa: BLE001 - a task the evaluator cannot take is a row
+                row = {
+                    "task": task.id,
+                    "kind": kind,
+                    "status": "error",
+                    "message": str(exc)[:300],
+                }
+            row["s"] = round(time.time() - t0, 1)
+            if task.id in before:
+                row["before"] = before[task.id].get("speedup")
+            done[task.id] = row
+            f.write(json.dumps(row) + "\n")
+            f.flush()
+            print(json.dumps(row), flush=True)
     summarize(list(done.values()))
+
+
+def _task_id(path: Path) -> str:
+    return f"kernelbench/{path.parent.name}/{path.stem}"
 
 
 def summarize(rows: list[dict]) -> None:
