@@ -263,6 +263,7 @@ class Evaluator:
             ratio = ref.compile_timing["median_ms"] / ref.timing["median_ms"]
             result.ref_compile_runtime_ms = result.ref_runtime_ms * ratio
         result.breakdown_s = _breakdown(outcome, res)
+        result.flags += res.get("notes", [])
         c = self.config
         if not result.timing.meaningful:
             result.messages.append("timings under the Triton interpreter are not meaningful")
