@@ -202,7 +202,6 @@ def optimize_command(
             optimizer = Optimizer(proposer, CachedEvaluator(evaluator), bank, config, on_step=view)
             summary = optimizer.run(the_task, out, resume=resume)
     except InfrastructureError as exc:
-        view.close()
         _stop(
             f"stopped: {exc.what} failed: {exc} (the failed steps are not in the memory; "
             f"--resume --out {out} continues)",
@@ -210,7 +209,6 @@ def optimize_command(
         )
     except (TaskError, EvaluatorError, MemoryBankError, RunDirError) as exc:
         fail(str(exc))
-    view.close()
     summary["bank"] = str(memory)
     _finish(summary, out, as_json, quiet)
 

@@ -45,10 +45,6 @@ class StepsView:
             return Live(self, console=console, refresh_per_second=4, transient=False)
         return nullcontext()
 
-    def close(self) -> None:
-        if not self.live and not self.quiet and self.table.row_count:
-            console.print(self.table)
-
     def __call__(self, step) -> None:
         record = step.to_dict()  # an htam.agent.Step, as its run-directory file holds it
         fb = record["feedback"]
@@ -67,10 +63,12 @@ class StepsView:
         ]
         self.table.add_row(*row)
         self.step_started = time.monotonic()
-        if self.quiet or self.live:
+        if self.quiet or self.live:  # a live table stays on the screen when the run ends
             return
+        # Off a terminal a line per step, and no table after them: it said it all twice.
+        cost = f", ${self.cost:.4f}" if self.cost else ""
         console.print(
-            f"step {row[0]}: {row[1]} / {row[2]}: {row[3]} (best {row[4]}, {row[5]} s)",
+            f"step {row[0]}: {row[1]} / {row[2]}: {row[3]} (best {row[4]}, {row[5]} s{cost})",
             highlight=False,
             soft_wrap=True,
         )

@@ -65,6 +65,9 @@ def test_quickstart_twice_each_run_its_own_directory_nothing_written_elsewhere(t
     assert lines[0].startswith("timing at size small: 33x257 float32 (")
     assert lines[1] == f"memory bank: {bank}"
     assert lines[2].startswith("run directory: runs/1_ReLU-htam-s0-")
+    # each step once, as its line: no table of the same steps after them
+    assert [x.split(":")[0] for x in lines if x.startswith("step ")] == ["step 0", "step 1"]
+    assert not any("best speedup" in x for x in lines)
     second_dir = lines[2].removeprefix("run directory: ")
     assert second_dir != first["run_dir"]
     second = json.loads((tmp_path / "work" / second_dir / "summary.json").read_text())
@@ -144,3 +147,27 @@ def test_target_cuda_without_a_gpu_is_one_line_before_anything_else(tmp_path):
     lines = [line for line in (run.stdout + run.stderr).splitlines() if line.strip()]
     assert len(lines) == 1 and "no CUDA device is visible" in lines[0], lines
     assert not (tmp_path / "work" / "runs").exists()
+
+
+def test_off_a_terminal_each_step_is_one_line_and_said_once():
+    from types import SimpleNamespace
+
+    from htam.cli.common import console
+    from htam.cli.optimize_view import StepsView
+
+    def step(n: int, status: str, speedup: float | None) -> SimpleNamespace:
+        fb = {"status": status, "speedup": speedup, "messages": ["why"]}
+        record = {"feedback": fb, "usage": {"cost_usd": 0.0}, "step": n, "wall_s": 2.0,
+                  "direction": "memory_access", "strategy": "memory_access.vectorize",
+                  "best_speedup": 1.5}  # fmt: skip
+        return SimpleNamespace(to_dict=lambda: record)
+
+    view = StepsView("1_ReLU", steps=2)
+    with console.capture() as captured, view.display():
+        view(step(1, "ok", 1.5))
+        view(step(2, "incorrect", None))
+    lines = captured.get().splitlines()
+    assert lines == [
+        "step 1: memory_access / memory_access.vectorize: ok 1.50x (best 1.50x, 2 s)",
+        "step 2: memory_access / memory_access.vectorize: incorrect (best 1.50x, 2 s)",
+    ]
