@@ -37,7 +37,6 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
 JOB_MOUNT = "/tmp/job"  # where a candidate sees its job directory
-UID_BASE = 2_100_000  # candidate user ids: far above any real account
 PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")  # each a fresh tmpfs for the candidate
 _KEEP_WRITABLE = {"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "mqueue"}
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -101,12 +100,6 @@ class Limits:
     fsize_bytes: int = 2 << 30  # largest file it may write (builds included)
     address_space_bytes: int | None = None  # CPU targets only: CUDA reserves huge ranges
     extra: dict = field(default_factory=dict)
-
-
-def candidate_uid(server_pid: int, slot: int) -> int:
-    """A user id per (fork server, slot): unique on the machine while both live (a server has
-    at most five isolated processes alive: two standbys, a job's two, one being ended)."""
-    return UID_BASE + (server_pid % 100_000) * 8 + slot % 8
 
 
 def _mountinfo() -> list[tuple[str, set[str], str]]:
@@ -299,58 +292,6 @@ def deny_sockets() -> None:
     set_filter, tsync = 1, 1
     ret = _libc.syscall(_SYS_SECCOMP, set_filter, tsync, ctypes.byref(program))
     _check(ret, "seccomp")
-
-
-# --------------------------------------------------------------------------- the user as container
-
-
-def uid_pids(uid: int) -> list[int]:
-    """Every process owned by ``uid`` (the candidate and all it started)."""
-    pids = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                if os.stat(f"/proc/{name}").st_uid == uid:
-                    pids.append(int(name))
-            except OSError:
-                continue
-    return pids
-
-
-_PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def rss_mb(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/statm", "rb") as f:
-                total += int(f.read().split()[1]) * _PAGE
-        except (OSError, ValueError, IndexError):
-            continue
-    return total / (1 << 20)
-
-
-def signal_all(pids: list[int], sig: int) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            continue
-
-
-def kill_uid(uid: int) -> None:
-    """SIGKILL every process of ``uid`` at once: ``kill(-1)`` from a process of that user reaches
-    all of them atomically, however fast they fork."""
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
-            os.kill(-1, signal.SIGKILL)
-        finally:
-            os._exit(0)
-    os.waitpid(pid, 0)
 
 
 # --------------------------------------------------------------------------- what the machine offers

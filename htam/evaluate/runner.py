@@ -8,7 +8,7 @@ from __future__ import annotations
 import signal
 import socket
 
-from htam.evaluate import channel, isolation
+from htam.evaluate import candidate_user, channel
 
 
 class Verdict(Exception):
@@ -71,6 +71,6 @@ class Runner:
 
     def freeze(self, stop: bool) -> None:
         """Stop every process of this runner (host-wide quiescence) or let them go on."""
-        pids = isolation.uid_pids(self.uid) if self.by_uid else [self.pid]
-        isolation.signal_all(pids, signal.SIGSTOP if stop else signal.SIGCONT)
+        pids = candidate_user.uid_pids(self.uid) if self.by_uid else [self.pid]
+        candidate_user.signal_all(pids, signal.SIGSTOP if stop else signal.SIGCONT)
         self.stopped = stop

@@ -15,7 +15,7 @@ import time
 import traceback
 from dataclasses import dataclass, replace
 
-from htam.evaluate import isolation
+from htam.evaluate import candidate_user, isolation
 from htam.evaluate.forkserver import OPTIONAL_PRELOAD, PRELOAD, recv_frame, send_frame
 
 
@@ -101,7 +101,7 @@ class Server:
     def _check_cuda_as_candidate(self) -> None:
         """A candidate's own user must be able to use the GPU; where it cannot, candidates keep
         the server's user and the result says so."""
-        uid = isolation.candidate_uid(os.getpid(), 3)
+        uid = candidate_user.candidate_uid(os.getpid(), 3)
         pid = os.fork()
         if pid == 0:
             ok = 1
@@ -143,7 +143,7 @@ class Server:
 
     def _fork_candidate(self) -> Standby:
         self.jobs += 1
-        uid = isolation.candidate_uid(os.getpid(), self.jobs)
+        uid = candidate_user.candidate_uid(os.getpid(), self.jobs)
         job_dir = os.path.join(self.workroot, f"job{self.jobs}")
         os.makedirs(job_dir)
         log = os.path.join(job_dir, "output.log")
@@ -174,7 +174,7 @@ class Server:
                 elif op == "wait":
                     reply = {"status": _waitpid(request["pid"], request["timeout"])}
                 elif op == "kill_uid":
-                    isolation.kill_uid(request["uid"])
+                    candidate_user.kill_uid(request["uid"])
                     reply = {}
                 elif op == "ping":
                     reply = {"op": "pong"}

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from htam.evaluate import isolation
+from htam.evaluate import candidate_user
 from htam.evaluate.forkserver import ForkServer
 from htam.evaluate.trusted_jobs import decode_frames
 
@@ -76,7 +76,7 @@ class _Watch:
     def pids(info: dict | None) -> list[int]:
         if not info:
             return []
-        return isolation.uid_pids(info["uid"]) if info["by_uid"] else [info["pid"]]
+        return candidate_user.uid_pids(info["uid"]) if info["by_uid"] else [info["pid"]]
 
     def breach(self, disk: bool = False) -> tuple[str, str] | None:
         lim = self.limits
@@ -98,14 +98,14 @@ class _Watch:
                     f"disk: the candidate's job directory holds {used / 2**30:.1f} GiB of the "
                     f"{lim.disk_limit_mb / 1024:.1f} GiB allowed"
                 )
-        cand_mb = isolation.rss_mb(self.pids(self.cand))
+        cand_mb = candidate_user.rss_mb(self.pids(self.cand))
         if cand_mb > lim.memory_limit_mb:
             return "memory", (
                 f"host memory {cand_mb / 1024:.1f} GiB of the "
                 f"{lim.memory_limit_mb / 1024:.1f} GiB allowed "
                 "(raise it with --memory-limit-mb)"
             )
-        judge_mb = isolation.rss_mb(
+        judge_mb = candidate_user.rss_mb(
             self.pids(self.runner) + ([self.judge_pid] if self.judge_pid else [])
         )
         if judge_mb > lim.memory_limit_mb:

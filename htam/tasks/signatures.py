@@ -109,10 +109,10 @@ def isolated_signature(task: Task, size: Size, device: str) -> Signature:
 
 
 def _isolated_main(job: str) -> None:
-    from htam.evaluate import isolation
+    from htam.evaluate import candidate_user, isolation
 
     request = json.loads(sys.stdin.read())
-    uid = isolation.candidate_uid(os.getpid(), 7)
+    uid = candidate_user.candidate_uid(os.getpid(), 7)
     isolation.enter(job, uid, isolation.probe(), isolation.Limits())
     task = Task(request["id"], request["name"], request["source"])
     sig = compute_signature(task, request["size"], request["device"])
