@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import statistics
 import sys
 import threading
 import time
