@@ -102,7 +102,9 @@ def final_line(summary: dict, out: Path) -> str:
 
 
 def stats_line(summary: dict) -> str:
-    return (
-        f"{plural(summary['steps'], 'step')} · {plural(summary['duplicates'], 'repeat')} "
-        f"not evaluated · ${summary['cost_usd']:.4f} · {summary['wall_s']:.1f} s"
-    )
+    """Steps, cost and time; proposals that repeated a candidate of the run are named only when
+    there were some ("0 repeats not evaluated" read as a failure)."""
+    steps = plural(summary["steps"], "step")
+    if summary["duplicates"]:
+        steps += f" ({summary['duplicates']} repeated an earlier step's code: not evaluated again)"
+    return f"{steps} · ${summary['cost_usd']:.4f} · {summary['wall_s']:.1f} s"

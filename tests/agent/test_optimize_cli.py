@@ -149,6 +149,16 @@ def test_target_cuda_without_a_gpu_is_one_line_before_anything_else(tmp_path):
     assert not (tmp_path / "work" / "runs").exists()
 
 
+def test_the_stats_line_names_repeats_only_when_there_were_some():
+    from htam.cli.optimize_view import stats_line
+
+    summary = {"steps": 6, "duplicates": 0, "cost_usd": 0.0, "wall_s": 118.52}
+    assert stats_line(summary) == "6 steps · $0.0000 · 118.5 s"
+    assert stats_line({**summary, "duplicates": 2}) == (
+        "6 steps (2 repeated an earlier step's code: not evaluated again) · $0.0000 · 118.5 s"
+    )
+
+
 def test_off_a_terminal_each_step_is_one_line_and_said_once():
     from types import SimpleNamespace
 
