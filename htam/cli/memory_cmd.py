@@ -126,8 +126,11 @@ def show(
     ] = None,
     top: Annotated[int, typer.Option(help="Strongest edges to list.")] = 15,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+    every: Annotated[
+        bool, typer.Option("--all", help="Also list strategies never tried (JSON always does).")
+    ] = False,
 ) -> None:
-    """Directions with statistics, the strongest transitions, strategies with evidence."""
+    """Directions with statistics, the strongest transitions, strategies tried or with evidence."""
     path = path or default_memory()
     if not path.exists():
         fail(f"{path}: no such bank (`htam memory init {path}` creates one)")
@@ -138,7 +141,7 @@ def show(
         typer.echo(f"bank: {path}")
         console.print(_directions_table(bank))
         console.print(_edges_table(bank, top))
-        console.print(_locals_table(bank))
+        console.print(_locals_table(bank, every))
         typer.echo(f"{bank.step_count()} recorded steps")
 
 
@@ -218,17 +221,24 @@ def _edges_table(bank: MemoryBank, top: int) -> Table:
     return table
 
 
-def _locals_table(bank: MemoryBank) -> Table:
+def _locals_table(bank: MemoryBank, every: bool) -> Table:
     counts = dict(
         bank.connection.execute(
             "SELECT local_id || '/' || polarity, count(*) FROM evidence GROUP BY 1"
         ).fetchall()
     )
-    table = Table(title="Local strategies")
+    nodes = bank.all_locals()
+    known = {key.split("/")[0] for key in counts}
+    shown = [n for n in nodes if every or n.stats.tries or n.id in known]
+    untried = len(nodes) - len(shown)
+    table = Table(
+        title="Local strategies" + ("" if every else " (tried, or with evidence)"),
+        caption=f"{untried} more never tried: --all lists them" if untried else None,
+    )
     table.add_column("strategy", no_wrap=True)
     for column in ("tries", "improved", "mean reward", "evidence +", "evidence -"):
         table.add_column(column, justify="right")
-    for node in bank.all_locals():
+    for node in shown:
         s = node.stats
         table.add_row(
             node.id, str(s.tries), str(s.successes), _fmt(s.mean_reward),

@@ -39,6 +39,12 @@ def test_init_show_export_import_merge_plot(tmp_path):
     shown = _run("show", a, "--top", "3")
     assert shown.exit_code == 0 and "Directions" in shown.output
     assert "fusion -> memory_access" in shown.output and "3 recorded steps" in shown.output
+    # the strategies tried, and a count of the 45 others, which --all lists
+    assert "memory_access.vectorized_access" in shown.output
+    assert "memory_access.coalesced_row_access" not in shown.output
+    assert "45 more never tried: --all lists them" in shown.output
+    every = _run("show", a, "--all").output
+    assert "memory_access.coalesced_row_access" in every and "never tried" not in every
     assert _run("export", a, tmp_path / "a.json").exit_code == 0
     exported = json.loads((tmp_path / "a.json").read_text())
     assert exported["format"] == "htam-memory-export" and len(exported["steps"]) == 3
