@@ -64,6 +64,36 @@ def test_a_wrong_answer_still_fails_with_the_figures(cpu_evaluator, centred):
     assert "ill-conditioned at this size" in result.messages[0]
 
 
+LAZY_AFTER_TRIALS = """import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        if self.calls <= 3:  # the correctness trials: the reference's own masks
+            return torch.nn.functional.dropout(x, 0.5, True).mean(dim=1)
+        return x.mean(dim=1)  # the timed calls: no dropout at all
+"""
+
+
+def test_a_random_output_is_not_taken_for_rounding_noise(cpu_evaluator, tmp_path):
+    """Dropout in training mode: after the trials the reference's random stream has moved on, so
+    a float64 run draws other masks and its distance from the float32 reference is chance, not
+    rounding. Taken for rounding noise, it let a candidate drop the dropout once the trials were
+    over (ok, 10x of chance); the verdict stands instead."""
+    path = tmp_path / "dropout_mean.py"
+    path.write_text(TASK.replace("(x - x.mean(dim=1, keepdim=True)).mean(dim=1)",
+                                 "torch.nn.functional.dropout(x, 0.5, True).mean(dim=1)"))  # fmt: skip
+    result = cpu_evaluator.evaluate(load_task(path), LAZY_AFTER_TRIALS, "cpp", allow_torch=True)
+    assert result.status == "incorrect", (result.status, result.flags)
+    assert "timed call" in result.messages[0] and "ill-conditioned" not in result.messages[0]
+
+
 def test_a_well_conditioned_output_keeps_the_float32_verdict():
     ref = torch.randn(1000, dtype=torch.float32)
     exact = ref.double()
