@@ -178,11 +178,8 @@ def bench_command(
         )
     except ValueError as exc:
         fail(str(exc))
-    where = (
-        f"Ray ({ray_spec})"
-        if ray_spec is not None
-        else f"{len(devices)} worker(s) ({', '.join(devices)})"
-    )
+    where = (f"Ray ({ray_spec})" if ray_spec is not None
+             else f"{len(devices)} worker(s) ({', '.join(devices)})")
     console.print(
         f"{len(the_tasks)} tasks x {len(config.methods)} methods x {seeds} seeds on "
         f"{where} · {spec.describe()} · "
@@ -304,24 +301,10 @@ def is_many(task: str, pattern: str | None, levels: str | None) -> bool:
     return pattern is not None or levels is not None or task == "builtin" or Path(task).is_dir()
 
 
-def optimize_many(
-    suite: str,
-    pattern: str | None,
-    levels: str | None,
-    *,
-    method: str,
-    steps: int,
-    target: str,
-    language: str,
-    size: str | None,
-    memory: Path,
-    out: Path | None,
-    resume: bool,
-    workers: int,
-    ray: str | None,
-    spec,
-    eval_overrides: dict,
-) -> int:
+def optimize_many(suite: str, pattern: str | None, levels: str | None, *, method: str,
+                  steps: int, target: str, language: str, size: str | None, memory: Path,
+                  out: Path | None, resume: bool, workers: int, ray: str | None,
+                  spec, eval_overrides: dict) -> int:
     """``htam optimize SUITE``: every task of SUITE through the bench's executor (local pool, or
     Ray), one unit per task, the memory accumulating from ``memory`` into OUT/memory; prints one
     table and returns the exit status (0: some task has a correct candidate, 1: none)."""
@@ -337,26 +320,13 @@ def optimize_many(
         out = new_run_dir(Path("runs") / f"batch-{method}")
     if not memory.exists():
         MemoryBank.open(memory, create=True).close()
-    devices = (
-        ["ray"]
-        if ray is not None
-        else (gpu_devices("all") if target == "cuda" else [f"cpu{i}" for i in range(workers)])
-    )
+    devices = ["ray"] if ray is not None else (
+        gpu_devices("all") if target == "cuda" else [f"cpu{i}" for i in range(workers)])
     try:
-        config = BenchConfig(
-            out=out,
-            methods=[method],
-            steps=steps,
-            target=target,
-            language=language,
-            size=default_size(target, size),
-            devices=devices,
-            memory=memory,
-            memory_mode="accumulate",
-            proposer=spec,
-            eval_overrides=eval_overrides,
-            ray=ray,
-        )
+        config = BenchConfig(out=out, methods=[method], steps=steps, target=target,
+                             language=language, size=default_size(target, size), devices=devices,
+                             memory=memory, memory_mode="accumulate", proposer=spec,
+                             eval_overrides=eval_overrides, ray=ray)
         outcome = run_bench(config, the_tasks, resume=resume, on_event=_progress)
     except (ValueError, BenchError) as exc:
         fail(str(exc))
@@ -365,19 +335,13 @@ def optimize_many(
     for name in ("task", "state", "best candidate vs eager", "kept vs eager", "error"):
         table.add_column(name)
     for r in rows:
-        table.add_row(
-            r.task_id,
-            r.state if not r.correct else "correct",
-            _fmt(r.speedup, "x"),
-            _fmt(r.kept_speedup, "x"),
-            escape((r.error or "").splitlines()[0] if r.error else ""),
-        )
+        table.add_row(r.task_id, r.state if not r.correct else "correct",
+                      _fmt(r.speedup, "x"), _fmt(r.kept_speedup, "x"),
+                      escape((r.error or "").splitlines()[0] if r.error else ""))
     console.print(table)
     console.print(
         f"{len(outcome.done)} done, {len(outcome.failed)} failed, {len(outcome.skipped)} already "
         f"finished · {outcome.wall_s:.1f} s · runs {out}/runs · learned bank "
         f"{config.out / 'memory' / f'{method}.db'} (from {memory}, which is not changed)",
-        highlight=False,
-        soft_wrap=True,
-    )
+        highlight=False, soft_wrap=True)
     return 0 if any(r.correct for r in rows) else 1
