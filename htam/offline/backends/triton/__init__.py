@@ -20,13 +20,15 @@ import triton
 import triton.language as tl
 """
 _FAMILIES = {"elementwise": ew_solution, "row": row_solution, "gemm": gemm_solution}
+# Built into every Triton row baseline (the coalesced kernel for a reduced dim that is not last).
+BUILT_IN = ("memory_access.coalesced_row_access",)
 
 
 class TritonBackend:
     language = Language.TRITON
 
     def strategies(self, match: Match) -> list[str]:
-        return family_strategies(match)
+        return [s for s in family_strategies(match) if s not in BUILT_IN]
 
     def render(self, match: Match, params: Params) -> KernelCode:
         m = Math("triton", exp2=params.exp2)

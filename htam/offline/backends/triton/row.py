@@ -1,10 +1,11 @@
 """Triton row kernels: ``ROWS`` rows per program, a loop over each row in tiles of ``BLOCK``.
 
-Two kernels may be emitted: ``_loop`` (one loop per pass, any row length) and, with the register
-row cache, ``_tile`` (the whole row held in registers, loaded once, every pass done in place),
-used when a row fits. Row ids are clamped to the last row so loads never need a row mask; only
-stores do. ``COAL`` maps a program to adjacent rows of one outer index, so that for a reduced dim
-that is not the last one, the tile's contiguous axis is the rows axis (coalesced loads).
+Kernels: ``_loop`` (one loop per pass, any row length) and, with the register row cache,
+``_tile`` (the whole row held in registers, loaded once, every pass done in place), used when a
+row fits. Row ids are clamped to the last row so loads never need a row mask; only stores do.
+When the reduced dims are not the last ones, ``_coal`` (and ``_ctile``) serve every shape with
+``inner > 1``: a program owns adjacent inner indices of one outer index, the tile's contiguous
+axis, so every load of the walk along the reduced dim is coalesced; partials stay per lane.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from htam.offline.ir.views import row_sizes
 from htam.offline.params import RowParams
 
 CACHE_LIMIT = 16384  # elements of a [ROWS, BLOCK] tile kept in registers
+# The coalesced path narrows its row blocks until about this many programs run (8 per SM of an
+# H200's 132), so that a middle-dim reduction with a small outer size still fills the GPU.
+COAL_PROGRAMS = 1024
 
 
 def _col_operand(ir: RowIR, op) -> bool:
@@ -34,8 +38,10 @@ def _col_operand(ir: RowIR, op) -> bool:
 
 
 class RowKernel:
-    def __init__(self, ir: RowIR, p: RowParams, m: Math):
-        self.ir, self.p, self.m = ir, p, m
+    def __init__(self, ir: RowIR, p: RowParams, m: Math, coal: bool = False):
+        # The coalesced kernel always keeps per-lane partials: a [ROWS, BLOCK] tile is reduced
+        # across its R lanes once per row block, not once per tile.
+        self.ir, self.p, self.m, self.coal = ir, replace(p, lanes=True) if coal else p, m, coal
         self.tp = TileProgram(ir.prog, ir.operands, m)
         self.sched: Schedule = schedule(ir.prog, p.online, p.welford)
 
@@ -55,26 +61,26 @@ class RowKernel:
         return lines
 
     def _prologue(self) -> list[str]:
-        plain = [
-            "rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)",
-            "rmask = rows < n_rows",
-            "rc = tl.minimum(rows, n_rows - 1)",
-            "base = (rc // INNER) * (R * INNER) + rc % INNER",
-        ]
-        lines = plain
-        if self.p.coalesce:
-            # Adjacent rows of one outer index, contiguous along ROWS. The last tile is shifted
-            # back (ROWS <= INNER) instead of clamped per row, which would hide the contiguity;
-            # rows it shares with the previous tile are computed twice, identically.
+        if self.coal:
+            # ROWS adjacent inner indices of one outer index: the tile's contiguous axis. The
+            # grid is folded into axis 0 (no 65535 limit on the outer count); the last block is
+            # shifted back (ROWS <= INNER) rather than masked, so loads need no row mask and the
+            # contiguity stays provable; rows it shares with its neighbour are computed twice.
             lines = [
-                "if COAL:",
-                "    o = tl.program_id(1)",
-                "    ii = tl.minimum(tl.program_id(0) * ROWS, INNER - ROWS) + tl.arange(0, ROWS)",
-                "    rmask = ii < INNER",
-                "    rows = o * INNER + ii",
-                "    base = o * (R * INNER) + ii",
-                "else:",
-                *("    " + s for s in plain),
+                "nb = tl.cdiv(INNER, ROWS)",
+                "o = tl.program_id(0) // nb",
+                "i0 = tl.minimum((tl.program_id(0) % nb) * ROWS, INNER - ROWS)",
+                "ii = i0 + tl.arange(0, ROWS)",
+                "rmask = ii < INNER",
+                "rows = o * INNER + ii",
+                "base = o * (R * INNER) + ii",
+            ]
+        else:
+            lines = [
+                "rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)",
+                "rmask = rows < n_rows",
+                "rc = tl.minimum(rows, n_rows - 1)",
+                "base = (rc // INNER) * (R * INNER) + rc % INNER",
             ]
         lines += self.tp.scalar_loads()
         return lines + [self.tp.stmt(i) for i in self.sched.before]
@@ -135,7 +141,6 @@ class RowKernel:
             "R_f",
             "ROWS: tl.constexpr",
             "BLOCK: tl.constexpr",
-            "COAL: tl.constexpr",
         ]
         return f"@triton.jit\ndef {name}({', '.join(params)}):"
 
@@ -193,49 +198,70 @@ def row_solution(ir: RowIR, p: RowParams, m: Math) -> tuple[list[str], list[str]
     kernels = [k.loop_kernel("htam_row_loop")]
     if p.cache:
         kernels.append(k.tile_kernel("htam_row_tile"))
+    strided = ir.d1 < ir.rank - 1  # inner > 1 possible: the coalesced kernels are written too
+    if strided:
+        c = RowKernel(ir, p, m, coal=True)
+        kernels.append(c.loop_kernel("htam_row_coal"))
+        if p.cache:
+            kernels.append(c.tile_kernel("htam_row_ctile"))
     lines = [f"t_{op.name} = {op.source}.contiguous()" for op in ir.operands]
     lines += row_sizes(ir)
     args = ", ".join(
         ["out", *operand_args(ir.operands, f"t_{ir.primary}"), "n_rows", "R", "inner", "float(R)"]
     )
-    rows, block = p.rows, p.block
     split_kernels, split_path = split_solution(ir, p, m)
     kernels += split_kernels
     lines += [
-        "coal = inner > 1" if p.coalesce else "coal = False",
-        f"rows = min(64, 1 << (inner.bit_length() - 1)) if coal else {rows}",
-        f"block = min({block}, triton.next_power_of_2(R))",
+        f"rows = {p.rows}",
+        f"block = min({p.block}, triton.next_power_of_2(R))",
         *split_lines(),
         "if split > 1:",
         *("    " + s for s in split_path),
         "    return out",
-        "block = min(block, 64) if coal else block",
-        "grid = (triton.cdiv(inner, rows), outer) if coal else (triton.cdiv(n_rows, rows),)",
     ]
+    if strided:
+        lines += ["if inner > 1:", *("    " + s for s in coal_lines(p, args)), "    return out"]
     warps = f"max(1, min({p.warps}, rows * block // {32 * p.vec}))"
-    loop = f"htam_row_loop[grid]({args}, ROWS=rows, BLOCK=block, COAL=coal, num_warps={warps})"
-    if p.cache:
-        tile = triton_tile_call(args)
-        lines += [
-            "tile = triton.next_power_of_2(R)",
-            f"if rows * tile <= {CACHE_LIMIT}:",
-            f"    {tile}",
-            "else:",
-            f"    {loop}",
-        ]
-    else:
-        lines.append(loop)
+    loop = f"htam_row_loop[grid]({args}, ROWS=rows, BLOCK=block, num_warps={warps})"
+    lines.append("grid = (triton.cdiv(n_rows, rows),)")
+    lines += _cached("htam_row_tile", loop, args) if p.cache else [loop]
     return kernels, lines + ["return out"]
+
+
+def coal_lines(p: RowParams, args: str) -> list[str]:
+    """Forward lines of the coalesced path (the reduced dims are not the last ones).
+
+    A program owns ``rows`` adjacent inner indices (a power of two <= inner: up to 64 floats,
+    256 contiguous bytes, times the rows-per-program ladder) of one outer index and walks the
+    reduced dim in steps of ``block``, a ``[rows, block]`` tile of about ``2 * p.block``
+    elements. ``rows`` halves (down to 16) while fewer than COAL_PROGRAMS programs would run."""
+    warps = f"max(1, min({max(4, p.warps)}, rows * block // 32))"
+    loop = f"htam_row_coal[grid]({args}, ROWS=rows, BLOCK=block, num_warps={warps})"
+    lines = [
+        f"rows = min({64 * p.rows}, 1 << (inner.bit_length() - 1))",
+        f"while rows > 16 and triton.cdiv(inner, rows) * outer < {COAL_PROGRAMS}:",
+        "    rows //= 2",
+        f"block = max(1, min(triton.next_power_of_2(R), {2 * p.block} // rows))",
+        "grid = (triton.cdiv(inner, rows) * outer,)",
+    ]
+    return lines + (_cached("htam_row_ctile", loop, args) if p.cache else [loop])
+
+
+def _cached(tile_kernel: str, loop: str, args: str) -> list[str]:
+    """The register-cache kernel when a ``[rows, next_pow2(R)]`` tile fits, else ``loop``."""
+    warps = "max(1, min(16, rows * tile // 256))"
+    return [
+        "tile = triton.next_power_of_2(R)",
+        f"if rows * tile <= {CACHE_LIMIT}:",
+        f"    {tile_kernel}[grid]({args}, ROWS=rows, BLOCK=tile, num_warps={warps})",
+        "else:",
+        f"    {loop}",
+    ]
 
 
 def split_solution(ir: RowIR, p: RowParams, m: Math) -> tuple[list[str], list[str]]:
     """(kernels, forward lines) of the split path: lanes and coalescing do not apply there."""
-    s = SplitKernels(RowKernel(ir, replace(p, lanes=False, coalesce=False), m))
+    s = SplitKernels(RowKernel(ir, replace(p, lanes=False), m))
     warps = f"max(1, min({max(4, p.warps)}, block // {32 * p.vec}))"
     head = ["out", *operand_args(ir.operands, f"t_{ir.primary}")]
     return s.kernels(), s.launch_lines(head, warps)
-
-
-def triton_tile_call(args: str) -> str:
-    warps = "max(1, min(16, rows * tile // 256))"
-    return f"htam_row_tile[grid]({args}, ROWS=rows, BLOCK=tile, COAL=coal, num_warps={warps})"
