@@ -66,11 +66,13 @@ class GemmParams(Params):
     epilogue: str = (
         "fused"  # "fused" in the GEMM kernel, one "kernel" after it, or "ops": one per op
     )
-    tile: int = 0  # index into TILES
-    bk: int = 32  # K step
+    tile: int = 0  # index into TILES; -1: chosen per shape at run time (the baseline)
+    bk: int = 32  # K step; 0: chosen per shape with the tile
     group_m: int = 1  # grouped program order (L2 reuse of A's rows)
     mr: int = 1  # rows of A per register block (C++)
-    tf32: bool = False  # TF32 tensor-core dot (Triton)
+    # Triton dot precision: True TF32 for every K, False IEEE fp32, None (the baseline) TF32
+    # where the evaluator's float32 tolerance allows it for the run-time K
+    tf32: bool | None = False
 
 
 FAMILY_PARAMS: dict[str, type[Params]] = {
@@ -87,7 +89,8 @@ def baseline(match: Match) -> Params:
     if match.family == "row":
         return RowParams()
     epilogue = "fused" if not ir.has_epilogue else ("ops" if len(ir.epilogue.ops) > 1 else "kernel")
-    return GemmParams(epilogue=epilogue)
+    # tile, K step and precision chosen per shape (backends/triton/gemm_plan.py); C++: untiled
+    return GemmParams(epilogue=epilogue, tile=-1, bk=0, tf32=None)
 
 
 def header(family: str, language: str, params: Params, applied: list[str]) -> str:

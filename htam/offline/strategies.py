@@ -90,6 +90,16 @@ def _epilogue_kernel(p: GemmParams) -> GemmParams:
     return replace(p, epilogue="kernel") if p.epilogue == "ops" else p
 
 
+def _gemm_bk(p: GemmParams) -> GemmParams:
+    """The K step ladder; from the per-shape choice (bk 0, usually 32) the first step is 64."""
+    return replace(p, bk=64 if p.bk == 0 else _next(BKS, p.bk))
+
+
+def _gemm_tile(p: GemmParams) -> GemmParams:
+    """The fixed tiles in turn; from the per-shape choice (tile -1) the first is TILES[1]."""
+    return replace(p, tile=1 if p.tile < 0 else (p.tile + 1) % len(TILES))
+
+
 COMMON = {
     "memory_access.vectorized_access": Rule(lambda p: replace(p, vec=_next(VECS, p.vec))),
     "instruction_throughput.fast_exp2": Rule(lambda p: replace(p, exp2=True), _has_exp),
@@ -126,9 +136,9 @@ GEMM = {
     "fusion.epilogue_fusion": Rule(
         lambda p: replace(p, epilogue="fused"), lambda m: m.ir.has_epilogue
     ),
-    "parallel_mapping.block_size_tuning": Rule(lambda p: replace(p, bk=_next(BKS, p.bk))),
+    "parallel_mapping.block_size_tuning": Rule(_gemm_bk),
     "parallel_mapping.rows_per_program": Rule(lambda p: replace(p, group_m=8, mr=4)),
-    "data_reuse.shared_memory_tiling": Rule(lambda p: replace(p, tile=(p.tile + 1) % len(TILES))),
+    "data_reuse.shared_memory_tiling": Rule(_gemm_tile),
     "precision.tensor_core_dot": Rule(lambda p: replace(p, tf32=True)),
 }
 RULES: dict[str, dict[str, Rule]] = {"elementwise": ELEMENTWISE, "row": ROW, "gemm": GEMM}

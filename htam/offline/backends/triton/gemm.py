@@ -1,12 +1,17 @@
 """Triton GEMM (tl.dot on tensor cores) with the epilogue fused or run as separate kernels.
 
+Per shape, at run time (``_htam_gemm_plan``, :mod:`.gemm_plan`): the precision (TF32 where the
+evaluator's float32 tolerance allows it for this K), the tile, and whether an operand is first
+copied into the order the dot reads fastest; ``M == 1`` or ``N == 1`` runs a matrix-vector
+kernel instead (memory bound: rows per program, vector loads along K).
+
 Split-K, chosen per shape at run time: when the output tiles (``cdiv(M, BM) * cdiv(N, BN) *
 batch``) are fewer than the GPU's SMs and K spans at least four K steps, K is cut into
 ``split`` chunks (a multiple of BK each) so that about two programs per SM run; each program
 writes its fp32 partial product to a workspace and one more kernel sums the partials in a fixed
-order (deterministic, no atomics), then the epilogue runs. This is what a matrix-vector product
-(N = 1: one column of tiles) and a large-K product (M = N = 256, K = 524288: 16 tiles) need to
-use the whole GPU. Operands are read through their strides (a transposed view is never copied).
+order (deterministic, no atomics), then the epilogue runs. This is what a large-K product
+(M = N = 256, K = 524288: 4 tiles of 128x128) needs to use the whole GPU. Operands are read
+through their strides unless the plan copies one (a transposed view is otherwise never copied).
 """
 
 from __future__ import annotations
@@ -20,10 +25,19 @@ from htam.offline.backends.triton.common import (
     operand_params,
 )
 from htam.offline.backends.triton.ew import ew_section
+from htam.offline.backends.triton.gemm_plan import (
+    COPY_HELPER,
+    gemv_kernel,
+    gemv_launch,
+    gemv_params,
+    gemv_rule,
+    layout_lines,
+    plan_helper,
+)
 from htam.offline.ir.expr import Math
 from htam.offline.ir.model import GemmIR
 from htam.offline.ir.views import GEMM_OUT, gemm_prelude, separate_epilogue
-from htam.offline.params import TILES, EwParams, GemmParams
+from htam.offline.params import EwParams, GemmParams
 
 
 def _mapping(p: GemmParams) -> list[str]:
@@ -39,7 +53,6 @@ def _mapping(p: GemmParams) -> list[str]:
 
 
 def _mainloop(p: GemmParams) -> list[str]:
-    prec = '"tf32"' if p.tf32 else '"ieee"'
     lines = ["rk = tl.arange(0, BK)"]
     if p.split_tail:  # wrapped indices keep every load in bounds: only K needs a mask
         lines += ["am = rm % M", "bn = rn % N"]
@@ -71,7 +84,10 @@ def _mainloop(p: GemmParams) -> list[str]:
             "b = tl.load(b_ptrs, mask=((k0 + rk)[:, None] < k_hi) & (rn[None, :] < N), other=0.0)",
         ]
     body += [
-        f"acc = tl.dot(a, b, acc, input_precision={prec})",
+        "if TF32:  # the plan's choice (see _htam_gemm_plan)",
+        '    acc = tl.dot(a, b, acc, input_precision="tf32")',
+        "else:",
+        '    acc = tl.dot(a, b, acc, input_precision="ieee")',
         "a_ptrs += BK * s_ak",
         "b_ptrs += BK * s_bk",
     ]
@@ -128,6 +144,7 @@ def gemm_kernel(ir: GemmIR, p: GemmParams, m: Math) -> str:
         "GROUP_M: tl.constexpr",
         "EVEN_K: tl.constexpr",
         "SPLIT: tl.constexpr",
+        "TF32: tl.constexpr",
     ]
     epilogue = _epilogue(ir, m, fused, ir.out_rank)
     store = [  # split-K: the fp32 partial of this K chunk, summed by htam_gemm_sum
@@ -151,16 +168,11 @@ def gemm_kernel(ir: GemmIR, p: GemmParams, m: Math) -> str:
         *epilogue[:2],
         *store,
     ]
-    note = (
-        ["# precision.tensor_core_dot: TF32 inputs (10-bit mantissa), fp32 accumulation. Allowed"
-         " because the evaluator checks float32 results at relative L2 2e-3 (typical TF32 error"
-         " ~1e-3 / sqrt(K) relative per element); a task beyond it fails that check"]
-        if p.tf32
-        else []
-    )  # fmt: skip
-    return "\n".join(
-        [*note, "@triton.jit", f"def htam_gemm({', '.join(params)}):", *("    " + s for s in lines)]
+    gemv = gemv_kernel(gemv_params(extra), epilogue[:2], store)
+    kernel = "\n".join(
+        ["@triton.jit", f"def htam_gemm({', '.join(params)}):", *("    " + s for s in lines)]
     )
+    return kernel + "\n\n\n" + gemv
 
 
 SUM_KERNEL = """@triton.jit
@@ -174,24 +186,44 @@ def htam_gemm_sum(ws_ptr, c_ptr, n, split, BLOCK: tl.constexpr):
     tl.store(c_ptr + offs, acc, mask=mask)"""
 
 
-def split_rule(bm: int, bn: int, bk: int) -> list[str]:
-    """Forward lines choosing split-K from the run-time shape (see the module docstring)."""
+def split_rule() -> list[str]:
+    """Forward lines choosing split-K from the run-time shape and tile (module docstring)."""
     return [
-        "sms = torch.cuda.get_device_properties(out.device).multi_processor_count "
-        "if out.is_cuda else 132  # H200: 132 SMs",
-        f"tiles = triton.cdiv(M, {bm}) * triton.cdiv(N, {bn}) * batch",
+        "tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn) * batch",
         "split = 1",
-        f"if tiles < sms and K >= 4 * {bk}:",
-        f"    split = max(1, min(triton.cdiv(2 * sms, tiles), K // (2 * {bk})))",
-        f"k_chunk = triton.cdiv(triton.cdiv(K, split), {bk}) * {bk}",
+        "if tiles < sms and K >= 4 * bk:",
+        "    split = max(1, min(triton.cdiv(2 * sms, tiles), K // (2 * bk)))",
+        "k_chunk = triton.cdiv(triton.cdiv(K, split), bk) * bk",
         "split = triton.cdiv(K, k_chunk)",
-        "ws = torch.empty((split, out.numel()), dtype=torch.float32, device=out.device) "
-        "if split > 1 else out",
+    ]
+
+
+def _gemm_lines(ir: GemmIR, p: GemmParams, target: str, extra: str) -> tuple[list, list]:
+    """(the plan for this shape, the copies it asks for and split-K; the GEMM launch)."""
+    copy_a = layout_lines("ga", ir.a.transposed, 2)
+    copy_b = layout_lines("gb", ir.b.transposed, 1)
+    copy_bn = layout_lines("gb", ir.b.transposed, 2)
+    prep = [
+        "tf32, (bm, bn, bk, warps, stages), copy_a, copy_b = _htam_gemm_plan(",
+        "    M, N, K, batch, ga_sc == 1, gb_sr == 1, gb_sc == 1, sms)",
+        "if copy_a:  # A K-major for TF32 (wgmma)",
+        *("    " + s for s in copy_a),
+        "if copy_b and tf32:  # B K-major for TF32 (wgmma)",
+        *("    " + s for s in copy_b),
+        "elif copy_b:  # B N-major for the FMA path",
+        *("    " + s for s in copy_bn),
+        *split_rule(),
+    ]
+    return prep, [
+        "grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn), batch, split)",
+        f"htam_gemm[grid](ga3, gb3, {target}, ws, {extra}M, N, K, ga_sb, ga_sr, ga_sc, "
+        "gb_sb, gb_sr, gb_sc, k_chunk, out.numel(), BM=bm, BN=bn, BK=bk, "
+        f"GROUP_M={p.group_m}, EVEN_K=(K % bk == 0), SPLIT=split > 1, TF32=tf32, "
+        "num_warps=warps, num_stages=stages)",
     ]
 
 
 def gemm_solution(ir: GemmIR, p: GemmParams, m: Math) -> tuple[list[str], list[str]]:
-    bm, bn, warps, stages = TILES[p.tile]
     fused = p.epilogue == "fused"
     lines = [f"t_{op.name} = {op.source}.contiguous()" for op in ir.operands]
     lines += gemm_prelude(ir)
@@ -199,16 +231,22 @@ def gemm_solution(ir: GemmIR, p: GemmParams, m: Math) -> tuple[list[str], list[s
     if target != "out":
         lines.append(f"{target} = torch.empty_like(out)")
     extra = ", ".join(operand_args(ir.operands, "out")) + ", " if fused and ir.operands else ""
-    bk = p.bk
-    lines += split_rule(bm, bn, bk)
+    prep, launch = _gemm_lines(ir, p, target, extra)
     lines += [
-        f"grid = (triton.cdiv(M, {bm}) * triton.cdiv(N, {bn}), batch, split)",
-        f"htam_gemm[grid](ga3, gb3, {target}, ws, {extra}M, N, K, ga_sb, ga_sr, ga_sc, "
-        f"gb_sb, gb_sr, gb_sc, k_chunk, out.numel(), BM={bm}, BN={bn}, BK={bk}, "
-        f"GROUP_M={p.group_m}, EVEN_K=(K % {bk} == 0), SPLIT=split > 1, "
-        f"num_warps={warps}, num_stages={stages})",
+        "sms = torch.cuda.get_device_properties(out.device).multi_processor_count "
+        "if out.is_cuda else 132  # H200: 132 SMs",
+        "if M == 1 or N == 1:  # matrix-vector: memory bound, no tl.dot",
+        *("    " + s for s in gemv_rule()),
+        "else:",
+        *("    " + s for s in prep),
+        "ws = torch.empty((split, out.numel()), dtype=torch.float32, device=out.device) "
+        "if split > 1 else out",
+        "if M == 1 or N == 1:",
+        *("    " + s for s in gemv_launch(target, extra)),
+        "else:",
+        *("    " + s for s in launch),
     ]
-    kernels = [gemm_kernel(ir, p, m), SUM_KERNEL]
+    kernels = [plan_helper(p), COPY_HELPER, gemm_kernel(ir, p, m), SUM_KERNEL]
     ew = EwParams(block=1024, warps=4, vec=p.vec, split_tail=p.split_tail)
     prog, operands = separate_epilogue(ir)
     summed = "out" if not (fused and ir.has_epilogue) else f"t_{GEMM_OUT}"
