@@ -9,8 +9,7 @@ import torch
 from htam.offline.backends.triton.gemm_plan import TF32_PRODUCT_ERROR, tf32_max_k
 from htam.offline.params import GemmParams
 from htam.offline.pipeline import analyze, applicable, apply_strategy, baseline, generate
-from htam.tasks.module import load_task_module
-from tests.offline.harness import load_solution, task_of
+from tests.offline.harness import build_pair, load_solution, task_of
 
 HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
 
@@ -92,16 +91,7 @@ def _run(source: str, code: str, sizes: dict | None = None, atol: float = 1e-4):
     sol = load_solution(code)
     gemm, gemv = _Recording(sol.htam_gemm), _Recording(sol.htam_gemv)
     sol.htam_gemm, sol.htam_gemv = gemm, gemv
-    ref_mod = load_task_module(source, "small", name="ref_gemm_shapes")
-    for name, value in (sizes or {}).items():
-        setattr(ref_mod, name, value)
-    init = ref_mod.get_init_inputs()
-    torch.manual_seed(0)
-    ref_model = ref_mod.Model(*init)
-    torch.manual_seed(0)
-    new = sol.ModelNew(*init)
-    torch.manual_seed(5)
-    inputs = ref_mod.get_inputs()
+    ref_model, new, inputs = build_pair(task_of("gemm_shapes", source), sol, sizes or {})
     with torch.no_grad():
         ref, out = ref_model(*inputs), new(*inputs)
     torch.testing.assert_close(out, ref, rtol=1e-4, atol=atol)
