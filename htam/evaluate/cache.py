@@ -32,6 +32,11 @@ def not_evidence(result: EvalResult) -> bool:
     )
 
 
+# Bumped whenever a rule of the verdict or the timing changes (2: the float64 second opinion, a
+# charge of escaped work timed twice, a secret per call): results of older rules are not served.
+RULES = 2
+
+
 class CachedEvaluator:
     def __init__(self, evaluator: Evaluator, directory: Path | None = None):
         self.evaluator = evaluator
@@ -42,6 +47,7 @@ class CachedEvaluator:
         ev = self.evaluator
         config = {k: v for k, v in asdict(ev.config).items() if k != "cache_dir"}
         parts = [
+            str(RULES),
             task.digest,
             code,
             ev.target,

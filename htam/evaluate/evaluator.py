@@ -229,6 +229,7 @@ class Evaluator:
             "judge",
             task,
             meaningful=not (self.device == "cpu" and language == "triton"),
+            memory_limit_mb=self.config.memory_limit(),
             **self.config.judge_settings(),
         )
         # The reference runs in a process isolated exactly like the candidate's, through the

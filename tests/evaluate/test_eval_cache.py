@@ -72,3 +72,14 @@ def test_a_failure_of_the_evaluator_is_never_served_again(tmp_path):
     ]
     unmarked = EvalResult(Status.RUNTIME_ERROR, messages=failed.messages)  # an old cache entry
     assert not_evidence(EvalResult.from_dict(unmarked.to_dict() | {"infrastructure": False}))
+
+
+def test_a_verdict_of_older_rules_is_not_served(tmp_path, monkeypatch):
+    import htam.evaluate.cache as cache
+
+    inner = Scripted([EvalResult(Status.INCORRECT, ["relative L2 error 1.9"])] * 2, tmp_path)
+    cached = CachedEvaluator(inner, tmp_path / "evals")
+    cached.evaluate(_task(), "code", "triton")
+    monkeypatch.setattr(cache, "RULES", cache.RULES + 1)  # a rule of the verdict changed
+    cached.evaluate(_task(), "code", "triton")
+    assert (inner.calls, cached.hits) == (2, 0)

@@ -1,67 +1,75 @@
-"""Outputs float32 cannot pin down are judged against float64: a correct kernel that sums in
-another order passes, a wrong one still fails, and a well-conditioned task is judged as before."""
+"""Output elements float32 cannot pin down are judged against float64: a correct kernel that
+sums in another order passes; a wrong one, and the red team's ways around the rule, still fail;
+a well-conditioned output is judged as before."""
 
 import pytest
 import torch
 
 from htam.evaluate.eval_config import TOLERANCES
-from htam.evaluate.exact import within_reference_error
+from htam.evaluate.exact import judge_against_exact
 from htam.tasks import load_task
+
+HEAD = "import torch\nimport torch.nn as nn\n\n\n"
+
+
+def _task(forward: str, inputs: str, init: str = "", args: str = "") -> str:
+    return (
+        f"{HEAD}class Model(nn.Module):\n    def __init__(self{init}):\n        super().__init__()\n"
+        f"{args}\n    def forward(self, x):\n        return {forward}\n\n\n"
+        f"def get_inputs():\n    return [{inputs}]\n\n\ndef get_init_inputs():\n"
+        f"    return {'[256]' if init else '[]'}\n"
+    )
+
+
+def _candidate(out: str) -> str:
+    return (
+        f"{HEAD}class ModelNew(nn.Module):\n    def __init__(self, *args):\n"
+        f"        super().__init__()\n\n    def forward(self, x):\n"
+        f"        y = x - x.mean(dim=1, keepdim=True)\n        return {out}\n"
+    )
+
 
 # The mean of a centred row: exactly 0, so float32's answer is rounding noise (as in KernelBench
 # level 2's 23_Conv3d_GroupNorm_Mean, where torch is 7.8% from float64 at the real size).
-TASK = """import torch
-import torch.nn as nn
+CENTRED = _task("(x - x.mean(dim=1, keepdim=True)).mean(dim=1)", "torch.randn(64, 4096) + 3.0")
+# (task, candidate's output expression, status, what the message or a flag says)
+CASES = {
+    # torch's error again, in other places
+    "centred_blocked": (CENTRED, "y.reshape(64, 64, 64).sum(2).sum(1) / 4096", "ok",
+                        "64 of 64 elements are zero to float32 precision"),
+    # the exact answer is 0: a constant near 0 is as right, and the result says so
+    "centred_zeros": (CENTRED, "torch.zeros(64)", "ok", "a constant near 0 passes too"),
+    "centred_wrong": (CENTRED, "torch.full((64,), 1e-5)", "incorrect", "within 10x"),
+    # red team: a reference that overflows to inf where float64 does not
+    "inf_zeros": (_task("torch.exp(self.fc(x) * 60.0)", "torch.randn(64, 256)", ", n",
+                        "        self.fc = nn.Linear(n, n)"),
+                  "torch.zeros(64, 256)", "incorrect", "infinities differ"),
+    # red team: well-conditioned values beside one that is exactly 0, in one tensor
+    "mixed_lazy": (_task("torch.cat([(x + 1000.0 - (x + 1000.0).mean(1, keepdim=True))[:, :16],"
+                         " (x + 1000.0 - (x + 1000.0).mean(1, keepdim=True)).sum(1, keepdim=True)"
+                         "], dim=1)", "torch.randn(64, 4096)"),
+                   "torch.cat([x[:, :16] - x[:, :256].mean(1, keepdim=True), "
+                   "torch.zeros(64, 1)], dim=1)", "incorrect", "not zero to float32 precision"),
+    # red team: weights drawn on the first call, by the float64 run in its own way
+    "lazy_linear_zeros": (_task("self.fc(x)", "torch.randn(64, 256)", ", n",
+                                "        self.fc = nn.LazyLinear(n)"),
+                          "torch.zeros(64, 256)", "incorrect", "elements outside atol"),
+    # red team: nn.RMSNorm's default eps follows the dtype, so float64 is another function
+    "rmsnorm_eps_zeros": (_task("self.norm(x * 1e-4)", "torch.randn(64, 256)", ", n",
+                                "        self.norm = nn.RMSNorm(n)"),
+                          "torch.zeros_like(x)", "incorrect", "elements outside atol"),
+}  # fmt: skip
 
 
-class Model(nn.Module):
-    def forward(self, x):
-        return (x - x.mean(dim=1, keepdim=True)).mean(dim=1)
-
-
-def get_inputs():
-    return [torch.randn(64, 4096) + 3.0]
-
-
-def get_init_inputs():
-    return []
-"""
-
-CANDIDATE = """import torch
-import torch.nn as nn
-
-
-class ModelNew(nn.Module):
-    def forward(self, x):
-        y = x - x.mean(dim=1, keepdim=True)
-        return {out}
-"""
-BLOCKED = "y.reshape(64, 64, 64).sum(2).sum(1) / 4096"  # torch's error again, in other places
-WRONG = "torch.full((64,), 1e-5)"  # 60-70x the reference's own error
-
-
-@pytest.fixture(scope="module")
-def centred(tmp_path_factory):
-    path = tmp_path_factory.mktemp("exact") / "centred_mean.py"
-    path.write_text(TASK)
-    return load_task(path)
-
-
-def _evaluate(evaluator, task, out: str):
-    code = CANDIDATE.format(out=out)
-    return evaluator.evaluate(task, code, "cpp", allow_torch=True)
-
-
-def test_a_correct_order_of_summation_passes_against_float64(cpu_evaluator, centred):
-    result = _evaluate(cpu_evaluator, centred, BLOCKED)
-    assert result.status == "ok", result.messages
-    assert any("output 0 is ill-conditioned at this size" in f for f in result.flags)
-
-
-def test_a_wrong_answer_still_fails_with_the_figures(cpu_evaluator, centred):
-    result = _evaluate(cpu_evaluator, centred, WRONG)
-    assert result.status == "incorrect"
-    assert "ill-conditioned at this size" in result.messages[0]
+@pytest.mark.parametrize("case", list(CASES))
+def test_float64_second_opinion(cpu_evaluator, tmp_path, case):
+    source, out, status, says = CASES[case]
+    path = tmp_path / f"{case}.py"
+    path.write_text(source)
+    result = cpu_evaluator.evaluate(load_task(path), _candidate(out), "cpp", allow_torch=True)
+    assert result.status == status, (result.messages, result.flags)
+    text = " ".join(result.messages + result.flags)
+    assert says in text, text
 
 
 LAZY_AFTER_TRIALS = """import torch
@@ -87,17 +95,17 @@ def test_a_random_output_is_not_taken_for_rounding_noise(cpu_evaluator, tmp_path
     rounding. Taken for rounding noise, it let a candidate drop the dropout once the trials were
     over (ok, 10x of chance); the verdict stands instead."""
     path = tmp_path / "dropout_mean.py"
-    path.write_text(TASK.replace("(x - x.mean(dim=1, keepdim=True)).mean(dim=1)",
-                                 "torch.nn.functional.dropout(x, 0.5, True).mean(dim=1)"))  # fmt: skip
+    path.write_text(CENTRED.replace("(x - x.mean(dim=1, keepdim=True)).mean(dim=1)",
+                                    "torch.nn.functional.dropout(x, 0.5, True).mean(dim=1)"))  # fmt: skip
     result = cpu_evaluator.evaluate(load_task(path), LAZY_AFTER_TRIALS, "cpp", allow_torch=True)
     assert result.status == "incorrect", (result.status, result.flags)
-    assert "timed call" in result.messages[0] and "ill-conditioned" not in result.messages[0]
+    assert "timed call" in result.messages[0] and "float64" not in result.messages[0]
 
 
 def test_a_well_conditioned_output_keeps_the_float32_verdict():
+    tol = TOLERANCES["float32"]
     ref = torch.randn(1000, dtype=torch.float32)
-    exact = ref.double()
     out = ref + 0.01 * torch.randn(1000)
-    assert within_reference_error(out, ref, exact, TOLERANCES["float32"]) == (False, "")
-    # not an output the judge can widen for: a float64 run without a tensor of that shape
-    assert within_reference_error(out, ref, exact[:10], TOLERANCES["float32"]) == (False, "")
+    assert judge_against_exact(out, ref, ref.clone(), ref.double(), tol) == (False, "")
+    # not the reference's function (the judge's own float32 run differs): no second opinion
+    assert judge_against_exact(out, ref, ref + 1.0, ref.double(), tol) == (False, "")

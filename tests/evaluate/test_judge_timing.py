@@ -4,6 +4,7 @@ pass, on inputs of its own, bears it out."""
 import types
 
 import pytest
+import torch
 
 from htam.evaluate import judge_timing
 from htam.evaluate.judge import Judge
@@ -20,14 +21,17 @@ def _judge(hidden_by_pass: list[float]) -> tuple[Judge, list[int]]:
     and the candidate's hidden time of the pass its inputs belong to."""
     judge = Judge(JOB, emit=None, cand=None, ref=None)
     judge.cand = judge.ref = types.SimpleNamespace(baseline_ms=0.1)
-    seeds: list[int] = []
+    seeds: list[tuple] = []  # each call's input values
+    real_inputs = judge.inputs
+    module = types.SimpleNamespace(get_inputs=lambda: [torch.randn(4)])
 
-    def inputs(module, seed):
-        seeds.append(seed)
-        return [seed]
+    def inputs(_):
+        x = real_inputs(module)
+        seeds.append(tuple(x[0].tolist()))
+        return x
 
     def round_(x, where, timeout_s, cand_first):
-        timing_pass = ((x[0] - judge.seed0) >> 20) - 1
+        timing_pass = (len(seeds) - 1) // 12  # two warm-up rounds and ten timed a pass
         return (0.06, hidden_by_pass[timing_pass]), (0.06, 0.01)
 
     judge.inputs, judge.round = inputs, round_
@@ -38,16 +42,17 @@ def test_honest_figures_are_not_charged():
     judge, seeds = _judge([0.01])
     timing, _, escape = judge.timed(None)
     assert judge_timing.charge(escape, JOB) is None
-    assert "retimed" not in escape and timing["median_ms"] == pytest.approx(0.06)
+    assert "first_pass" not in escape and timing["median_ms"] == pytest.approx(0.06)
     assert len(seeds) == 12  # one pass: two warm-up rounds and ten timed
 
 
 def test_a_stray_first_pass_is_timed_again_on_fresh_inputs():
     judge, seeds = _judge([0.33, 0.01])
     _, _, escape = judge.timed(None)
-    assert escape["retimed"] and escape["escaped_ms"] == pytest.approx(0.0)
+    assert escape["first_pass"].startswith("work escaped") and escape["escaped_ms"] == 0.0
+    assert judge.notes["retimed"].startswith("timed twice, the second pass counts")
     first, second = set(seeds[:12]), set(seeds[12:])
-    assert len(second) == 12 and not first & second
+    assert len(first) == len(second) == 12 and not first & second  # a secret per call
 
 
 def test_work_that_escapes_both_passes_is_rejected():
