@@ -47,6 +47,7 @@ class Judge:
         self.probes: list[float] = []
         self.model_args: tuple = ()  # the configuration's module, constructor args and seed
         self.notes: dict[int | str, str] = {}  # what the result should say: float64, retimed
+        self.exact_budget = exact.byte_budget(job.get("memory_limit_mb"))  # float64 copies
         self._probe = torch.empty(1, device="cuda") if self.device == "cuda" else None
 
     def both(self, message: dict, timeout_s: float) -> None:
@@ -90,9 +91,10 @@ class Judge:
 
     def inputs(self, module, seed: int | None = None) -> list:
         """A call's inputs; a backward task's end with its grad_outputs. Each call's inputs, and
-        its grad_outputs, come from a secret of their own (``seed`` only in tests): from one
-        secret plus public offsets, a candidate that recovered the secret from trial 0's inputs
-        (torch's CPU generator keeps 32 bits of a seed) knew every later call's (red team)."""
+        its grad_outputs, come from a secret of their own (``seed``: one that ``setup`` drew and
+        also uses): from one secret plus public offsets, a candidate that recovered the secret
+        from trial 0's inputs (torch's CPU generator keeps 32 bits of a seed) knew every later
+        call's (red team)."""
         x = inputs_for(module, _secret() if seed is None else seed, self.device)
         if self.grad_specs is None:
             return x
@@ -182,9 +184,8 @@ class Judge:
             tol = self.tol.get("float32")
             if problem and tol and r.dtype == torch.float32 and self.grad_specs is None:
                 # a second opinion from float64, for elements float32 cannot pin down
-                budget = exact.byte_budget(self.job.get("memory_limit_mb"))
                 runs = runs or exact.reference_runs(
-                    *self.model_args, self.device, x, self.ref.slots, budget
+                    *self.model_args, self.device, x, self.ref.slots, self.exact_budget
                 )
                 if runs is not None and k < len(runs[0]):
                     ok, why = exact.judge_against_exact(o, r, runs[0][k], runs[1][k], tol)
