@@ -20,19 +20,10 @@ import sys
 import time
 from pathlib import Path
 
+from kb_paths import kb_paths, kb_task
+
 from htam.evaluate import EvalConfig, Evaluator
 from htam.offline.pipeline import NoMatch, analyze, baseline, generate
-from htam.tasks.task import Task
-
-ROOT = Path(__file__).resolve().parents[1]
-KB = next(
-    p
-    for p in (
-        ROOT / ".kb" / "kernelbench" / "KernelBench",
-        ROOT.parent / "shared" / "kernelbench" / "KernelBench",
-    )
-    if p.exists()
-)
 
 
 def main(out: Path, seconds: float, previous: Path | None) -> None:
@@ -50,18 +41,10 @@ def main(out: Path, seconds: float, previous: Path | None) -> None:
         log.write_text("".join(json.dumps(r) + "\n" for r in done.values()))
     t_end = time.time() + seconds
     config = EvalConfig(size="large", time_compile_reference=False)
-    paths = [p for level in (1, 2) for p in (KB / f"level{level}").glob("*.py")]
-    paths.sort(
-        key=lambda p: (
-            _task_id(p) not in before,
-            p.parent.name,
-            int(p.stem.split("_")[0]),
-        )
-    )
+    paths = sorted(kb_paths(), key=lambda p: kb_task(p).id not in before)  # stable: in order
     with Evaluator("cuda", config) as ev, log.open("a") as f:
         for path in paths:
-            level = int(path.parent.name[-1])
-            task = Task(_task_id(path), path.stem, path.read_text(), path, level)
+            task = kb_task(path)
             if task.id in done or time.time() > t_end:
                 continue
             try:
@@ -92,10 +75,6 @@ def main(out: Path, seconds: float, previous: Path | None) -> None:
             f.flush()
             print(json.dumps(row), flush=True)
     summarize(list(done.values()))
-
-
-def _task_id(path: Path) -> str:
-    return f"kernelbench/{path.parent.name}/{path.stem}"
 
 
 def summarize(rows: list[dict]) -> None:

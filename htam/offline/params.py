@@ -47,6 +47,9 @@ class EwParams(Params):
     fuse: bool = False  # one kernel (loop) for the chain, not one per op
     block: int = 1024  # elements per program (per OpenMP chunk)
     warps: int = 4
+    # convolutions channels-last (weights converted once), the fused kernel reading their
+    # result in that order and writing the output in the reference's (a tiled transpose)
+    layout: bool = False
 
 
 @dataclass(frozen=True)
@@ -82,9 +85,14 @@ FAMILY_PARAMS: dict[str, type[Params]] = {
 }
 
 
-def baseline(match: Match) -> Params:
+def baseline(match: Match, language: str = "triton") -> Params:
     ir = match.ir
     if match.family == "elementwise":
+        if match.features.get("channels_last") and language == "triton":
+            # A convolution's epilogue: fused, read channels-last. On the H200 (KernelBench
+            # level 2, 18 such tasks) this beat the unfused chain on every one and the fused
+            # one in the reference's order on all but L2 54 (docs/results-h200.md, run 15).
+            return EwParams(fuse=True, layout=True)
         return EwParams(fuse=len(ir.prog.ops) == 1)
     if match.family == "row":
         return RowParams()

@@ -110,7 +110,7 @@ def explain_no_match(task: Task) -> str:
 def parameters(match: Match, language: str, base_code: str | None) -> tuple[Params, list[str]]:
     """(parameters, applied strategies) of ``base_code`` read back from its header; the
     baseline's when it has none or was written for another family or language."""
-    base = baseline(match)
+    base = baseline(match, language)
     head = parse_header(base_code)
     if not head or head.get("family") != match.family or head.get("language") != language:
         return base, []

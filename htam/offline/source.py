@@ -34,6 +34,15 @@ def _specialized(module, values):
                 f"{getattr(module, name)!r}: optimize the task with these init inputs"
             )
 ''',
+    "_channels_last_weights": '''
+def _channels_last_weights(module):
+    """Convolution weights in channels-last memory, once: the library then runs each
+    convolution channels-last and writes its result so (same values, another order)."""
+    for m in module.modules():
+        if isinstance(m, nn.modules.conv._ConvNd) and m.weight.dim() in (4, 5):
+            fmt = torch.channels_last if m.weight.dim() == 4 else torch.channels_last_3d
+            m.weight.data = m.weight.data.contiguous(memory_format=fmt)
+''',
 }
 
 
@@ -53,6 +62,7 @@ def solution_file(
     body.append(match.init_source or "    pass")
     if match.init_source and match.scalars:
         body.append(f"        _specialized(self, {match.scalars!r})")
+    body += ["        " + line for line in code.init]
     signature = ", ".join(["self", *match.inputs])
     body.append(f"\n    def forward({signature}):")
     forward = [*match.prelude, *code.forward]  # the library prefix (torch) before the kernels

@@ -19,6 +19,7 @@ class KernelCode:
     kernels: tuple[str, ...]  # module-level kernel definitions, before ModelNew (Triton's)
     forward: tuple[str, ...]  # ModelNew.forward's body (the library prelude goes before it)
     setup: str = ""  # module-level code after the helpers (the C++ source and its build)
+    init: tuple[str, ...] = ()  # ModelNew.__init__'s last lines, after the reference's
 
 
 class Backend(Protocol):

@@ -16,6 +16,7 @@ Arg = int | str | float
 
 REDUCTIONS = ("rsum", "rmax", "rmin", "rargmax", "rargmin")
 ACC = "@acc"  # the GEMM accumulator in an epilogue program (never an operand's name)
+LIBRARY_PREFIX = "lib_"  # operands a library prefix computes (htam.offline.matcher.library)
 
 
 @dataclass(frozen=True)

@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import re
+
 import torch
 
 from htam.offline.front.initsrc import copy_init
 from htam.offline.front.lower import CNode
 from htam.offline.front.trace import NoMatch, Traced
-from htam.offline.ir.model import EwIR, Match, RowIR
+from htam.offline.ir.model import LIBRARY_PREFIX, EwIR, Match, RowIR
 from htam.offline.ir.passes import row_features
 from htam.offline.matcher.build import GEMM_OPS, ROW_OPS, Builder
 from htam.offline.matcher.gemm import match_gemm
 from htam.offline.matcher.rows import row_spec
+
+# Functions a channels-last prefix must not hold: a functional convolution (no module weight to
+# convert), pooling, norms other than batch norm, resampling.
+_CL_SLOW = re.compile(r"conv|pool|group_norm|layer_norm|instance_norm|interpolate|upsample")
+_ACTIVATIONS = tuple(
+    cls
+    for cls in vars(torch.nn.modules.activation).values()
+    if isinstance(cls, type)
+    and cls.__module__ == "torch.nn.modules.activation"
+    and cls.__name__ not in ("MultiheadAttention", "Softmax", "Softmin", "LogSoftmax", "Softmax2d")
+)
 
 
 def _reachable(out: CNode) -> list[CNode]:
@@ -89,6 +102,8 @@ def match_library_prefix(traced: Traced, source: str, err: NoMatch) -> Match:
         raise NoMatch(f"{err}; as library call + kernel: {lib_err}") from err
     preamble, init = copy_init(source)
     scalars = {k: v for k, v in vars(traced.model).items() if type(v) is float}
+    if family == "elementwise" and _channels_last_fits(traced, ir):
+        features = {**features, "channels_last": True}
     return Match(
         family,
         f"library [{library}] + {summary}",
@@ -101,6 +116,25 @@ def match_library_prefix(traced: Traced, source: str, err: NoMatch) -> Match:
         prelude=prelude,
         library=library,
     )
+
+
+def _channels_last_fits(traced: Traced, ir: EwIR) -> bool:
+    """Whether the prefix's convolutions may run channels-last for the kernel to read: every
+    convolution a module of the model (its weight converted once, in ``__init__``), no other
+    library operation but batch norm (pooling and group or layer norms ran slower channels-last
+    on the H200: KernelBench level 2 tasks 3, 50, 60, 85), and the kernel's output 4-d or 5-d,
+    read from a library result of that shape."""
+    nodes = list(traced.graph.graph.nodes)
+    modules = {n: traced.model.get_submodule(n.target) for n in nodes if n.op == "call_module"}
+    convs = [n for n, m in modules.items() if isinstance(m, torch.nn.modules.conv._ConvNd)]
+    elementwise = (torch.nn.modules.batchnorm._BatchNorm, *_ACTIVATIONS)
+    others = [m for n, m in modules.items() if n not in convs and not isinstance(m, elementwise)]
+    functions = [n for n in nodes if n.op in ("call_function", "call_method")]
+    slow = [n for n in functions if _CL_SLOW.search(getattr(n.target, "__name__", str(n.target)))]
+    lib_full = [
+        op for op in ir.operands if op.pattern == "full" and op.name.startswith(LIBRARY_PREFIX)
+    ]
+    return bool(convs) and not others and not slow and ir.rank in (4, 5) and bool(lib_full)
 
 
 def _kernel(out: CNode, nodes: list[CNode]) -> tuple[str, EwIR | RowIR, str, dict]:
@@ -143,6 +177,8 @@ def match_families(out: CNode, traced: Traced, source: str) -> Match:
         family = "elementwise"
     preamble, init = copy_init(source)
     scalars = {k: v for k, v in vars(traced.model).items() if type(v) is float}
+    if family == "elementwise" and _channels_last_fits(traced, ir):
+        features = {**features, "channels_last": True}
     return Match(
         family,
         summary,

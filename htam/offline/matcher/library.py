@@ -28,9 +28,10 @@ import torch.fx as fx
 
 from htam.offline.front.lower import CNode, lower
 from htam.offline.front.trace import NoMatch, Traced
+from htam.offline.ir.model import LIBRARY_PREFIX
 from htam.offline.matcher.build import GEMM_OPS
 
-PREFIX = "lib_"
+PREFIX = LIBRARY_PREFIX
 # Names fx's printed code may use; anything else (a helper function's global) is refused.
 _GLOBALS_OK = {"torch", "inf", "nan", "NoneType", "device", "fx_pytree", "pytree", "getattr"}
 _NONE_ASSIGN = re.compile(r"^\s*[A-Za-z_]\w*(\s*=\s*[A-Za-z_]\w*)*\s*=\s*None\s*$")

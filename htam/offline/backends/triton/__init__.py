@@ -20,17 +20,24 @@ import triton
 import triton.language as tl
 """
 _FAMILIES = {"elementwise": ew_solution, "row": row_solution, "gemm": gemm_solution}
-# Built into every Triton row baseline (the coalesced kernel for a reduced dim that is not last).
-BUILT_IN = ("memory_access.coalesced_row_access",)
+
+
+def built_in(match: Match) -> tuple[str, ...]:
+    """Strategies the Triton baseline already holds: every row baseline's coalesced kernel (for
+    a reduced dim that is not last), a channels-last convolution epilogue's fusion."""
+    if match.family == "elementwise" and match.features.get("channels_last"):
+        return ("memory_access.coalesced_row_access", "fusion.elementwise_chain_fusion")
+    return ("memory_access.coalesced_row_access",)
 
 
 class TritonBackend:
     language = Language.TRITON
 
     def strategies(self, match: Match) -> list[str]:
-        return [s for s in family_strategies(match) if s not in BUILT_IN]
+        return [s for s in family_strategies(match) if s not in built_in(match)]
 
     def render(self, match: Match, params: Params) -> KernelCode:
         m = Math("triton", exp2=params.exp2)
         kernels, forward = _FAMILIES[match.family](match.ir, params, m)
-        return KernelCode(IMPORTS, tuple(kernels), tuple(forward))
+        init = ("_channels_last_weights(self)",) if getattr(params, "layout", False) else ()
+        return KernelCode(IMPORTS, tuple(kernels), tuple(forward), init=init)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from htam.offline.backends.triton.common import TileProgram, operand_args, operand_params
+from htam.offline.backends.triton.common import (
+    TileProgram,
+    operand_args,
+    operand_index,
+    operand_params,
+)
 from htam.offline.ir.expr import Math
-from htam.offline.ir.model import Op, Operand, Program
+from htam.offline.ir.model import LIBRARY_PREFIX, Op, Operand, Program
 from htam.offline.params import EwParams
 
 
@@ -95,8 +100,67 @@ def ew_section(
     return kernels, lines
 
 
+def _channels_last(op: Operand) -> bool:
+    """A library result the kernel reads channels-last (the convolution wrote it so)."""
+    return op.pattern == "full" and op.name.startswith(LIBRARY_PREFIX)
+
+
+def ew_cl_kernel(name: str, prog: Program, operands: list[Operand], p: EwParams, m: Math) -> str:
+    """The fused chain over [BLOCK_S, BLOCK_C] tiles of one sample: the library results read
+    channels-last (contiguous along C), every other operand and the output in the reference's
+    order (contiguous along the spatial positions S); Triton transposes the tile on chip."""
+    tp = TileProgram(prog, operands, m)
+    params = ["out_ptr", *operand_params(operands), "C", "S"]
+    params += ["BLOCK_S: tl.constexpr", "BLOCK_C: tl.constexpr"]
+    lines = [
+        "b = tl.program_id(2).to(tl.int64)",
+        "s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)[:, None]",
+        "c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)[None, :]",
+        "mask = (s < S) & (c < C)",
+        "offs = b * C * S + c * S + s  # the output's (and the reference layout's) flat index",
+        "offs_cl = b * C * S + s * C + c  # the same element in channels-last memory",
+        *tp.scalar_loads(),
+    ]
+    ops = list(range(len(prog.ops)))
+    for op in tp.used_operands(ops, [prog.out]):
+        if op.pattern != "scalar":
+            at = "offs_cl" if _channels_last(op) else operand_index(op, "offs")
+            lines.append(f"in_{op.name} = tl.load({op.name}_ptr + {at}, mask=mask, other=0.0)")
+    lines += [tp.stmt(i) for i in ops]
+    lines.append(f"tl.store(out_ptr + offs, {tp.ref(prog.out, True)}, mask=mask)")
+    return "\n".join(
+        ["@triton.jit", f"def {name}({', '.join(params)}):", *("    " + s for s in lines)]
+    )
+
+
+def _cl_solution(ir, p: EwParams, m: Math) -> tuple[list[str], list[str]]:
+    fmt = "torch.channels_last" if ir.rank == 4 else "torch.channels_last_3d"
+    lines = [
+        f"t_{op.name} = {op.source}.contiguous(memory_format={fmt})"  # no copy: the conv wrote it
+        if _channels_last(op)
+        else f"t_{op.name} = {op.source}.contiguous()"
+        for op in ir.operands
+    ]
+    src = f"t_{ir.primary}"
+    args = ", ".join(["out", *operand_args(ir.operands, "out")])
+    lines += [
+        f"out = torch.empty({src}.shape, dtype=torch.float32, device={src}.device)",
+        "C = out.shape[1]",
+        "S = math.prod(out.shape[2:])",
+        "if out.numel():",
+        "    bc = min(32, triton.next_power_of_2(C))",
+        f"    bs = max(16, {p.block} // bc)",
+        f"    htam_ew[(triton.cdiv(S, bs), triton.cdiv(C, bc), out.shape[0])]({args}, C, S, "
+        f"BLOCK_S=bs, BLOCK_C=bc, num_warps={p.warps})",
+        "return out",
+    ]
+    return [ew_cl_kernel("htam_ew", ir.prog, ir.operands, p, m)], lines
+
+
 def ew_solution(ir, p: EwParams, m: Math) -> tuple[list[str], list[str]]:
     """(kernels, forward lines) for the elementwise family."""
+    if p.layout:
+        return _cl_solution(ir, p, m)
     lines = [f"t_{op.name} = {op.source}.contiguous()" for op in ir.operands]
     src = f"t_{ir.primary}"
     lines.append(f"out = torch.empty({src}.shape, dtype=torch.float32, device={src}.device)")

@@ -1,0 +1,117 @@
+"""Offline candidates of KernelBench tasks side by side at their real size, outside the
+evaluator (a quick comparison of template variants before an evaluator run): each variant's
+relative L2 error against the reference and its time against eager, interleaved in one process
+(CUDA events, an L2 flush before each call, median of 20 rounds after 3 warm-up rounds).
+
+    python3 scripts/gpu_variants.py OUT.jsonl SECONDS 'GLOB,GLOB' 'STRATEGY+STRATEGY' ...
+
+A variant is '+'-joined strategy ids applied to the baseline ('' is the baseline itself).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+from kb_paths import ROOT, kb_paths, kb_task
+
+from htam.evaluate.trusted_jobs import build, inputs_for
+from htam.offline.pipeline import NoMatch, analyze, apply_strategy, baseline, generate
+from htam.tasks.module import load_task_module
+
+sys.path.insert(0, str(ROOT))
+from tests.offline.harness import load_solution  # noqa: E402
+
+# On the CPU (interpreter, KernelBench's sizes unless KB_ROOT names smaller copies): a smoke test.
+DEV = "cuda" if torch.cuda.is_available() else "cpu"
+SIZE = "large" if DEV == "cuda" else "small"
+
+
+def main(out: Path, seconds: float, pattern: str, variants: list[str]) -> None:
+    t_end = time.time() + seconds
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device=DEV)
+
+    def once(fn, args):
+        if DEV == "cpu":
+            t0 = time.perf_counter()
+            fn(*args)
+            return (time.perf_counter() - t0) * 1e3
+        flush.sum(dtype=torch.int64)
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn(*args)
+        b.record()
+        b.synchronize()
+        return a.elapsed_time(b)
+
+    with out.open("a") as f:
+        for path in kb_paths():
+            tid = f"{path.parent.name}/{path.stem}"
+            if not any(fnmatch.fnmatch(tid, g) for g in pattern.split(",")) or time.time() > t_end:
+                continue
+            task = kb_task(path)
+            try:
+                m = analyze(task)
+            except NoMatch:
+                continue
+            row: dict = {"task": tid}
+            try:
+                module = load_task_module(task.source, SIZE)
+                init = list(module.get_init_inputs())
+                ref = build(module.Model, init, 0, DEV)
+                inputs = inputs_for(module, 1, DEV)
+                fns = {"eager": ref}
+                with torch.no_grad():
+                    expected = ref(*inputs)
+                    for v in variants:
+                        ids = [s for s in v.split("+") if s]
+                        try:
+                            params = baseline(m)
+                            for s in ids:
+                                params = apply_strategy(s, params, m, "triton")
+                            cand = load_solution(generate(m, "triton", params, ids))
+                            new = build(cand.ModelNew, init, 0, DEV)
+                            got = new(*inputs)
+                            rel = (
+                                (got.double() - expected.double()).norm()
+                                / expected.double().norm().clamp_min(1e-30)
+                            ).item()
+                            row[f"{v or 'baseline'}:rel_l2"] = rel
+                            fns[v or "baseline"] = new
+                            del got
+                        except Exception as exc:  # noqa: BLE001 - the row says why
+                            row[f"{v or 'baseline'}:error"] = (
+                                f"{type(exc).__name__}: {str(exc)[:160]}"
+                            )
+                    del expected
+                    names = list(fns)
+                    for k in names:
+                        for _ in range(3):
+                            fns[k](*inputs)
+                    times = {k: [] for k in names}
+                    for i in range(20):
+                        for k in names if i % 2 == 0 else reversed(names):
+                            times[k].append(once(fns[k], inputs))
+                eager = statistics.median(times["eager"])
+                row["eager_ms"] = eager
+                for k in names[1:]:
+                    row[f"{k}:x"] = eager / statistics.median(times[k])
+            except Exception as exc:  # noqa: BLE001
+                row["error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+            if DEV == "cuda":
+                torch.cuda.empty_cache()
+            f.write(json.dumps(row) + "\n")
+            f.flush()
+            print(
+                json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()}),
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4:])
