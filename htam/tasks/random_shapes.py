@@ -2,8 +2,10 @@
 
 The offline templates were written against a few shapes; these tasks judge them on others: one
 row, one column, odd and prime sizes, rows longer than one block, a handful of very long rows
-(the split-row path), reductions over any dim with ``keepdim`` either way, and non-contiguous
-inputs (a transposed view or every other column), at a tiny size for CPU tests or up to
+(the split-row path), reductions over any dim with ``keepdim`` either way, non-contiguous
+inputs (a transposed view or every other column), and (family ``conv``, asked for by name) a
+convolution of any kind with an activation after it: the library path's channels-last epilogue,
+with channel counts on both sides of its 32-channel tile. At a tiny size for CPU tests or up to
 KernelBench's sizes for the GPU. It lives under ``htam.tasks`` because it makes tasks, like the
 suites do: the CPU test, ``scripts/random_shapes.py`` and any proposer can use it.
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from dataclasses import dataclass
 
 from htam.tasks.task import Task
@@ -158,8 +161,38 @@ def _bias_shape(rng: random.Random, shape: tuple[int, ...]) -> str:
     return ", ".join(dims)
 
 
+CONVS = {"Conv2d": 2, "Conv3d": 3, "ConvTranspose2d": 2, "ConvTranspose3d": 3}
+
+
+def _conv(rng: random.Random, size: str) -> tuple[tuple[int, ...], str, str]:
+    """(input shape, __init__ line, forward) of a convolution followed by an activation and,
+    at times, a per-channel or one-element parameter."""
+    kind = rng.choice(sorted(CONVS))
+    dims = CONVS[kind]
+    c_in, c_out = rng.randint(1, 8), rng.choice([1, 3, rng.randint(2, 40)])
+    kernel, stride = rng.randint(1, 3), rng.randint(1, 2)
+    pad = rng.randint(0, (kernel - 1) // 2)  # every output size at least 1, transposed too
+    side = 9 if size == "small" else (64 if dims == 3 else 256)
+    spatial = [rng.randint(kernel, max(kernel, side)) for _ in range(dims)]
+    shape = (rng.randint(1, 3 if size == "small" else 32), c_in, *spatial)
+    init = f"self.conv = nn.{kind}({c_in}, {c_out}, {kernel}, stride={stride}, padding={pad})"
+    single = [a for a in ACTIVATIONS if len(re.findall(r"\bx\b", a)) == 1]
+    forward = re.sub(r"\bx\b", "self.conv(x)", rng.choice(single))
+    if rng.random() < 0.5:
+        b = rng.choice([f"{c_out}" + ", 1" * dims, "1"])
+        init += f"\n        self.b = nn.Parameter(torch.randn({b}))"
+        forward = f"{forward} * 0.5 + self.b"
+    return shape, init, forward
+
+
 def make_task(rng: random.Random, family: str, size: str, index: int) -> GeneratedTask:
     layout = rng.choice(["contiguous", "contiguous", "transposed", "strided"])
+    if family == "conv":
+        shape, init, forward = _conv(rng, size)
+        source = _source(shape, forward, [_input(shape, "contiguous")], init)
+        name = f"random_conv_{index}"
+        task = Task(id=f"random/{name}", name=name, source=source)
+        return GeneratedTask(task, "elementwise", shape, "contiguous")
     long = family == "row" and rng.random() < 0.2
     if long:
         shape = long_rows(rng, size)

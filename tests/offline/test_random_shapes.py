@@ -68,3 +68,24 @@ def test_a_handful_pass_the_htam_evaluator():
         for g in picks:
             result = evaluator.evaluate(g.task, solution(g.task, "triton"), "triton")
             assert result.correct, f"{g.task.name} {g.shape}: {result.status} {result.messages}"
+
+
+CONV_TASKS = random_tasks(40, seed=0, size="small", families=("conv",))
+
+
+@pytest.mark.parametrize("start", range(0, 40, CHUNK), ids=lambda s: f"conv{s}-{s + CHUNK - 1}")
+def test_random_convolutions_read_channels_last_and_match(start):
+    """Every kind of convolution, 1-40 output channels, kernels 1-3, strides 1-2, size-1 dims,
+    an activation and at times a per-channel parameter: the channels-last epilogue baseline (and
+    every strategy on top of it) against the reference."""
+    problems = []
+    for i, g in enumerate(CONV_TASKS[start : start + CHUNK], start):
+        m = analyze(g.task)
+        assert m.family == "elementwise" and m.features.get("channels_last"), g.task.source
+        strategies = () if i % 2 else everything(g.task, "triton")
+        code = solution(g.task, "triton", strategies)
+        assert "offs_cl" in code
+        problem = compare(g.task, load_solution(code), {}, atol=2e-4, rtol=2e-4)
+        if problem:
+            problems.append(f"{g.task.name} {g.shape} {strategies}: {problem}")
+    assert not problems, "\n".join(problems)

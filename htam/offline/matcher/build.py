@@ -42,21 +42,34 @@ def classify(shape: tuple[int, ...], full: tuple[int, ...], what: str) -> tuple[
     rank = len(full)
     if len(shape) > rank:
         raise NoMatch(f"{what} of shape {list(shape)} is larger than the output {list(full)}")
-    s = (1,) * (rank - len(shape)) + tuple(shape)
     pad = rank - len(shape)
-    real = [d for d in range(pad, rank) if s[d] == full[d]]
+    s = (1,) * pad + tuple(shape)
     if s == tuple(full):  # the full shape, even of one element (a row of length one reduces)
         return "full", 0, 0
-    if not real or all(s[d] == 1 for d in range(rank)):
+    found = _block(s, full, lambda d: d >= pad and s[d] == full[d])
+    # An output dim of size 1 is read alike whether the operand has it or broadcasts it: a
+    # channel parameter (C, 1, 1, 1) against (N, C, D, 1, 1) is one block once those are ignored.
+    found = found or _block(s, full, lambda d: d >= pad and s[d] == full[d] != 1)
+    if found is None:
+        raise NoMatch(
+            f"{what} of shape {list(shape)} broadcasts against {list(full)} "
+            "in a pattern other than one contiguous block of dims"
+        )
+    return found
+
+
+def _block(s: tuple[int, ...], full: tuple[int, ...], real_dim) -> tuple[str, int, int] | None:
+    """The pattern when the dims ``real_dim`` accepts form one block and every other dim of
+    ``s`` is 1; None when they do not."""
+    rank = len(full)
+    real = [d for d in range(rank) if real_dim(d)]
+    if not real or all(x == 1 for x in s):
         return "scalar", 0, 0
     a, b = real[0], real[-1]
     for d in range(rank):
         inside = a <= d <= b
         if (inside and s[d] != full[d]) or (not inside and s[d] != 1):
-            raise NoMatch(
-                f"{what} of shape {list(shape)} broadcasts against {list(full)} "
-                "in a pattern other than one contiguous block of dims"
-            )
+            return None
     tail, lead = rank - 1 - b, a > 0
     if not lead and tail == 0:
         return "full", 0, 0
