@@ -15,28 +15,19 @@ import time
 from pathlib import Path
 
 import torch
-from kb_paths import kb_paths
+from kb_common import kb_paths, timer, write_row
 from torch.nn.modules.conv import _ConvNd
 
 from htam.evaluate.trusted_jobs import build, inputs_for
 from htam.tasks.module import load_task_module
 
-FLUSH = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+ONCE = timer("cuda")
 
 
 def timed(fn, args, n=15):
     for _ in range(3):
         fn(*args)
-    out = []
-    for _ in range(n):
-        FLUSH.sum(dtype=torch.int64)
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn(*args)
-        b.record()
-        b.synchronize()
-        out.append(a.elapsed_time(b))
-    return statistics.median(out)
+    return statistics.median(ONCE(fn, args) for _ in range(n))
 
 
 def _weights(convs: list, fmt) -> None:
@@ -95,12 +86,7 @@ def main(out: Path, seconds: float, compile_too: bool) -> None:
             except Exception as exc:  # noqa: BLE001 - a row says why
                 row["error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
             torch.cuda.empty_cache()
-            f.write(json.dumps(row) + "\n")
-            f.flush()
-            print(
-                json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}),
-                flush=True,
-            )
+            write_row(f, row, 3)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from kb_paths import kb_paths, kb_task
+from kb_common import kb_paths, kb_task
 
 from htam.evaluate import EvalConfig, Evaluator
 from htam.offline.pipeline import NoMatch, analyze, baseline, generate

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from kb_paths import kb_task, kernelbench_root
+from kb_common import kb_task, kernelbench_root
 
 from htam.evaluate import EvalConfig, Evaluator
 from htam.offline.pipeline import analyze, baseline, generate

@@ -11,14 +11,13 @@ A variant is '+'-joined strategy ids applied to the baseline ('' is the baseline
 from __future__ import annotations
 
 import fnmatch
-import json
 import statistics
 import sys
 import time
 from pathlib import Path
 
 import torch
-from kb_paths import ROOT, kb_paths, kb_task
+from kb_common import ROOT, kb_paths, kb_task, timer, write_row
 
 from htam.evaluate.trusted_jobs import build, inputs_for
 from htam.offline.pipeline import NoMatch, analyze, apply_strategy, baseline, generate
@@ -34,20 +33,7 @@ SIZE = "large" if DEV == "cuda" else "small"
 
 def main(out: Path, seconds: float, pattern: str, variants: list[str]) -> None:
     t_end = time.time() + seconds
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device=DEV)
-
-    def once(fn, args):
-        if DEV == "cpu":
-            t0 = time.perf_counter()
-            fn(*args)
-            return (time.perf_counter() - t0) * 1e3
-        flush.sum(dtype=torch.int64)
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn(*args)
-        b.record()
-        b.synchronize()
-        return a.elapsed_time(b)
+    once = timer(DEV)
 
     with out.open("a") as f:
         for path in kb_paths():
@@ -105,12 +91,7 @@ def main(out: Path, seconds: float, pattern: str, variants: list[str]) -> None:
                 row["error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
             if DEV == "cuda":
                 torch.cuda.empty_cache()
-            f.write(json.dumps(row) + "\n")
-            f.flush()
-            print(
-                json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()}),
-                flush=True,
-            )
+            write_row(f, row)
 
 
 if __name__ == "__main__":
