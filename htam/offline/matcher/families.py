@@ -177,8 +177,6 @@ def match_families(out: CNode, traced: Traced, source: str) -> Match:
         family = "elementwise"
     preamble, init = copy_init(source)
     scalars = {k: v for k, v in vars(traced.model).items() if type(v) is float}
-    if family == "elementwise" and _channels_last_fits(traced, ir):
-        features = {**features, "channels_last": True}
     return Match(
         family,
         summary,
