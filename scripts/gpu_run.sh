@@ -4,7 +4,7 @@
 # lives in .gpu/ and is packed into $OUT/state.tgz at the end, so a later call on a fresh machine
 # resumes from it when .gpu/state.tgz is carried back.
 #
-#   bash scripts/gpu_run.sh SECONDS PHASE...  phases: core overhead escape robust offcheck kbbench gputests bench offline transfer suite report
+#   bash scripts/gpu_run.sh SECONDS PHASE...  phases: core overhead escape robust offcheck compile kbbench gputests bench offline transfer suite report
 set -uo pipefail
 budget=$1
 shift
@@ -34,6 +34,15 @@ bench_in() {
     tail -5 "$log"
 }
 
+# .gpu/kb_matched.txt: fnmatch globs of the KernelBench L1-2 tasks the offline proposer matches
+# (written once; write it yourself to run the kbbench or compile phase on fewer tasks)
+matched() {
+    [ -s .gpu/kb_matched.txt ] || python3 scripts/offline_coverage.py \
+        --root .kb/kernelbench/KernelBench | awk '$3 == "match" {print "*" $1 "/" $2 "*"}' \
+        | sed 's|^\*L|*level|' >.gpu/kb_matched.txt
+    echo "$(wc -l <.gpu/kb_matched.txt) matched tasks"
+}
+
 for phase in "$@"; do
     echo "=== $phase (left $(left) s) $(date +%T)"
     case $phase in
@@ -58,12 +67,17 @@ for phase in "$@"; do
         echo "transfer exit $?"; tail -30 "$OUT/transfer.log"
         cp .gpu/transfer/transfer.md .gpu/transfer/transfer.json .gpu/transfer/curves.png "$OUT/" \
             2>/dev/null ;;
+    compile)  # torch.compile of every matched KernelBench L1-2 reference (issue 12's vs-compile
+        # bars; eager and compile side by side per task, resumed from .gpu/compile)
+        matched
+        timeout -s INT $(($(left) - 40)) python3 -m htam.cli tasks check .kb/kernelbench/KernelBench \
+            --levels 1,2 --tasks "$(paste -sd, .gpu/kb_matched.txt)" --target cuda --jobs 6 \
+            --measurers 3 --out .gpu/compile >"$OUT/compile_table.txt" 2>>"$OUT/compile.log"
+        echo "compile exit $?, $(wc -l <.gpu/compile/results.jsonl) tasks timed"
+        cp .gpu/compile/results.jsonl "$OUT/compile_results.jsonl" ;;
     kbbench)  # issue 12's bars: every KernelBench L1-2 task the offline proposer matches, method
         # htam, 6 steps, 1 seed, one worker per GPU (about 114 x 6 steps: take the x8 machine)
-        [ -s .gpu/kb_matched.txt ] || python3 scripts/offline_coverage.py \
-            --root .kb/kernelbench/KernelBench | awk '$3 == "match" {print "*" $1 "/" $2 "*"}' \
-            | sed 's|^\*L|*level|' >.gpu/kb_matched.txt
-        echo "$(wc -l <.gpu/kb_matched.txt) matched tasks"
+        matched
         resume=""
         [ -f .gpu/kbbench/plan.json ] && resume="--resume"
         timeout -s KILL $(($(left) - 45)) python3 -m htam.cli bench .kb/kernelbench/KernelBench \
@@ -83,5 +97,5 @@ for phase in "$@"; do
         cp .gpu/bench/report.md .gpu/bench/metrics.json "$OUT/" 2>/dev/null ;;
     esac
 done
-tar -czf "$OUT/state.tgz" -C .gpu bench offline transfer kbbench kb_matched.txt offline_check.jsonl cache/secret.key cache/reference cache/evals cache/peaks 2>/dev/null
+tar -czf "$OUT/state.tgz" -C .gpu bench offline transfer kbbench compile kb_matched.txt offline_check.jsonl cache/secret.key cache/reference cache/evals cache/peaks 2>/dev/null
 ls -la "$OUT"
