@@ -60,6 +60,12 @@ class Operand:
     tail: int = 0
     head: int = 0  # first output dim of the block
 
+    @property
+    def library_result(self) -> bool:
+        """A tensor the library prefix computed, of the output's shape (a convolution's result
+        the channels-last epilogue reads in that order)."""
+        return self.pattern == "full" and self.name.startswith(LIBRARY_PREFIX)
+
 
 @dataclass
 class EwIR:

@@ -9,7 +9,7 @@ import torch
 from htam.offline.front.initsrc import copy_init
 from htam.offline.front.lower import CNode
 from htam.offline.front.trace import NoMatch, Traced
-from htam.offline.ir.model import LIBRARY_PREFIX, EwIR, Match, RowIR
+from htam.offline.ir.model import EwIR, Match, RowIR
 from htam.offline.ir.passes import row_features
 from htam.offline.matcher.build import GEMM_OPS, ROW_OPS, Builder
 from htam.offline.matcher.gemm import match_gemm
@@ -131,10 +131,8 @@ def _channels_last_fits(traced: Traced, ir: EwIR) -> bool:
     others = [m for n, m in modules.items() if n not in convs and not isinstance(m, elementwise)]
     functions = [n for n in nodes if n.op in ("call_function", "call_method")]
     slow = [n for n in functions if _CL_SLOW.search(getattr(n.target, "__name__", str(n.target)))]
-    lib_full = [
-        op for op in ir.operands if op.pattern == "full" and op.name.startswith(LIBRARY_PREFIX)
-    ]
-    return bool(convs) and not others and not slow and ir.rank in (4, 5) and bool(lib_full)
+    read = any(op.library_result for op in ir.operands)
+    return bool(convs) and not others and not slow and ir.rank in (4, 5) and read
 
 
 def _kernel(out: CNode, nodes: list[CNode]) -> tuple[str, EwIR | RowIR, str, dict]:

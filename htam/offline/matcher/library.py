@@ -31,7 +31,6 @@ from htam.offline.front.trace import NoMatch, Traced
 from htam.offline.ir.model import LIBRARY_PREFIX
 from htam.offline.matcher.build import GEMM_OPS
 
-PREFIX = LIBRARY_PREFIX
 # Names fx's printed code may use; anything else (a helper function's global) is refused.
 _GLOBALS_OK = {"torch", "inf", "nan", "NoneType", "device", "fx_pytree", "pytree", "getattr"}
 _NONE_ASSIGN = re.compile(r"^\s*[A-Za-z_]\w*(\s*=\s*[A-Za-z_]\w*)*\s*=\s*None\s*$")
@@ -121,7 +120,7 @@ def _substitute(
         if id(n) in prefix:
             if not isinstance(n.value, torch.Tensor) or n.value.dtype != torch.float32:
                 raise NoMatch(f"the library result {n.name} is not a float32 tensor")
-            name = PREFIX + n.name
+            name = LIBRARY_PREFIX + n.name
             stops[name] = n
             new = CNode("input", [], {"name": name}, n.value, name)
         elif _leaf(n):
@@ -159,7 +158,7 @@ def prefix_code(traced: Traced, stops: dict[str, CNode]) -> list[str]:
             env[n] = graph.node_copy(n, lambda a: env[a])
             env[n].type = None  # annotations (x: torch.Tensor) would need their own globals
             if n.op != "placeholder":
-                env[n]._rename(PREFIX + n.name)
+                env[n]._rename(LIBRARY_PREFIX + n.name)
     for name, s in stops.items():
         if env[by_name[s.name]].name != name:
             raise NoMatch(f"the library result {s.name} cannot be named {name}")

@@ -9,7 +9,7 @@ from htam.offline.backends.triton.common import (
     operand_params,
 )
 from htam.offline.ir.expr import Math
-from htam.offline.ir.model import LIBRARY_PREFIX, Op, Operand, Program
+from htam.offline.ir.model import Op, Operand, Program
 from htam.offline.params import EwParams
 
 
@@ -100,11 +100,6 @@ def ew_section(
     return kernels, lines
 
 
-def _channels_last(op: Operand) -> bool:
-    """A library result the kernel reads channels-last (the convolution wrote it so)."""
-    return op.pattern == "full" and op.name.startswith(LIBRARY_PREFIX)
-
-
 def ew_cl_kernel(name: str, prog: Program, operands: list[Operand], p: EwParams, m: Math) -> str:
     """The fused chain over [BLOCK_S, BLOCK_C] tiles of one sample: the library results read
     channels-last (contiguous along C), every other operand and the output in the reference's
@@ -124,7 +119,7 @@ def ew_cl_kernel(name: str, prog: Program, operands: list[Operand], p: EwParams,
     ops = list(range(len(prog.ops)))
     for op in tp.used_operands(ops, [prog.out]):
         if op.pattern != "scalar":
-            at = "offs_cl" if _channels_last(op) else operand_index(op, "offs")
+            at = "offs_cl" if op.library_result else operand_index(op, "offs")
             lines.append(f"in_{op.name} = tl.load({op.name}_ptr + {at}, mask=mask, other=0.0)")
     lines += [tp.stmt(i) for i in ops]
     lines.append(f"tl.store(out_ptr + offs, {tp.ref(prog.out, True)}, mask=mask)")
@@ -137,7 +132,7 @@ def _cl_solution(ir, p: EwParams, m: Math) -> tuple[list[str], list[str]]:
     fmt = "torch.channels_last" if ir.rank == 4 else "torch.channels_last_3d"
     lines = [
         f"t_{op.name} = {op.source}.contiguous(memory_format={fmt})"  # no copy: the conv wrote it
-        if _channels_last(op)
+        if op.library_result
         else f"t_{op.name} = {op.source}.contiguous()"
         for op in ir.operands
     ]
