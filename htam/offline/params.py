@@ -57,7 +57,9 @@ class RowParams(Params):
     rows: int = 1  # rows per program
     block: int = 1024  # columns per tile
     warps: int = 4
-    cache: bool = False  # register row cache: a row that fits is loaded once
+    # register row cache: a row that fits is loaded once; on a GPU a longer one is read once
+    # by chunks that wait for each other (backends/triton/coop.py)
+    cache: bool = False
     online: bool = False  # online softmax: max and sum in one pass
     welford: bool = False  # Welford: mean and variance in one pass
     lanes: bool = False  # per-lane partials reduced once (warp shuffle)

@@ -6,6 +6,8 @@ row fits. Row ids are clamped to the last row so loads never need a row mask; on
 When the reduced dims are not the last ones, ``_coal`` (and ``_ctile``) serve every shape with
 ``inner > 1``: a program owns adjacent inner indices of one outer index, the tile's contiguous
 axis, so every load of the walk along the reduced dim is coalesced; partials stay per lane.
+Few long rows are split over many programs (:mod:`.split`); with the register cache, a row too
+long for one program is read once on a GPU by chunks that wait for each other (:mod:`.coop`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from htam.offline.backends.triton.common import (
     operand_index,
     operand_params,
 )
+from htam.offline.backends.triton.coop import CoopKernels
 from htam.offline.backends.triton.split import SplitKernels, split_lines
 from htam.offline.ir.expr import Math
 from htam.offline.ir.model import RowIR
@@ -46,13 +49,13 @@ class RowKernel:
         self.sched: Schedule = schedule(ir.prog, p.online, p.welford)
 
     # -- pieces ---------------------------------------------------------------------------
-    def _loads(self, ops: list[int], masked: bool, extra=()) -> list[str]:
+    def _loads(self, ops: list[int], masked: bool, extra=(), colmask="cols < R") -> list[str]:
         lines = []
         for op in self.tp.used_operands(ops, list(extra)):
             if op.pattern == "scalar":
                 continue
             if _col_operand(self.ir, op):
-                mask = ", mask=cols < R, other=0.0" if masked else ""
+                mask = f", mask={colmask}, other=0.0" if masked else ""
                 lines.append(f"in_{op.name} = tl.load({op.name}_ptr + cols{mask})[None, :]")
             else:
                 mask = ", mask=cmask, other=0.0" if masked else ""
@@ -209,14 +212,19 @@ def row_solution(ir: RowIR, p: RowParams, m: Math) -> tuple[list[str], list[str]
     args = ", ".join(
         ["out", *operand_args(ir.operands, f"t_{ir.primary}"), "n_rows", "R", "inner", "float(R)"]
     )
-    split_kernels, split_path = split_solution(ir, p, m)
-    kernels += split_kernels
+    split = SplitKernels(RowKernel(ir, replace(p, lanes=False), m))
+    kernels += split.kernels()
+    lines += [f"rows = {p.rows}", f"block = min({p.block}, triton.next_power_of_2(R))"]
+    head = ["out", *operand_args(ir.operands, f"t_{ir.primary}")]
+    coop = CoopKernels(RowKernel(ir, CoopKernels.params(p), m))
+    if CoopKernels.applies(coop.k):
+        kernels += coop.kernels()
+        lines += coop.launch_lines(head, f"rows * triton.next_power_of_2(R) <= {CACHE_LIMIT}")
+    warps = f"max(1, min({max(4, p.warps)}, block // {32 * p.vec}))"
     lines += [
-        f"rows = {p.rows}",
-        f"block = min({p.block}, triton.next_power_of_2(R))",
         *split_lines(),
         "if split > 1:",
-        *("    " + s for s in split_path),
+        *("    " + s for s in split.launch_lines(head, warps)),
         "    return out",
     ]
     if strided:
@@ -257,11 +265,3 @@ def _cached(tile_kernel: str, loop: str, args: str) -> list[str]:
         "else:",
         f"    {loop}",
     ]
-
-
-def split_solution(ir: RowIR, p: RowParams, m: Math) -> tuple[list[str], list[str]]:
-    """(kernels, forward lines) of the split path: lanes and coalescing do not apply there."""
-    s = SplitKernels(RowKernel(ir, replace(p, lanes=False), m))
-    warps = f"max(1, min({max(4, p.warps)}, block // {32 * p.vec}))"
-    head = ["out", *operand_args(ir.operands, f"t_{ir.primary}")]
-    return s.kernels(), s.launch_lines(head, warps)

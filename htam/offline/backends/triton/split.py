@@ -10,7 +10,8 @@ warp-shuffle strategy: sums, maxima, (value, index) pairs, online (max, sum) pai
 writes the output: each chunk's elements for an elementwise output, or one value per row.
 
 The forward chooses at run time, from the shape, whether to split and into how many chunks
-(:func:`split_lines`), so one file serves the small and the large size.
+(:func:`split_lines`), so one file serves the small and the large size. With the register row
+cache, a GPU reads a long row once instead (:mod:`htam.offline.backends.triton.coop`).
 """
 
 from __future__ import annotations
@@ -70,13 +71,15 @@ class SplitKernels:
         buf, n = self.slots[var]
         return f"{'part' if buf == 'f' else 'ipart'}_ptr + ({n} * n_rows + rows) * SPLIT"
 
-    def _combine(self, p) -> list[str]:
-        """Row values of pass ``p`` from the partials of every chunk."""
+    def _combine(self, p, l2: bool = False) -> list[str]:
+        """Row values of pass ``p`` from the partials of every chunk (``l2``: read past the SM's
+        L1, which may hold a line of partials from before they were all stored)."""
         lines = []
+        hint = ', cache_modifier=".cg"' if l2 else ""
         for r in p.reds:
             for var, ident, _ in _states(r):
                 ptr = f"({self._slot(var)})[:, None] + sj"
-                lines.append(f"{var} = tl.load({ptr}, mask=sj < SPLIT, other={ident})")
+                lines.append(f"{var} = tl.load({ptr}, mask=sj < SPLIT, other={ident}{hint})")
             lines += red.finish(r, True, self.k.m)
         return lines + [self.k.tp.stmt(i) for i in p.after]
 
@@ -96,13 +99,14 @@ class SplitKernels:
             *("    " + s for s in cols("c0") + body(True)),
         ]
 
-    def _signature(self, name: str) -> str:
+    def _signature(self, name: str, sync: bool = False) -> str:
         k = self.k
         params = [
             "out_ptr",
             *operand_params(k.ir.operands),
             "part_ptr",
             "ipart_ptr",
+            *(["sync_ptr"] if sync else []),
             "n_rows",
             "R",
             "INNER",
@@ -148,18 +152,21 @@ class SplitKernels:
         out = [self.pass_kernel(n, f"htam_split_pass{n}") for n in range(len(self.k.sched.passes))]
         return out + [self.final_kernel("htam_split_out")]
 
+    def _partials(self, split: str) -> list[str]:
+        dev = f"t_{self.k.ir.primary}.device"
+        return [
+            f"part = torch.empty(({max(1, self.n_float)}, n_rows, {split}), "
+            f"dtype=torch.float32, device={dev})",
+            f"ipart = torch.empty(({max(1, self.n_int)}, n_rows, {split}), "
+            f"dtype=torch.int32, device={dev})",
+        ]
+
     def launch_lines(self, args_head: list[str], warps: str) -> list[str]:
         """Forward lines of the split path (``split``, ``chunk`` and ``block`` already set)."""
         ir = self.k.ir
-        dev = f"t_{ir.primary}.device"
         args = ", ".join([*args_head, "part", "ipart", "n_rows", "R", "inner", "float(R)"])
         args += ", split, chunk, ROWS=1, SPLITP=triton.next_power_of_2(split), BLOCK=block"
-        lines = [
-            f"part = torch.empty(({max(1, self.n_float)}, n_rows, split), "
-            f"dtype=torch.float32, device={dev})",
-            f"ipart = torch.empty(({max(1, self.n_int)}, n_rows, split), "
-            f"dtype=torch.int32, device={dev})",
-        ]
+        lines = self._partials("split")
         for n in range(len(self.k.sched.passes)):
             lines.append(f"htam_split_pass{n}[(n_rows, split)]({args}, num_warps={warps})")
         grid = "(n_rows, split)" if ir.out_kind == "elem" else "(n_rows, 1)"

@@ -1,0 +1,116 @@
+"""The single-read path for rows too long for one program's registers (``htam_row_coop``).
+
+On the GPU the chunks of a row wait for each other (a spin on the row's counter). The
+interpreter runs programs one after another, so here the kernel runs with the row counters
+already past every wait: each run stores every chunk's partials before it reads them, so after
+one run per pass (plus one) every partial a program combines is the right one, and the output
+shows whether the kernel's chunking, combine and in-register output are right.
+"""
+
+import pytest
+import torch
+
+from htam.offline.pipeline import analyze
+from htam.offline.strategies import family_strategies
+from tests.offline.cases import everything
+from tests.offline.harness import build_pair, load_solution, solution, task_of
+from tests.offline.sources import kb
+
+CACHE = ("data_reuse.register_row_cache",)
+CASES = {
+    "softmax": "torch.softmax(x * 3.0, dim=1)",
+    "log_softmax": "F.log_softmax(x, dim=-1)",
+    "layer_norm": "F.layer_norm(x, (x.shape[-1],), self.w, self.b)",
+    "l2_norm": "x / torch.norm(x, p=2, dim=1, keepdim=True)",
+    "l1_norm": "x / torch.sum(torch.abs(x), dim=1, keepdim=True)",
+    "rms_scaled": "x * torch.rsqrt(torch.mean(x * x, dim=-1, keepdim=True) + 1e-5) * 0.5",
+}
+
+
+def _task(name: str, rows: int = 3, cols: int = 20000):
+    body = f"""
+ROWS = {rows}
+COLS = {cols}
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(COLS))
+        self.b = nn.Parameter(torch.randn(COLS))
+
+    def forward(self, x):
+        return {CASES[name]}
+"""
+    return task_of(f"coop_{name}_{rows}x{cols}", kb(body, "[torch.randn(ROWS, COLS) * 2 + 0.5]"))
+
+
+def _interpretable(code: str) -> str:
+    """The solution with its coop path taken on the CPU: the row counters start past every
+    wait, and the partials persist from one call to the next (see the module docstring)."""
+    swaps = {
+        "t_x.is_cuda": "True",
+        "torch.cuda.get_device_properties(t_x.device).multi_processor_count": "132",
+        "sync = torch.zeros(n_rows + 1, dtype=torch.int32, device=t_x.device)": (
+            "sync = torch.full((n_rows + 1,), 1 << 20, dtype=torch.int32); sync[0] = 0"
+        ),
+        "part = torch.empty((": "part = _kept((",
+    }
+    for old, new in swaps.items():
+        assert old in code, old
+        code = code.replace(old, new, 1)
+    kept = """
+_KEPT = {}
+
+
+def _kept(shape, dtype, device):
+    return _KEPT.setdefault((shape, dtype), torch.zeros(shape, dtype=dtype))
+"""
+    return code + kept
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("cols", [20001, 16384 + 8192])  # rows off 16-byte boundaries; whole chunks
+def test_coop_kernel_combines_chunks_like_the_reference(name, cols):
+    task = _task(name, cols=cols)
+    for strategies in [CACHE, everything(task, "triton")]:
+        code = solution(task, "triton", strategies)
+        assert "def htam_row_coop_shift(" in code and "coop[(n_rows * csplit,)]" in code
+        model, new, (x,) = build_pair(task, load_solution(_interpretable(code)), {})
+        with torch.no_grad():
+            expected = model(x)
+            for _ in range(3):  # one call per pass of partials, then the checked one
+                got = new(x)
+        torch.testing.assert_close(got, expected, atol=2e-5, rtol=2e-4, msg=f"{strategies}")
+
+
+def test_coop_is_gpu_only_and_needs_the_cache_and_an_elementwise_output():
+    task = _task("softmax")
+    assert "htam_row_coop" not in solution(task, "triton")  # the baseline: no register cache
+    code = solution(task, "triton", CACHE)
+    assert "if t_x.is_cuda and inner == 1" in code and "if csplit <= sms:" in code
+    # a per-row output is read once already: no coop kernel
+    body = """
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.sum(x, dim=1)
+"""
+    summed = task_of("coop_sum", kb(body, "[torch.randn(3, 20000)]"))
+    assert "data_reuse.register_row_cache" in family_strategies(analyze(summed))
+    assert "htam_row_coop" not in solution(summed, "triton", CACHE)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("shape", [(64, 100003), (5, 393216), (300, 16385)])
+def test_coop_path_on_gpu(name, shape):
+    task = _task(name, *shape)
+    module = load_solution(solution(task, "triton", CACHE))
+    model, new, (x,) = build_pair(task, module, {})
+    model, new, x = model.cuda(), new.cuda(), x.cuda()
+    with torch.no_grad():
+        expected = model(x)
+        for _ in range(3):  # repeated launches: fresh counters every call
+            torch.testing.assert_close(new(x), expected, atol=2e-5, rtol=2e-4)
