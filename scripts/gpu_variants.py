@@ -5,7 +5,8 @@ relative L2 error against the reference and its time against eager, interleaved 
 
     python3 scripts/gpu_variants.py OUT.jsonl SECONDS 'GLOB,GLOB' 'STRATEGY+STRATEGY' ...
 
-A variant is '+'-joined strategy ids applied to the baseline ('' is the baseline itself).
+A variant is '+'-joined strategy ids applied to the baseline ('' is the baseline itself), or
+``compile``: torch.compile of the reference, timed in the same rounds.
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ def main(out: Path, seconds: float, pattern: str, variants: list[str]) -> None:
                     expected = ref(*inputs)
                     for v in variants:
                         ids = [s for s in v.split("+") if s]
+                        if v == "compile":
+                            fns[v] = torch.compile(ref)
+                            continue
                         try:
                             params = baseline(m)
                             for s in ids:
