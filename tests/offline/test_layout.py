@@ -185,3 +185,85 @@ def test_the_cpp_baseline_keeps_the_reference_order_and_may_fuse():
     assert analyze(task).features.get("channels_last")
     assert "fusion.elementwise_chain_fusion" in applicable(analyze(task), "cpp")
     assert "channels_last" not in solution(task, "cpp")
+
+
+# Reductions over the channels of a convolution's result, to one value per position: read as
+# rows of contiguous channels (the result's ``movedim(1, -1)`` view, no copy when channels-last).
+CHANNEL_ROWS = {
+    "min_keepdim": (
+        """
+N = 2
+C_IN = 3
+C_OUT = 5
+H = 9
+W = 11
+
+class Model(nn.Module):
+    def __init__(self, c_in, c_out):
+        super().__init__()
+        self.conv = nn.Conv2d(c_in, c_out, 3)
+
+    def forward(self, x):
+        return torch.tanh(torch.min(self.conv(x) * 1.5, dim=1, keepdim=True)[0])
+""",
+        "[torch.randn(N, C_IN, H, W)]",
+    ),
+    "logsumexp_3d": (
+        """
+N = 2
+C_IN = 4
+C_OUT = 37
+D = 3
+H = 5
+W = 4
+
+class Model(nn.Module):
+    def __init__(self, c_in, c_out):
+        super().__init__()
+        self.deconv = nn.ConvTranspose3d(c_in, c_out, 3, stride=2, padding=1)
+
+    def forward(self, x):
+        return torch.clamp(torch.logsumexp(self.deconv(x), dim=1) - 0.5, min=-1.0)
+""",
+        "[torch.randn(N, C_IN, D, H, W)]",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CHANNEL_ROWS))
+def test_channel_reductions_read_channels_last_rows_and_match(name):
+    task = task_of(f"layout_rows_{name}", kb(*CHANNEL_ROWS[name], "[C_IN, C_OUT]"))
+    assert analyze(task).features.get("channels_last")
+    for strategies in [(), ("parallel_mapping.rows_per_program",), everything(task, "triton")]:
+        code = solution(task, "triton", strategies)
+        assert ".movedim(1, -1).contiguous()" in code and "_channels_last_weights(self)" in code
+        module = load_solution(code)
+        for shape in ({}, {"N": 1}, {"C_OUT": 1}):
+            problem = compare(task, module, shape, atol=2e-4, rtol=2e-4)
+            assert problem is None, f"{name} {strategies} {shape}: {problem}"
+    assert "movedim" not in solution(task, "cpp")
+
+
+@pytest.mark.parametrize(
+    "forward",
+    [
+        "torch.softmax(self.conv(x), dim=1)",  # an output per element: not a row of channels
+        "torch.sum(self.conv(x), dim=[2, 3])",  # over positions, not channels
+        "torch.amax(self.conv(x) * self.s, dim=1)",  # another tensor read
+    ],
+)
+def test_other_reductions_keep_the_reference_order(forward):
+    body = f"""
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.s = nn.Parameter(torch.randn(4, 1, 1))
+
+    def forward(self, x):
+        return {forward}
+"""
+    task = task_of("layout_rows_no", kb(body, "[torch.randn(2, 3, 8, 8)]"))
+    assert analyze(task).family == "row"
+    assert not analyze(task).features.get("channels_last")
+    assert "movedim" not in solution(task, "triton")

@@ -9,13 +9,21 @@ the GEMM kernel (it then reads the product from the ``GEMM_OUT`` buffer).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from htam.offline.ir.model import ACC, GemmIR, Op, Operand, Program, RowIR
 
 GEMM_OUT = "gemm_out"  # the product, as an operand of a separate epilogue
 
 
-def row_sizes(ir: RowIR) -> list[str]:
-    """Forward lines: the (outer, R, inner) view of the primary input and the output."""
+def row_sizes(ir: RowIR, moved: bool = False) -> list[str]:
+    """Forward lines: the (outer, R, inner) view of the primary input and the output.
+
+    ``moved``: the primary was read with its channel dim moved last (``channels_last_rows``)
+    and ``ir`` reduces that last dim; the per-row output keeps the reference's shape, whose
+    flat order (batch, then positions) is the moved rows' order."""
+    if moved:
+        ir = channels_last_rows(ir)
     d0, d1 = ir.d0, ir.d1
     lines = [
         f"shape = tuple(t_{ir.primary}.shape)",
@@ -24,7 +32,9 @@ def row_sizes(ir: RowIR) -> list[str]:
         f"inner = math.prod(shape[{d1 + 1}:])",
         "n_rows = outer * inner",
     ]
-    if ir.out_kind == "elem":
+    if moved:
+        out_shape = "(shape[0], 1) + shape[1:-1]" if ir.keepdim else "shape[:-1]"
+    elif ir.out_kind == "elem":
         out_shape = "shape"
     elif ir.keepdim:
         out_shape = f"shape[:{d0}] + (1,) * {d1 - d0 + 1} + shape[{d1 + 1}:]"
@@ -32,6 +42,12 @@ def row_sizes(ir: RowIR) -> list[str]:
         out_shape = f"shape[:{d0}] + shape[{d1 + 1}:]"
     dtype = "torch.int64" if ir.out_dtype == "int64" else "torch.float32"
     return lines + [f"out = torch.empty({out_shape}, dtype={dtype}, device=t_{ir.primary}.device)"]
+
+
+def channels_last_rows(ir: RowIR) -> RowIR:
+    """A reduction over the channel dim (1) of a channels-last tensor, seen as the reduction
+    over the last dim of its ``movedim(1, -1)`` view (contiguous: rows of channels)."""
+    return replace(ir, d0=ir.rank - 1, d1=ir.rank - 1)
 
 
 def side_lines(name: str, source: str, transposed: bool, fold: bool) -> list[str]:

@@ -102,7 +102,7 @@ def match_library_prefix(traced: Traced, source: str, err: NoMatch) -> Match:
         raise NoMatch(f"{err}; as library call + kernel: {lib_err}") from err
     preamble, init = copy_init(source)
     scalars = {k: v for k, v in vars(traced.model).items() if type(v) is float}
-    if family == "elementwise" and _channels_last_fits(traced, ir):
+    if _channels_last_fits(traced, ir) and (family == "elementwise" or _channel_rows(ir)):
         features = {**features, "channels_last": True}
     return Match(
         family,
@@ -118,7 +118,20 @@ def match_library_prefix(traced: Traced, source: str, err: NoMatch) -> Match:
     )
 
 
-def _channels_last_fits(traced: Traced, ir: EwIR) -> bool:
+def _channel_rows(ir: RowIR) -> bool:
+    """A reduction over the channel dim alone of the library result, to one value per row, with
+    no other tensor read (scalars only): channels-last, its rows are contiguous."""
+    others = [op for op in ir.operands if op.name != ir.primary]
+    primary = next(op for op in ir.operands if op.name == ir.primary)
+    return (
+        ir.d0 == ir.d1 == 1
+        and ir.out_kind == "row"
+        and primary.library_result
+        and all(op.pattern == "scalar" for op in others)
+    )
+
+
+def _channels_last_fits(traced: Traced, ir: EwIR | RowIR) -> bool:
     """Whether the prefix's convolutions may run channels-last for the kernel to read: every
     convolution a module of the model (its weight converted once, in ``__init__``), no other
     library operation but batch norm (pooling and group or layer norms ran slower channels-last

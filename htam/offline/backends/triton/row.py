@@ -26,7 +26,7 @@ from htam.offline.backends.triton.split import SplitKernels, split_lines
 from htam.offline.ir.expr import Math
 from htam.offline.ir.model import RowIR
 from htam.offline.ir.passes import Schedule, schedule
-from htam.offline.ir.views import row_sizes
+from htam.offline.ir.views import channels_last_rows, row_sizes
 from htam.offline.params import RowParams
 
 CACHE_LIMIT = 16384  # elements of a [ROWS, BLOCK] tile kept in registers
@@ -197,6 +197,14 @@ def _tile_reduce(i: int, name: str, x: str) -> list[str]:
 
 def row_solution(ir: RowIR, p: RowParams, m: Math) -> tuple[list[str], list[str]]:
     """(kernels, forward lines) for the row family."""
+    # channels-last rows: the reduced tensor read with its channels last (no copy)
+    moved = {ir.primary: ".movedim(1, -1)"} if p.layout else {}
+    lines = [
+        f"t_{op.name} = {op.source}{moved.get(op.name, '')}.contiguous()" for op in ir.operands
+    ]
+    lines += row_sizes(ir, moved=p.layout)
+    if p.layout:
+        ir = channels_last_rows(ir)
     k = RowKernel(ir, p, m)
     kernels = [k.loop_kernel("htam_row_loop")]
     if p.cache:
@@ -207,8 +215,6 @@ def row_solution(ir: RowIR, p: RowParams, m: Math) -> tuple[list[str], list[str]
         kernels.append(c.loop_kernel("htam_row_coal"))
         if p.cache:
             kernels.append(c.tile_kernel("htam_row_ctile"))
-    lines = [f"t_{op.name} = {op.source}.contiguous()" for op in ir.operands]
-    lines += row_sizes(ir)
     args = ", ".join(
         ["out", *operand_args(ir.operands, f"t_{ir.primary}"), "n_rows", "R", "inner", "float(R)"]
     )
