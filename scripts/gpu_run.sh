@@ -55,6 +55,7 @@ for phase in "$@"; do
     suite) timeout $(($(left) - 40)) python3 scripts/gpu_bars.py "$OUT" suite 2>&1 | tee "$OUT/suite.log" ;;
     gputests)
         timeout $(($(left) - 40)) python3 -m pytest -q -m gpu -p no:cacheprovider tests/evaluate \
+            tests/offline/test_rows_coop.py \
             2>&1 | tee "$OUT/pytest_gpu.log" ;;
     bench) bench_in .gpu/bench "$OUT/bench.log" --methods htam,no-prefix,random --seeds 2 ;;
     transfer)  # the transfer experiment (issue 18): KernelBench bank -> Robust-KBench forward tasks
