@@ -44,12 +44,13 @@ class Model(nn.Module):
     return task_of(f"coop_{name}_{rows}x{cols}", kb(body, "[torch.randn(ROWS, COLS) * 2 + 0.5]"))
 
 
-def _interpretable(code: str) -> str:
-    """The solution with its coop path taken on the CPU: the row counters start past every
-    wait, and the partials persist from one call to the next (see the module docstring)."""
+def _interpretable(code: str, sms: int = 132) -> str:
+    """The solution with its coop path taken on the CPU (a GPU of ``sms`` SMs): the row counters
+    start past every wait, and the partials persist from one call to the next (see the module
+    docstring). ``_KEPT`` holds the coop path's partials once it has run."""
     swaps = {
         "t_x.is_cuda": "True",
-        "torch.cuda.get_device_properties(t_x.device).multi_processor_count": "132",
+        "torch.cuda.get_device_properties(t_x.device).multi_processor_count": str(sms),
         "sync = torch.zeros(n_rows + 1, dtype=torch.int32, device=t_x.device)": (
             "sync = torch.full((n_rows + 1,), 1 << 20, dtype=torch.int32); sync[0] = 0"
         ),
@@ -81,6 +82,21 @@ def test_coop_kernel_combines_chunks_like_the_reference(name, cols):
             for _ in range(3):  # one call per pass of partials, then the checked one
                 got = new(x)
         torch.testing.assert_close(got, expected, atol=2e-5, rtol=2e-4, msg=f"{strategies}")
+
+
+@pytest.mark.parametrize("sms, chunk", [(4, 8192), (2, 16384), (1, None)])
+def test_chunks_grow_until_a_row_has_one_per_sm_else_the_loop_runs(sms, chunk):
+    task = _task("softmax", cols=20000)  # 3 chunks of 8192; 2 of 16384; never 1
+    code = solution(task, "triton", CACHE)
+    module = load_solution(_interpretable(code, sms))
+    model, new, (x,) = build_pair(task, module, {})
+    with torch.no_grad():
+        expected = model(x)
+        for _ in range(3):
+            got = new(x)
+    torch.testing.assert_close(got, expected, atol=2e-5, rtol=2e-4)
+    shapes = [shape for shape, _ in module._KEPT]
+    assert shapes == ([(2, 3, -(-20000 // chunk))] if chunk else []), shapes
 
 
 def test_coop_is_gpu_only_and_needs_the_cache_and_an_elementwise_output():
