@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from htam.offline.backends.triton import reduce as red
-from htam.offline.backends.triton.split import SplitKernels, _states
+from htam.offline.backends.triton.split import SplitKernels, partial_states
 
 ALIGN = 4  # floats in 16 bytes
 MAX_CHUNK = 16384
@@ -102,7 +102,9 @@ class CoopKernels(SplitKernels):
             for r in p.reds:
                 lines += red.init(r, False)
                 lines += red.update(r, k.tp.ref(r.arg, True), True, False, k.m)
-                lines += [f"tl.store({self._slot(v)} + t % SPLIT, {v})" for v, _, _ in _states(r)]
+                lines += [
+                    f"tl.store({self._slot(v)} + t % SPLIT, {v})" for v, _, _ in partial_states(r)
+                ]
             counter = "sync_ptr + 1 + row"
             lines += [
                 "tl.debug_barrier()",  # every thread's partials stored before the release

@@ -27,7 +27,7 @@ MIN_CHUNK_TILES = 4
 SPLIT_BELOW_ROWS = 1024  # with this many rows or more, one program per row fills the GPU
 
 
-def _states(r: Red) -> list[tuple[str, str, str]]:
+def partial_states(r: Red) -> list[tuple[str, str, str]]:
     """(variable, identity for padding, "f" or "i" buffer) of the accumulators of ``r``."""
     i = r.ops[0]
     if r.kind == "rsum":
@@ -50,7 +50,7 @@ class SplitKernels:
         counts = {"f": 0, "i": 0}
         for p in kernel.sched.passes:
             for r in p.reds:
-                for var, _, buf in _states(r):
+                for var, _, buf in partial_states(r):
                     self.slots[var] = (buf, counts[buf])
                     counts[buf] += 1
         self.n_float, self.n_int = counts["f"], counts["i"]
@@ -77,7 +77,7 @@ class SplitKernels:
         lines = []
         hint = ', cache_modifier=".cg"' if l2 else ""
         for r in p.reds:
-            for var, ident, _ in _states(r):
+            for var, ident, _ in partial_states(r):
                 ptr = f"({self._slot(var)})[:, None] + sj"
                 lines.append(f"{var} = tl.load({ptr}, mask=sj < SPLIT, other={ident}{hint})")
             lines += red.finish(r, True, self.k.m)
@@ -132,7 +132,7 @@ class SplitKernels:
             lines += red.init(r, False)
         lines += self._chunk_loop(lambda masked: k._pass_body(p, masked))
         for r in p.reds:
-            for var, _, _ in _states(r):
+            for var, _, _ in partial_states(r):
                 lines.append(f"tl.store({self._slot(var)} + tl.program_id(1), {var})")
         return self._signature(name) + "\n" + "\n".join("    " + s for s in lines)
 
