@@ -25,6 +25,7 @@ COMMAND_MODULES: list[str] = [
     "memory_cmd",
     "optimize_cmd",
     "bench_cmd",
+    "report_cmd",
     "transfer_cmd",
     "doctor_cmd",
 ]

@@ -1,5 +1,5 @@
-"""``htam bench``, ``htam report`` and ``htam compare``: suites x methods x seeds, one worker per
-GPU (or CPU slot), resumable; reports in Markdown and self-contained HTML."""
+"""``htam bench``: suites x methods x seeds, one worker per GPU (or CPU slot), resumable; its
+report (``htam report``, ``htam compare``: :mod:`htam.cli.report_cmd`) in Markdown and HTML."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from htam.cli.common import (
     limit_overrides,
     resolve_target,
 )
+from htam.cli.report_cmd import fmt, print_metrics
 
 RAY_HELP = "run the units on a Ray cluster (pip install 'htam\\[ray]'), see --ray-address"
 RAY_ADDRESS_HELP = (
@@ -178,8 +179,11 @@ def bench_command(
         )
     except ValueError as exc:
         fail(str(exc))
-    where = (f"Ray ({ray_spec})" if ray_spec is not None
-             else f"{len(devices)} worker(s) ({', '.join(devices)})")
+    where = (
+        f"Ray ({ray_spec})"
+        if ray_spec is not None
+        else f"{len(devices)} worker(s) ({', '.join(devices)})"
+    )
     console.print(
         f"{len(the_tasks)} tasks x {len(config.methods)} methods x {seeds} seeds on "
         f"{where} · {spec.describe()} · "
@@ -194,7 +198,7 @@ def bench_command(
         f"{len(outcome.done)} done, {len(outcome.failed)} failed, {len(outcome.retried)} "
         f"retried, {len(outcome.skipped)} already finished · {outcome.wall_s:.1f} s"
     )
-    _print_metrics(files.metrics)
+    print_metrics(files.metrics)
     console.print(f"report: {files.markdown} · {files.html}")
 
 
@@ -208,92 +212,8 @@ def _check_proposer(spec, target: str, language: str) -> None:
         fail(f"cannot build the proposer {spec.describe()}: {exc}")
 
 
-def _fmt(value: float | None, kind: str) -> str:
-    if value is None:
-        return "n/a"
-    return {"pct": f"{100 * value:.1f}%", "x": f"{value:.3g}x", "usd": f"${value:.4f}"}[kind]
-
-
-def _print_metrics(path: Path) -> None:
-    import json
-
-    metrics = json.loads(path.read_text())
-    table = Table(title="bench")
-    for name in (
-        "method",
-        "units",
-        "correct",
-        "fast@1",
-        "candidate geomean (fail=1)",
-        "candidate geomean (excl)",
-        "kept geomean",
-        "cost",
-    ):
-        table.add_column(name)
-    for method, m in metrics["methods"].items():
-        table.add_row(
-            method,
-            str(m["units"]),
-            _fmt(m["correctness"], "pct"),
-            _fmt(m["fast_1"], "pct"),
-            _fmt(m["candidate_geomean_eager_fail1"], "x"),
-            _fmt(m["candidate_geomean_eager_excl"], "x"),
-            _fmt(m["kept_geomean_eager"], "x"),
-            _fmt(m["cost_usd"], "usd"),
-        )
-    console.print(table)
-    for note in metrics["notes"]:
-        console.print(f"[yellow]note:[/] {note}")
-
-
-def report_command(
-    run_dir: Path = typer.Argument(..., help="a bench directory (--out of htam bench)"),
-) -> None:
-    """Recompute metrics.json, report.md and report.html from the unit summaries in RUN_DIR."""
-    from htam.bench import ResultsError, write_report
-
-    try:
-        files = write_report(run_dir)
-    except ResultsError as exc:
-        fail(str(exc))
-    _print_metrics(files.metrics)
-    console.print(f"report: {files.markdown} · {files.html}")
-
-
-def compare_command(
-    run_a: Path = typer.Argument(..., help="first bench directory"),
-    run_b: Path = typer.Argument(..., help="second bench directory"),
-) -> None:
-    """Print two benches side by side, per method: correctness, fast@1, geomean, cost."""
-    from htam.bench import ResultsError, bench_metrics
-
-    try:
-        a, b = bench_metrics(run_a), bench_metrics(run_b)
-    except ResultsError as exc:
-        fail(str(exc))
-    table = Table(title=f"A = {run_a}  vs  B = {run_b}")
-    table.add_column("method")
-    for name in ("correct", "fast@1", "candidate geomean (fail=1)", "kept geomean", "cost"):
-        table.add_column(f"{name}\nA / B", justify="right")
-    for method in dict.fromkeys([*a["methods"], *b["methods"]]):
-        ma, mb = a["methods"].get(method, {}), b["methods"].get(method, {})
-        cells = [method]
-        for key, kind in (
-            ("correctness", "pct"),
-            ("fast_1", "pct"),
-            ("candidate_geomean_eager_fail1", "x"),
-            ("kept_geomean_eager", "x"),
-            ("cost_usd", "usd"),
-        ):
-            cells.append(f"{_fmt(ma.get(key), kind)} / {_fmt(mb.get(key), kind)}")
-        table.add_row(*cells)
-    console.print(table)
-
-
 def register(app: typer.Typer) -> None:
     app.command("bench")(bench_command)
-    app.command("report")(report_command)
-    app.command("compare")(compare_command)
 
 
 def is_many(task: str, pattern: str | None, levels: str | None) -> bool:
@@ -301,10 +221,24 @@ def is_many(task: str, pattern: str | None, levels: str | None) -> bool:
     return pattern is not None or levels is not None or task == "builtin" or Path(task).is_dir()
 
 
-def optimize_many(suite: str, pattern: str | None, levels: str | None, *, method: str,
-                  steps: int, target: str, language: str, size: str | None, memory: Path,
-                  out: Path | None, resume: bool, workers: int, ray: str | None,
-                  spec, eval_overrides: dict) -> int:
+def optimize_many(
+    suite: str,
+    pattern: str | None,
+    levels: str | None,
+    *,
+    method: str,
+    steps: int,
+    target: str,
+    language: str,
+    size: str | None,
+    memory: Path,
+    out: Path | None,
+    resume: bool,
+    workers: int,
+    ray: str | None,
+    spec,
+    eval_overrides: dict,
+) -> int:
     """``htam optimize SUITE``: every task of SUITE through the bench's executor (local pool, or
     Ray), one unit per task, the memory accumulating from ``memory`` into OUT/memory; prints one
     table and returns the exit status (0: some task has a correct candidate, 1: none)."""
@@ -320,13 +254,26 @@ def optimize_many(suite: str, pattern: str | None, levels: str | None, *, method
         out = new_run_dir(Path("runs") / f"batch-{method}")
     if not memory.exists():
         MemoryBank.open(memory, create=True).close()
-    devices = ["ray"] if ray is not None else (
-        gpu_devices("all") if target == "cuda" else [f"cpu{i}" for i in range(workers)])
+    devices = (
+        ["ray"]
+        if ray is not None
+        else (gpu_devices("all") if target == "cuda" else [f"cpu{i}" for i in range(workers)])
+    )
     try:
-        config = BenchConfig(out=out, methods=[method], steps=steps, target=target,
-                             language=language, size=default_size(target, size), devices=devices,
-                             memory=memory, memory_mode="accumulate", proposer=spec,
-                             eval_overrides=eval_overrides, ray=ray)
+        config = BenchConfig(
+            out=out,
+            methods=[method],
+            steps=steps,
+            target=target,
+            language=language,
+            size=default_size(target, size),
+            devices=devices,
+            memory=memory,
+            memory_mode="accumulate",
+            proposer=spec,
+            eval_overrides=eval_overrides,
+            ray=ray,
+        )
         outcome = run_bench(config, the_tasks, resume=resume, on_event=_progress)
     except (ValueError, BenchError) as exc:
         fail(str(exc))
@@ -335,13 +282,19 @@ def optimize_many(suite: str, pattern: str | None, levels: str | None, *, method
     for name in ("task", "state", "best candidate vs eager", "kept vs eager", "error"):
         table.add_column(name)
     for r in rows:
-        table.add_row(r.task_id, r.state if not r.correct else "correct",
-                      _fmt(r.speedup, "x"), _fmt(r.kept_speedup, "x"),
-                      escape((r.error or "").splitlines()[0] if r.error else ""))
+        table.add_row(
+            r.task_id,
+            r.state if not r.correct else "correct",
+            fmt(r.speedup, "x"),
+            fmt(r.kept_speedup, "x"),
+            escape((r.error or "").splitlines()[0] if r.error else ""),
+        )
     console.print(table)
     console.print(
         f"{len(outcome.done)} done, {len(outcome.failed)} failed, {len(outcome.skipped)} already "
         f"finished · {outcome.wall_s:.1f} s · runs {out}/runs · learned bank "
         f"{config.out / 'memory' / f'{method}.db'} (from {memory}, which is not changed)",
-        highlight=False, soft_wrap=True)
+        highlight=False,
+        soft_wrap=True,
+    )
     return 0 if any(r.correct for r in rows) else 1
