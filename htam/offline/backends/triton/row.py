@@ -215,13 +215,11 @@ def row_solution(ir: RowIR, p: RowParams, m: Math) -> tuple[list[str], list[str]
         kernels.append(c.loop_kernel("htam_row_coal"))
         if p.cache:
             kernels.append(c.tile_kernel("htam_row_ctile"))
-    args = ", ".join(
-        ["out", *operand_args(ir.operands, f"t_{ir.primary}"), "n_rows", "R", "inner", "float(R)"]
-    )
+    head = ["out", *operand_args(ir.operands, f"t_{ir.primary}")]
+    args = ", ".join([*head, "n_rows", "R", "inner", "float(R)"])
     split = SplitKernels(RowKernel(ir, replace(p, lanes=False), m))
     kernels += split.kernels()
     lines += [f"rows = {p.rows}", f"block = min({p.block}, triton.next_power_of_2(R))"]
-    head = ["out", *operand_args(ir.operands, f"t_{ir.primary}")]
     coop = CoopKernels(RowKernel(ir, CoopKernels.params(p), m))
     if CoopKernels.applies(coop.k):
         kernels += coop.kernels()
