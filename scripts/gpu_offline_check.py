@@ -3,7 +3,8 @@ match, evaluated at the task's real size on the GPU (issue 12's coverage bar: ea
 with a correct candidate on the GPU). One JSON line per task into OUT/offline_check.jsonl;
 tasks already in that file (or in a carried copy given as PREVIOUS) are skipped, so a later call
 resumes. Stops starting new tasks after SECONDS. RECHECK (comma-separated parts of task ids)
-names tasks done before that are checked again, first, their earlier speedup kept as "before".
+names tasks done before that are checked again, first, their earlier speedup kept as "before"
+(a task the time left no recheck for keeps its earlier row).
 
     [RECHECK=level1/47_,level1/4_] python3 scripts/gpu_offline_check.py OUT SECONDS [PREVIOUS.jsonl]
 
@@ -74,6 +75,10 @@ def main(out: Path, seconds: float, previous: Path | None) -> None:
             f.write(json.dumps(row) + "\n")
             f.flush()
             print(json.dumps(row), flush=True)
+        for tid, row in before.items():  # out of time before its recheck: the earlier row stays
+            if tid not in done:
+                done[tid] = row
+                f.write(json.dumps(row) + "\n")
     summarize(list(done.values()))
 
 

@@ -34,6 +34,15 @@ def _specialized(module, values):
                 f"{getattr(module, name)!r}: optimize the task with these init inputs"
             )
 ''',
+    "_conv_nobias": '''
+def _conv_nobias(m, x):
+    """The convolution module ``m`` on ``x`` without its bias, which the kernel adds: torch
+    would add it in a pass of its own over the result."""
+    if isinstance(m, nn.modules.conv._ConvTransposeNd):
+        fn = getattr(torch.nn.functional, f"conv_transpose{len(m.kernel_size)}d")
+        return fn(x, m.weight, None, m.stride, m.padding, m.output_padding, m.groups, m.dilation)
+    return m._conv_forward(x, m.weight, None)
+''',
     "_channels_last_weights": '''
 def _channels_last_weights(module):
     """Convolution weights in channels-last memory, once: the library then runs each
@@ -65,7 +74,8 @@ def solution_file(
     body += ["        " + line for line in code.init]
     signature = ", ".join(["self", *match.inputs])
     body.append(f"\n    def forward({signature}):")
-    forward = [*match.prelude, *code.forward]  # the library prefix (torch) before the kernels
+    prelude = [line for line in match.prelude if line.split(" = ")[0] not in code.replaced]
+    forward = [*code.pre, *prelude, *code.forward]  # the library prefix (torch) between
     body += ["        " + line if line else "" for line in forward]
     helpers = [h for name, h in _HELPERS.items() if f"{name}(" in "\n".join(body)]
     imports = code.imports

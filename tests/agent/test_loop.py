@@ -100,7 +100,7 @@ def test_existing_run_needs_resume(tmp_path, evaluator, prices):
 def test_offline_run_on_an_unmatched_task_spares_the_reference_timing(tmp_path, evaluator):
     from htam.offline import OfflineProposer
 
-    conv = task_for("level1/15_Conv2d.py")
+    conv = task_for("level3/4_Small_CNN.py")
     relu = task_for("level1/1_ReLU.py")
     proposer = OfflineProposer("cpu")
     assert not proposer.can_propose(conv) and proposer.can_propose(relu)

@@ -69,6 +69,29 @@ TASKS = {
         "        y = self.pool(torch.relu(self.conv(x)))\n        return y.mean(dim=1, keepdim=True) * 0.5",
         "torch.randn(2, 3, 10, 10)",
     ),
+    # a transposed convolution with every argument that shapes its result: its bias joins the
+    # kernel, the call keeps stride, padding, output padding, groups and dilation
+    "deconv_bias": _task(
+        "deconv_bias",
+        "        self.deconv = nn.ConvTranspose3d(4, 6, 3, stride=2, padding=1, output_padding=1,"
+        " groups=2, dilation=2)",
+        "        return F.hardswish(self.deconv(x) * 0.5)",
+        "torch.randn(2, 4, 3, 4, 3)",
+    ),
+    # reflect padding: torch pads inside the module's call, which stays whole (bias and all)
+    "conv_reflect": _task(
+        "conv_reflect",
+        "        self.conv = nn.Conv1d(3, 5, 3, padding=1, padding_mode='reflect')",
+        "        return torch.relu(self.conv(x)) - 0.1",
+        "torch.randn(2, 3, 16)",
+    ),
+    # no bias: nothing to fold
+    "conv_no_bias": _task(
+        "conv_no_bias",
+        "        self.conv = nn.Conv2d(3, 4, 3, bias=False)",
+        "        return torch.sigmoid(self.conv(x))",
+        "torch.randn(2, 3, 6, 6)",
+    ),
     # the kernel reads the forward input too (residual from before the library call)
     "linear_residual_input": _task(
         "linear_residual_input",
@@ -83,6 +106,18 @@ EXPECTED = {
     "linear_lse": ("row", "linear", "relu"),
     "conv_pool_mean": ("row", "conv -> relu -> pool", "rsum"),
     "linear_residual_input": ("row", "linear", "add"),
+    "deconv_bias": ("elementwise", "deconv", "add -> mul -> hardswish"),
+    "conv_reflect": ("elementwise", "conv", "relu -> sub"),
+    "conv_no_bias": ("elementwise", "conv", "sigmoid"),
+}
+# The prefix line of each task whose kernel adds the convolution's bias, or calls it whole.
+CONV_CALLS = {
+    "conv_chain": "lib_conv = _conv_nobias(self.conv, x)",
+    "conv_softmax": "lib_conv = _conv_nobias(self.conv, x)",
+    "conv_pool_mean": "lib_conv = self.conv(x)",  # the pooling reads the biased result
+    "deconv_bias": "lib_deconv = _conv_nobias(self.deconv, x)",
+    "conv_reflect": "lib_conv = self.conv(x)",
+    "conv_no_bias": "lib_conv = self.conv(x)",
 }
 
 
@@ -97,8 +132,22 @@ def test_library_prefix_and_kernel_tail(name):
     assert explain_no_match(TASKS[name]) == ""
 
 
+@pytest.mark.parametrize("name", sorted(CONV_CALLS))
+def test_a_convolution_bias_joins_the_kernel_where_the_kernel_reads_the_result(name):
+    """torch adds a convolution's bias in a pass of its own over the result; the kernel adds it
+    instead (the conv's result is the largest tensor of these tasks: run 24 measured that pass
+    at 0.04-2.5 ms on KernelBench level 2, up to as long as the convolution)."""
+    m = analyze(TASKS[name])
+    assert CONV_CALLS[name] in m.prelude
+    folded = "_conv_nobias" in CONV_CALLS[name]
+    assert m.summary.split(" + ", 1)[1].startswith("add") == folded
+    assert ("_conv_nobias(" in solution(TASKS[name], "triton")) == folded
+
+
 def test_nothing_after_the_library_call_is_no_match():
-    task = _task("conv_only", CONV, "        return self.conv(x)", "torch.randn(1, 3, 8, 8)")
+    """(A convolution with a bias has a kernel left: the bias add, see above.)"""
+    conv = "        self.conv = nn.Conv2d(3, 6, 3, bias=False)"
+    task = _task("conv_only", conv, "        return self.conv(x)", "torch.randn(1, 3, 8, 8)")
     assert match(task) is None
     reason = explain_no_match(task)
     assert "Conv2d" in reason and "no kernel would remain" in reason
@@ -123,7 +172,40 @@ def test_forward_inputs_survive_the_prefix():
     code = solution(TASKS["linear_residual_input"], "triton")
     forward = code[code.index("def forward") :]
     assert "x = None" not in forward
-    assert "lib_fc = self.fc(x)" in forward  # the reference's own module call
+    assert "lib_fc = out" in forward and "t_ga = x.contiguous()" in forward  # the Triton GEMM
+    cpp = solution(TASKS["linear_residual_input"], "cpp")
+    assert "lib_fc = self.fc(x)" in cpp[cpp.index("def forward") :]  # the reference's own call
+
+
+def test_a_prefix_product_of_inputs_and_parameters_runs_as_the_triton_gemm():
+    """The row tail's product (linear -> logsumexp) is the GEMM template's, planned per shape
+    (TF32 where the tolerance allows: the plan says so); one computed from another prefix result
+    stays torch's, and so does a product whose lines would overwrite a forward input."""
+    m = analyze(TASKS["linear_lse"])
+    assert list(m.prefix_gemms) == ["lib_fc"]
+    code = solution(TASKS["linear_lse"], "triton")
+    forward = code[code.index("def forward") :]
+    assert "htam_gemm[grid]" in forward and "lib_fc = out" in forward
+    assert "self.fc(x)" not in forward and "_htam_gemm_plan" in code
+    two = _task(
+        "two_linears",
+        "        self.fc1 = nn.Linear(12, 16)\n        self.fc2 = nn.Linear(16, 9)",
+        "        return torch.softmax(self.fc2(torch.sigmoid(self.fc1(x))), dim=1) * 2.0",
+        "torch.randn(6, 12)",
+    )
+    assert list(analyze(two).prefix_gemms) == ["lib_fc1"]
+    forward = solution(two, "triton").split("def forward", 1)[1]
+    assert "lib_fc2 = self.fc2(lib_sigmoid)" in forward and "lib_fc1 = out" in forward
+    ref, out = _run(two, solution(two, "triton"))
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
+    clash = task_of(
+        "clash",
+        TASKS["linear_lse"]
+        .source.replace("(self, x)", "(self, M)")
+        .replace("self.fc(x)", "self.fc(M)"),
+    )
+    code = solution(clash, "triton")  # the GEMM's lines assign M: torch keeps the product
+    assert "lib_fc = self.fc(" in code and "htam_gemm[grid]" not in code
 
 
 @pytest.mark.parametrize("language", ["triton", "cpp"])

@@ -102,6 +102,34 @@ def test_the_weights_are_channels_last_and_the_output_keeps_the_reference_order(
     assert out.is_contiguous()
 
 
+def test_convolution_inputs_are_handed_over_channels_last_unless_the_kernel_reads_them():
+    expected = {"conv2d": ("x",), "conv_transpose3d": ("x",), "conv_residual": ()}
+    for name, inputs in expected.items():
+        task = task_of(f"layout_{name}", kb(*SOURCES[name]))
+        assert analyze(task).conv_inputs == inputs, name
+        code = solution(task, "triton")
+        assert ("x = _to_channels_last(x)" in code) == bool(inputs), name
+        assert "_to_channels_last" not in solution(task, "cpp")
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [(2, 70, 5, 3), (1, 1, 4, 4), (3, 3, 1, 1), (2, 5, 3, 4, 2), (2, 64, 17, 9), (0, 4, 3, 3)],
+)
+def test_the_channels_last_conversion_kernel(shape):
+    """The tiled kernel against torch's copy: two channel tiles and a ragged one (70), one
+    channel, one position, 5-d, empty; strided inputs are made contiguous first."""
+    task = task_of("layout_conversion", kb(*SOURCES["conv2d"]))
+    module = load_solution(solution(task, "triton"))
+    x = torch.randn(*shape)
+    for given in (x, x.transpose(2, 3).contiguous().transpose(2, 3)):
+        fmt = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
+        got = module._to_channels_last(given)
+        assert got.is_contiguous(memory_format=fmt)
+        assert torch.equal(got, x)
+    assert module._to_channels_last(torch.randn(3, 4, 5)).is_contiguous()  # not 4-d or 5-d
+
+
 @pytest.mark.parametrize(
     "body, inputs, why",
     [
@@ -227,6 +255,26 @@ class Model(nn.Module):
 """,
         "[torch.randn(N, C_IN, D, H, W)]",
     ),
+    # per-channel values (the convolution's bias, a scale) are read along the rows of channels
+    "amax_per_channel": (
+        """
+N = 2
+C_IN = 3
+C_OUT = 6
+H = 7
+W = 5
+
+class Model(nn.Module):
+    def __init__(self, c_in, c_out):
+        super().__init__()
+        self.conv = nn.Conv2d(c_in, c_out, 3, padding=1)
+        self.s = nn.Parameter(torch.randn(c_out, 1, 1))
+
+    def forward(self, x):
+        return torch.amax(self.conv(x) * self.s, dim=1) + 1.0
+""",
+        "[torch.randn(N, C_IN, H, W)]",
+    ),
 }
 
 
@@ -249,7 +297,7 @@ def test_channel_reductions_read_channels_last_rows_and_match(name):
     [
         "torch.softmax(self.conv(x), dim=1)",  # an output per element: not a row of channels
         "torch.sum(self.conv(x), dim=[2, 3])",  # over positions, not channels
-        "torch.amax(self.conv(x) * self.s, dim=1)",  # another tensor read
+        "torch.amax(self.conv(x) * self.p, dim=1)",  # a tensor read per position
     ],
 )
 def test_other_reductions_keep_the_reference_order(forward):
@@ -258,7 +306,7 @@ class Model(nn.Module):
     def __init__(self):
         super().__init__()
         self.conv = nn.Conv2d(3, 4, 3)
-        self.s = nn.Parameter(torch.randn(4, 1, 1))
+        self.p = nn.Parameter(torch.randn(6, 6))
 
     def forward(self, x):
         return {forward}

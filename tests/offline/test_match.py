@@ -31,7 +31,7 @@ BUILTIN_FAMILIES = {
     "14_Matmul": "gemm",
     "1_Gemm_Bias_ReLU": "gemm",
     "2_Gemm_Scale_Residual": "gemm",
-    "15_Conv2d": None,
+    "15_Conv2d": "elementwise",  # library prefix: the conv without its bias, which the kernel adds
     "3_Conv2d_BatchNorm_ReLU": "elementwise",  # library prefix: conv -> bn
     "7_Gemm_Sigmoid_Sum": "row",  # library prefix: linear
     "8_Gemm_SiLU_Mul": "elementwise",  # library prefix: two linears

@@ -20,6 +20,8 @@ class KernelCode:
     forward: tuple[str, ...]  # ModelNew.forward's body (the library prelude goes before it)
     setup: str = ""  # module-level code after the helpers (the C++ source and its build)
     init: tuple[str, ...] = ()  # ModelNew.__init__'s last lines, after the reference's
+    pre: tuple[str, ...] = ()  # ModelNew.forward's first lines, before the library prelude
+    replaced: tuple[str, ...] = ()  # prelude results ``pre`` computes (their lines are dropped)
 
 
 class Backend(Protocol):

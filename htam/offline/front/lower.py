@@ -105,6 +105,8 @@ class Lowerer:
             return self._make(node, "param", [], {"path": node.target})
         if node.op == "call_module":
             sub = self.traced.graph.get_submodule(node.target)
+            if self.opaque and bias_folds(sub, node.target):
+                return self._conv_bias(node, sub)
             try:
                 op, attrs, params = lower_module(sub, node.target)
             except NoMatch:
@@ -166,9 +168,43 @@ class Lowerer:
         inputs = [self.env[a] for a in node.all_input_nodes if isinstance(self.env[a], CNode)]
         return self._make(node, "opaque", inputs, {"fx": node})
 
+    def _conv_bias(self, node: fx.Node, conv: torch.nn.Module) -> CNode:
+        """A convolution module with a bias, as the convolution without it (``nobias``) plus the
+        bias: torch adds a convolution's bias in a pass of its own over the result (a read and a
+        write of the largest tensor), which the kernel's chain absorbs. When the add stays in
+        the library prefix, the prefix prints the module's own call (both nodes carry its name).
+        """
+        conv_node = self._opaque(node)
+        conv_node.attrs["nobias"] = True
+        path = f"{node.target}.bias"
+        shape = (-1, *[1] * len(conv.kernel_size))  # (C, 1, ...): a channel of the result
+        bias = CNode("param", [], {"path": path}, conv.bias.view(shape), f"{node.name}_bias")
+        return self._make(node, "add", [conv_node], {"other": bias, "alpha": 1})
+
     def _split(self, node: fx.Node, base: CNode, pick: int) -> CNode:
         op = ("amax", "argmax") if base.op == "max" else ("amin", "argmin")
         return self._make(node, op[pick], base.args, dict(base.attrs))
+
+
+_PLAIN_CONVS = (
+    torch.nn.Conv1d,
+    torch.nn.Conv2d,
+    torch.nn.Conv3d,
+    torch.nn.ConvTranspose1d,
+    torch.nn.ConvTranspose2d,
+    torch.nn.ConvTranspose3d,
+)
+
+
+def bias_folds(module: torch.nn.Module, target: str) -> bool:
+    """Whether a library prefix may run this module's convolution without its bias (a plain
+    torch convolution class, zero padding, a bias, a path the forward can spell ``self.a.b``)."""
+    return (
+        type(module) in _PLAIN_CONVS
+        and module.bias is not None
+        and module.padding_mode == "zeros"
+        and all(part.isidentifier() for part in target.split("."))
+    )
 
 
 def _describe(node: fx.Node) -> str:

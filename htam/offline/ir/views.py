@@ -44,10 +44,21 @@ def row_sizes(ir: RowIR, moved: bool = False) -> list[str]:
     return lines + [f"out = torch.empty({out_shape}, dtype={dtype}, device=t_{ir.primary}.device)"]
 
 
+def per_channel(op: Operand, rank: int) -> bool:
+    """An operand laid along dim 1 alone of a rank-``rank`` output (a convolution's bias)."""
+    return op.pattern in ("mid", "trail") and op.head == 1 and op.tail == rank - 2
+
+
 def channels_last_rows(ir: RowIR) -> RowIR:
     """A reduction over the channel dim (1) of a channels-last tensor, seen as the reduction
-    over the last dim of its ``movedim(1, -1)`` view (contiguous: rows of channels)."""
-    return replace(ir, d0=ir.rank - 1, d1=ir.rank - 1)
+    over the last dim of its ``movedim(1, -1)`` view (contiguous: rows of channels); a
+    per-channel operand is then laid along that last dim."""
+    last = ir.rank - 1
+    operands = [
+        replace(op, pattern="trail", tail=0, head=last) if per_channel(op, ir.rank) else op
+        for op in ir.operands
+    ]
+    return replace(ir, d0=last, d1=last, operands=operands)
 
 
 def side_lines(name: str, source: str, transposed: bool, fold: bool) -> list[str]:

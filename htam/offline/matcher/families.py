@@ -11,6 +11,7 @@ from htam.offline.front.lower import CNode
 from htam.offline.front.trace import NoMatch, Traced
 from htam.offline.ir.model import EwIR, Match, RowIR
 from htam.offline.ir.passes import row_features
+from htam.offline.ir.views import per_channel
 from htam.offline.matcher.build import GEMM_OPS, ROW_OPS, Builder
 from htam.offline.matcher.gemm import match_gemm
 from htam.offline.matcher.rows import row_spec
@@ -97,37 +98,44 @@ def match_library_prefix(traced: Traced, source: str, err: NoMatch) -> Match:
     from htam.offline.matcher.library import match_library
 
     try:
-        family, ir, summary, features, prelude, library = match_library(traced, _kernel)
+        lib = match_library(traced, _kernel)
     except NoMatch as lib_err:
         raise NoMatch(f"{err}; as library call + kernel: {lib_err}") from err
     preamble, init = copy_init(source)
     scalars = {k: v for k, v in vars(traced.model).items() if type(v) is float}
-    if _channels_last_fits(traced, ir) and (family == "elementwise" or _channel_rows(ir)):
+    features, conv_inputs = lib.features, ()
+    if _channels_last_fits(traced, lib.ir) and (
+        lib.family == "elementwise" or _channel_rows(lib.ir)
+    ):
         features = {**features, "channels_last": True}
+        conv_inputs = _conv_inputs(traced, lib.ir)
     return Match(
-        family,
-        f"library [{library}] + {summary}",
+        lib.family,
+        f"library [{lib.library}] + {lib.summary}",
         [n.target for n in traced.graph.graph.nodes if n.op == "placeholder"],
-        ir,
+        lib.ir,
         init_source=init,
         preamble=preamble,
         features=features,
         scalars=scalars,
-        prelude=prelude,
-        library=library,
+        prelude=lib.prelude,
+        library=lib.library,
+        conv_inputs=conv_inputs,
+        prefix_gemms=lib.gemms,
     )
 
 
 def _channel_rows(ir: RowIR) -> bool:
     """A reduction over the channel dim alone of the library result, to one value per row, with
-    no other tensor read (scalars only): channels-last, its rows are contiguous."""
+    no other tensor read but scalars and per-channel values (a convolution's bias): channels-last,
+    its rows are contiguous, and a per-channel value is laid along them."""
     others = [op for op in ir.operands if op.name != ir.primary]
     primary = next(op for op in ir.operands if op.name == ir.primary)
     return (
         ir.d0 == ir.d1 == 1
         and ir.out_kind == "row"
         and primary.library_result
-        and all(op.pattern == "scalar" for op in others)
+        and all(op.pattern == "scalar" or per_channel(op, ir.rank) for op in others)
     )
 
 
@@ -146,6 +154,23 @@ def _channels_last_fits(traced: Traced, ir: EwIR | RowIR) -> bool:
     slow = [n for n in functions if _CL_SLOW.search(getattr(n.target, "__name__", str(n.target)))]
     read = any(op.library_result for op in ir.operands)
     return bool(convs) and not others and not slow and ir.rank in (4, 5) and read
+
+
+def _conv_inputs(traced: Traced, ir: EwIR | RowIR) -> tuple[str, ...]:
+    """Forward inputs a module convolution reads directly, 4-d or 5-d, that the kernel does not
+    read: the forward may hand them to the convolution in channels-last memory."""
+    read = {op.name for op in ir.operands}
+    names = []
+    for n in traced.graph.graph.nodes:
+        if n.op != "call_module" or not n.args or not isinstance(n.args[0], torch.fx.Node):
+            continue
+        x = n.args[0]
+        conv = isinstance(traced.model.get_submodule(n.target), torch.nn.modules.conv._ConvNd)
+        value = traced.values.get(x)
+        tensor = isinstance(value, torch.Tensor) and value.dim() in (4, 5)
+        if conv and tensor and x.op == "placeholder" and x.target not in read:
+            names.append(x.target)
+    return tuple(dict.fromkeys(names))
 
 
 def _kernel(out: CNode, nodes: list[CNode]) -> tuple[str, EwIR | RowIR, str, dict]:

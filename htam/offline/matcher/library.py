@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 import torch.fx as fx
 
 from htam.offline.front.lower import CNode, lower
 from htam.offline.front.trace import NoMatch, Traced
-from htam.offline.ir.model import LIBRARY_PREFIX
+from htam.offline.ir.model import LIBRARY_PREFIX, GemmIR
 from htam.offline.matcher.build import GEMM_OPS
+from htam.offline.matcher.gemm import match_gemm
 
 # Names fx's printed code may use; anything else (a helper function's global) is refused.
 _GLOBALS_OK = {"torch", "inf", "nan", "NoneType", "device", "fx_pytree", "pytree", "getattr"}
@@ -175,10 +177,25 @@ def prefix_code(traced: Traced, stops: dict[str, CNode]) -> list[str]:
         # fx frees dead values (`x = None`); forward arguments may still be read by the kernel.
         parts = [p.strip() for p in text.split(";") if p.strip() and not _NONE_ASSIGN.match(p)]
         lines += parts
+    lines = [_without_bias(line, stops) for line in lines]
     used = {w for line in lines for w in re.findall(r"\b[A-Za-z_]\w*\b", line)}
     if used & {"fx_pytree", "pytree", "device", "inf", "nan", "NoneType"}:
         raise NoMatch("the library prefix uses names a solution does not define")
     return lines
+
+
+def _without_bias(line: str, stops: dict[str, CNode]) -> str:
+    """``lib_conv = self.conv(x)`` as ``_conv_nobias(self.conv, x)`` where the kernel adds the
+    convolution's bias (a ``nobias`` node of :func:`htam.offline.front.lower.bias_folds`)."""
+    name = line.split(" = ", 1)[0]
+    stop = stops.get(name)
+    if stop is None or not stop.attrs.get("nobias"):
+        return line
+    module = "self." + stop.attrs["fx"].target
+    call = f"{name} = {module}("
+    if not line.startswith(call):  # fx prints module calls so: anything else is a bug here
+        raise RuntimeError(f"unexpected prefix line for a convolution without bias: {line!r}")
+    return f"{name} = _conv_nobias({module}, " + line[len(call) :]
 
 
 def _no_baked_attributes(model: torch.nn.Module, nodes: set[fx.Node]) -> None:
@@ -203,6 +220,8 @@ def _no_baked_attributes(model: torch.nn.Module, nodes: set[fx.Node]) -> None:
 def _library_names(prefix: list[CNode]) -> str:
     names = []
     for n in prefix:
+        if any(isinstance(a, CNode) and a.attrs.get("nobias") for a in n.args):
+            continue  # a convolution's own bias, back in its call
         if n.op == "opaque":
             fxn = n.attrs["fx"]
             target = fxn.target
@@ -213,17 +232,30 @@ def _library_names(prefix: list[CNode]) -> str:
     return " -> ".join(names)
 
 
-def match_library(
-    traced: Traced, build_kernel: KernelBuilder
-) -> tuple[str, object, str, dict, list[str], str]:
-    """(family, ir, summary, features, prelude, library) for a library prefix + kernel tail.
+class LibraryMatch(NamedTuple):
+    family: str
+    ir: object  # EwIR | RowIR: the kernel tail
+    summary: str
+    features: dict
+    prelude: list[str]  # forward lines computing the prefix with torch
+    library: str  # what the prefix computes, for the summary
+    # the prefix's matrix products of forward inputs and parameters, by the prelude line's name
+    gemms: dict[str, GemmIR]
+
+
+def match_library(traced: Traced, build_kernel: KernelBuilder) -> LibraryMatch:
+    """The library prefix + kernel tail of a traced reference.
 
     ``build_kernel(out, nodes)`` is the matcher's own family choice for a graph without library
     operations (elementwise or row); it raises NoMatch when the tail does not fit.
     """
     out = lower(traced, opaque=True)
     order = {n.name: i for i, n in enumerate(traced.graph.graph.nodes)}
-    nodes = sorted((n for n in _ancestors(out) if not _leaf(n)), key=lambda n: order[n.name])
+    # a convolution without bias before its bias add (both carry the module call's name)
+    nodes = sorted(
+        (n for n in _ancestors(out) if not _leaf(n)),
+        key=lambda n: (order[n.name], not n.attrs.get("nobias")),
+    )
     lib = [i for i, n in enumerate(nodes) if _is_library(n)]
     if not any(_heavy(nodes[i]) for i in lib):
         raise NoMatch("no library operation (convolution, matrix product...) to keep in torch")
@@ -239,9 +271,24 @@ def match_library(
             nxt = next(n for n in nodes if id(n) not in prefix)  # the tail moves to torch
             prefix |= _closure([nxt])
             continue
-        library = _library_names([n for n in nodes if id(n) in prefix])
-        return family, ir, summary, features, prelude, library
+        held = [n for n in nodes if id(n) in prefix]
+        gemms = _products(held, prelude)
+        return LibraryMatch(family, ir, summary, features, prelude, _library_names(held), gemms)
     raise NoMatch(f"no chain after the library operations fits a kernel ({last})")
+
+
+def _products(prefix: list[CNode], prelude: list[str]) -> dict[str, GemmIR]:
+    """The prefix's matrix products (and their bias) of forward inputs and parameters, by the
+    name of the prelude line computing each: a backend may compute them with its own kernel."""
+    found = {}
+    for n in prefix:
+        name = LIBRARY_PREFIX + n.name
+        if n.op in GEMM_OPS and any(line.startswith(f"{name} = ") for line in prelude):
+            try:
+                found[name] = match_gemm(n, n)
+            except NoMatch:  # computed from other prefix results, or batched unlike the template
+                continue
+    return found
 
 
 def _closure(roots: list[CNode]) -> dict[int, CNode]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from htam.offline.backends.base import KernelCode
 from htam.offline.backends.triton.ew import ew_solution
 from htam.offline.backends.triton.gemm import gemm_solution
+from htam.offline.backends.triton.layout import input_layout
+from htam.offline.backends.triton.prefix import prefix_gemm
 from htam.offline.backends.triton.row import row_solution
 from htam.offline.ir.expr import Math
 from htam.offline.ir.model import Match
@@ -39,5 +41,11 @@ class TritonBackend:
     def render(self, match: Match, params: Params) -> KernelCode:
         m = Math("triton", exp2=params.exp2)
         kernels, forward = _FAMILIES[match.family](match.ir, params, m)
-        init = ("_channels_last_weights(self)",) if getattr(params, "layout", False) else ()
-        return KernelCode(IMPORTS, tuple(kernels), tuple(forward), init=init)
+        gemm, pre, replaced = prefix_gemm(match, m)
+        init: tuple[str, ...] = ()
+        if getattr(params, "layout", False):
+            convert, to_cl = input_layout(match)
+            init, pre, gemm = ("_channels_last_weights(self)",), (*to_cl, *pre), (*convert, *gemm)
+        return KernelCode(
+            IMPORTS, (*gemm, *kernels), tuple(forward), init=init, pre=pre, replaced=replaced
+        )

@@ -10,6 +10,7 @@ from htam.offline.backends.triton.common import (
 )
 from htam.offline.ir.expr import Math
 from htam.offline.ir.model import Op, Operand, Program
+from htam.offline.ir.views import per_channel
 from htam.offline.params import EwParams
 
 
@@ -100,7 +101,9 @@ def ew_section(
     return kernels, lines
 
 
-def ew_cl_kernel(name: str, prog: Program, operands: list[Operand], p: EwParams, m: Math) -> str:
+def ew_cl_kernel(
+    name: str, prog: Program, operands: list[Operand], rank: int, p: EwParams, m: Math
+) -> str:
     """The fused chain over [BLOCK_S, BLOCK_C] tiles of one sample: the library results read
     channels-last (contiguous along C), every other operand and the output in the reference's
     order (contiguous along the spatial positions S); Triton transposes the tile on chip."""
@@ -118,9 +121,14 @@ def ew_cl_kernel(name: str, prog: Program, operands: list[Operand], p: EwParams,
     ]
     ops = list(range(len(prog.ops)))
     for op in tp.used_operands(ops, [prog.out]):
-        if op.pattern != "scalar":
-            at = "offs_cl" if op.library_result else operand_index(op, "offs")
-            lines.append(f"in_{op.name} = tl.load({op.name}_ptr + {at}, mask=mask, other=0.0)")
+        if op.pattern == "scalar":
+            continue
+        at, where = operand_index(op, "offs"), "mask"
+        if op.library_result:
+            at = "offs_cl"
+        elif per_channel(op, rank):  # one value per channel of the tile, broadcast over S
+            at, where = "c", "c < C"
+        lines.append(f"in_{op.name} = tl.load({op.name}_ptr + {at}, mask={where}, other=0.0)")
     lines += [tp.stmt(i) for i in ops]
     lines.append(f"tl.store(out_ptr + offs, {tp.ref(prog.out, True)}, mask=mask)")
     return "\n".join(
@@ -149,7 +157,7 @@ def _cl_solution(ir, p: EwParams, m: Math) -> tuple[list[str], list[str]]:
         f"BLOCK_S=bs, BLOCK_C=bc, num_warps={p.warps})",
         "return out",
     ]
-    return [ew_cl_kernel("htam_ew", ir.prog, ir.operands, p, m)], lines
+    return [ew_cl_kernel("htam_ew", ir.prog, ir.operands, ir.rank, p, m)], lines
 
 
 def ew_solution(ir, p: EwParams, m: Math) -> tuple[list[str], list[str]]:
