@@ -159,7 +159,7 @@ def _channels_last_fits(traced: Traced, ir: EwIR | RowIR) -> bool:
 def _conv_inputs(traced: Traced, ir: EwIR | RowIR) -> tuple[str, ...]:
     """Forward inputs a module convolution reads directly, 4-d or 5-d, that the kernel does not
     read: the forward may hand them to the convolution in channels-last memory."""
-    read = {op.name for op in ir.operands}
+    read = {op.source for op in ir.operands}  # an input's source is its name, at any pattern
     names = []
     for n in traced.graph.graph.nodes:
         if n.op != "call_module" or not n.args or not isinstance(n.args[0], torch.fx.Node):
