@@ -6,6 +6,7 @@ import ast
 
 import pytest
 import torch
+import torch.nn as nn
 
 from htam.evaluate.static import check_source
 from htam.offline import explain_no_match, match
@@ -85,6 +86,13 @@ TASKS = {
         "        return torch.relu(self.conv(x)) - 0.1",
         "torch.randn(2, 3, 16)",
     ),
+    # the call passes more than the input (an output size): the module's own call stays
+    "deconv_output_size": _task(
+        "deconv_output_size",
+        "        self.deconv = nn.ConvTranspose2d(3, 4, 3, stride=2)",
+        "        return torch.tanh(self.deconv(x, output_size=[14, 14]))",
+        "torch.randn(2, 3, 6, 6)",
+    ),
     # no bias: nothing to fold
     "conv_no_bias": _task(
         "conv_no_bias",
@@ -109,6 +117,7 @@ EXPECTED = {
     "deconv_bias": ("elementwise", "deconv", "add -> mul -> hardswish"),
     "conv_reflect": ("elementwise", "conv", "relu -> sub"),
     "conv_no_bias": ("elementwise", "conv", "sigmoid"),
+    "deconv_output_size": ("elementwise", "deconv", "tanh"),
 }
 # The prefix line of each task whose kernel adds the convolution's bias, or calls it whole.
 CONV_CALLS = {
@@ -118,6 +127,7 @@ CONV_CALLS = {
     "deconv_bias": "lib_deconv = _conv_nobias(self.deconv, x)",
     "conv_reflect": "lib_conv = self.conv(x)",
     "conv_no_bias": "lib_conv = self.conv(x)",
+    "deconv_output_size": "lib_deconv = self.deconv(x, output_size = [14, 14])",
 }
 
 
@@ -142,6 +152,22 @@ def test_a_convolution_bias_joins_the_kernel_where_the_kernel_reads_the_result(n
     folded = "_conv_nobias" in CONV_CALLS[name]
     assert m.summary.split(" + ", 1)[1].startswith("add") == folded
     assert ("_conv_nobias(" in solution(TASKS[name], "triton")) == folded
+
+
+def test_only_plain_convolutions_lose_their_bias_to_the_kernel():
+    from htam.offline.front.lower import bias_folds
+
+    class OwnConv(nn.Conv2d):
+        pass
+
+    conv = nn.Conv2d(3, 4, 3)
+    assert bias_folds(conv, "conv") and bias_folds(nn.ConvTranspose3d(3, 4, 3), "block.up")
+    assert not bias_folds(nn.Conv2d(3, 4, 3, bias=False), "conv")
+    assert not bias_folds(nn.Conv2d(3, 4, 3, padding=1, padding_mode="circular"), "conv")
+    assert not bias_folds(OwnConv(3, 4, 3), "conv")  # its forward may differ
+    assert not bias_folds(conv, "blocks.0")  # not spelled self.blocks.0
+    conv.register_forward_hook(lambda m, i, o: o * 2)
+    assert not bias_folds(conv, "conv")
 
 
 def test_nothing_after_the_library_call_is_no_match():

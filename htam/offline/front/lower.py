@@ -105,7 +105,12 @@ class Lowerer:
             return self._make(node, "param", [], {"path": node.target})
         if node.op == "call_module":
             sub = self.traced.graph.get_submodule(node.target)
-            if self.opaque and bias_folds(sub, node.target):
+            if (
+                self.opaque
+                and len(node.args) == 1
+                and not node.kwargs
+                and bias_folds(sub, node.target)
+            ):
                 return self._conv_bias(node, sub)
             try:
                 op, attrs, params = lower_module(sub, node.target)
@@ -198,11 +203,13 @@ _PLAIN_CONVS = (
 
 def bias_folds(module: torch.nn.Module, target: str) -> bool:
     """Whether a library prefix may run this module's convolution without its bias (a plain
-    torch convolution class, zero padding, a bias, a path the forward can spell ``self.a.b``)."""
+    torch convolution class without hooks, zero padding, a bias, a path the forward can spell
+    ``self.a.b``; the caller checks that the call passes the input alone)."""
     return (
         type(module) in _PLAIN_CONVS
         and module.bias is not None
         and module.padding_mode == "zeros"
+        and not (module._forward_hooks or module._forward_pre_hooks)
         and all(part.isidentifier() for part in target.split("."))
     )
 
