@@ -87,6 +87,11 @@ def gpu_devices(gpus: str) -> list[str]:
     return [f"cuda:{g}" for g in chosen]
 
 
+def worker_devices(target: str, gpus: str, workers: int) -> list[str]:
+    """One worker per device: the GPUs ``--gpus`` names on CUDA, ``workers`` CPU slots else."""
+    return gpu_devices(gpus) if target == "cuda" else [f"cpu{i}" for i in range(workers)]
+
+
 def _progress(kind: str, record: dict) -> None:
     if kind == "unit_end":
         speed = record.get("best_speedup")
@@ -157,7 +162,7 @@ def bench_command(
     if ray_spec is not None:
         devices = ["ray"]  # placed by Ray
     else:
-        devices = gpu_devices(gpus) if target == "cuda" else [f"cpu{i}" for i in range(workers)]
+        devices = worker_devices(target, gpus, workers)
     spec = ProposerSpec(llm=llm, base_url=base_url, model=model, factory=proposer)
     _check_proposer(spec, target, language)
     try:
@@ -254,11 +259,7 @@ def optimize_many(
         out = new_run_dir(Path("runs") / f"batch-{method}")
     if not memory.exists():
         MemoryBank.open(memory, create=True).close()
-    devices = (
-        ["ray"]
-        if ray is not None
-        else (gpu_devices("all") if target == "cuda" else [f"cpu{i}" for i in range(workers)])
-    )
+    devices = ["ray"] if ray is not None else worker_devices(target, "all", workers)
     try:
         config = BenchConfig(
             out=out,

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from htam.cli.bench_cmd import _check_proposer, _progress, gpu_devices, load_tasks
+from htam.cli.bench_cmd import _check_proposer, _progress, load_tasks, worker_devices
 from htam.cli.common import (
     LANGUAGE_HELP,
     TARGET_HELP,
@@ -62,7 +62,7 @@ def transfer_command(
         )
     if not target_list:
         fail(f"no task in {target_suite} matches")
-    devices = gpu_devices(gpus) if target == "cuda" else [f"cpu{i}" for i in range(workers)]
+    devices = worker_devices(target, gpus, workers)
     spec = ProposerSpec(llm=llm, base_url=base_url, model=model, factory=proposer)
     _check_proposer(spec, target, language)
     if (out / "build" / "bench.json").exists() and not resume:
