@@ -1,0 +1,43 @@
+"""The harness's hand-over of outputs, without a judge: what it keeps after a call."""
+
+import socket
+
+import torch
+
+from htam.evaluate.harness import Harness
+
+
+def _harness(slot: torch.Tensor, x: torch.Tensor) -> tuple[Harness, list]:
+    harness = Harness(socket.socket(), {"device": "cpu", "l2_flush_mb": 0})  # never used
+    harness.sock.close()
+    harness.inputs[0], harness.slots[0] = [x], [slot]
+    sent: list = []
+    harness.send = sent.append
+    return harness, sent
+
+
+def test_collect_keeps_no_autograd_history_of_the_calls():
+    """A reference with parameters returns outputs that require grad; copied into the judge's
+    slot with autograd on, each copy chained that call's graph (and the activations it saved)
+    onto the slot, so a reference runner held every call it ever made (L2 90: 108 GiB)."""
+    model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.GELU())
+    x, slot = torch.randn(8, 32), torch.empty(8, 32)
+    harness, sent = _harness(slot, x)
+    for _ in range(3):
+        harness.pending = [model(x)]
+        assert harness.pending[0].requires_grad
+        harness.collect()
+    assert sent[-1] == {"type": "done", "ms": 0.0, "problem": None}
+    assert not slot.requires_grad and slot.grad_fn is None
+    with torch.no_grad():
+        torch.testing.assert_close(slot, model(x))
+
+
+def test_a_reference_slower_beside_the_candidate_than_alone_is_flagged():
+    from htam.evaluate.evaluator import reference_drift
+
+    assert reference_drift(8.454, 8.287) is None  # L1 39 on the H200: 2% apart
+    assert reference_drift(1.0, None) is None and reference_drift(None, 1.0) is None
+    flag = reference_drift(13.0, 10.0)
+    assert flag and flag.startswith("the reference took 1.30x its own time")
+    assert reference_drift(8.0, 10.0)  # faster beside it is as suspect
