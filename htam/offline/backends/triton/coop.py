@@ -20,13 +20,16 @@ vector loads as they are. Otherwise (a row of 65535 floats starts anywhere) the 
 second kernel, ``htam_row_coop_shift``, start at 16-byte boundaries of the tensor rather than of
 the row, so that a chunk inside its row is read and written with vectors and no mask; only a
 row's first and last chunks are masked. The plain pass schedule is used (the data is in
-registers, so a pass costs no read). A chunk holds ``8 * block`` elements (32 a thread; a
-shifted one ``4 * block``), at most 16384, doubled until a row has at most one chunk per SM.
+registers, so a pass costs no read). A chunk holds 8192 elements on 4 warps, 64 a thread
+whatever the block and warps of the other kernels (a chunk of 16384 on 4 warps, 128 a thread,
+was slower); it is doubled, with its warps, up to 16384 until a row has at most one chunk per SM.
 
-Measured on the H200 (docs/results-h200.md, runs 19-22): on rows of 65535 the shifted kernel
-was 1.2-1.4x the unshifted one, and about 1.17x faster again with chunks of 4096 rather
-than 8192; on rows of 393216 or 262144 the shifted kernel ran at 0.6x the unshifted one, chunks of
-8192 were best, and the online softmax and Welford schedules made the kernel slower.
+Measured on the H200 (docs/results-h200.md, runs 19-22 and 28): on rows of 65535 the shifted
+kernel was 1.2-1.4x the unshifted one; on rows of 393216 or 262144 the shifted kernel ran at 0.6x
+the unshifted one, and the online softmax and Welford schedules made the kernel slower. Chunks
+of 8192 on 4 warps reached 79-80% of speed of light on L1Norm and L2Norm (68% with the earlier
+default there, 4096 on 4 warps) and 77% on InstanceNorm (75% with the earlier 8192 on 8 warps);
+softmax 66% (68%).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from htam.offline.backends.triton import reduce as red
 from htam.offline.backends.triton.split import SplitKernels, partial_states
 
 ALIGN = 4  # floats in 16 bytes
+CHUNK, WARPS = 8192, 4  # a chunk's elements and warps: 64 elements a thread
 MAX_CHUNK = 16384
 
 
@@ -130,14 +134,11 @@ class CoopKernels(SplitKernels):
         t = f"t_{self.k.ir.primary}"
         args = ", ".join([*args_head, "part", "ipart", "sync", "n_rows", "R", "inner", "float(R)"])
 
-        def chunk(per_block: int) -> int:
-            return min(per_block * self.k.p.block, MAX_CHUNK)
-
         return [
             f"if {t}.is_cuda and inner == 1 and not ({fits}):",
             f"    sms = torch.cuda.get_device_properties({t}.device).multi_processor_count",
             f"    span = R if R % {ALIGN} == 0 else R + {ALIGN - 1}  # the shifted chunks' reach",
-            f"    cb = {chunk(8)} if R % {ALIGN} == 0 else {chunk(4)}",
+            f"    cb = {CHUNK}",
             f"    while triton.cdiv(span, cb) > sms and cb < {MAX_CHUNK}:",
             "        cb *= 2",
             "    csplit = triton.cdiv(span, cb)",
@@ -147,6 +148,6 @@ class CoopKernels(SplitKernels):
             f"        coop = htam_row_coop if R % {ALIGN} == 0 else htam_row_coop_shift",
             f"        coop[(n_rows * csplit,)]({args}, csplit, cb, ROWS=1, "
             "SPLITP=triton.next_power_of_2(csplit), BLOCK=cb, "
-            "num_warps=max(1, cb // 1024))",
+            f"num_warps=cb // {CHUNK // WARPS})",
             "        return out",
         ]
