@@ -5,9 +5,12 @@ it. Op names come from torch.fx (module class names, function and method names) 
 dispatch (``addmm``, ``native_layer_norm``...), lower-cased, without leading or trailing
 underscores. Layout and bookkeeping ops (views, transposes, constants) belong to no family;
 whole attention or transformer modules (``MultiheadAttention``, fx leaves) are ``attention``.
-Three patterns over the op sequence add a family the single ops do not show: batched matmul,
+Patterns over the op sequence add a family the single ops do not show: batched matmul,
 softmax, batched matmul is ``attention``; a mean/var followed by a (r)sqrt is ``normalization``
-(a hand-written RMS or layer norm); exp, sum, div is ``softmax``.
+(a hand-written RMS or layer norm), and so is a norm followed by a division (x / ||x||) or abs,
+sum or mean, division (x / mean |x|); exp, sum, div is ``softmax``. The patterns read the
+order of the ops, not what feeds what: coarse, as priors may be (``torch.norm(x) / 2`` is a
+normalization here).
 """
 
 from __future__ import annotations
@@ -106,6 +109,8 @@ _PATTERNS: list[tuple[tuple[set[str], ...], str]] = [
     ((BATCHED_GEMM, SOFTMAX, BATCHED_GEMM), "attention"),
     (({"mean", "var", "var_mean"}, {"rsqrt", "sqrt"}), "normalization"),
     (({"exp"}, {"sum"}, {"div", "truediv"}), "softmax"),
+    ((NOT_NORMALIZATION, {"div", "truediv"}), "normalization"),  # x / ||x||
+    (({"abs"}, {"sum", "mean"}, {"div", "truediv"}), "normalization"),  # x / mean|x|
 ]
 
 

@@ -116,6 +116,10 @@ def test_family_patterns():
     ]
     assert families(["linear", "softmax", "linear"]) == ["gemm", "softmax"]  # not batched
     assert families(["view", "permute"]) == []
+    # normalizations by a norm (KernelBench L1 37-39): the data-reuse prior reads this family
+    assert "normalization" in families(["norm", "truediv"])
+    assert "normalization" in families(["abs", "mean", "truediv"])
+    assert "normalization" not in families(["sum", "truediv"])  # a mean by hand, not a norm
 
 
 def test_package_exports_the_function_not_the_module():
