@@ -3,6 +3,13 @@ import tempfile
 
 import pytest
 
+# At import, not in pytest_configure: pytest imports the conftest of every folder named on its
+# command line before configuring, and tests/tasks/conftest.py imports Triton (through htam.tasks),
+# so `pytest tests/tasks tests/offline/test_rows_coop.py` ran the coop tests without the
+# interpreter's patches and failed, where `pytest` alone passed.
+if not os.path.exists("/dev/nvidiactl"):
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
 
 def _has_cuda() -> bool:
     try:
@@ -23,13 +30,11 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_configure(config):
     """Keep the caches of a test session out of the user's home (HTAM_TEST_CACHE_DIR reuses
-    one across sessions, e.g. to keep compiled extensions). Without a GPU, Triton runs under its
-    interpreter, which must be chosen before anything imports Triton: Triton decides at import
-    whether its own library functions (tl.sum, tl.sigmoid, ...) are interpreted. The CLI's rich
+    one across sessions, e.g. to keep compiled extensions). (Without a GPU, Triton runs under its
+    interpreter, chosen above at import, before anything imports Triton: Triton decides at import
+    whether its own library functions (tl.sum, tl.sigmoid, ...) are interpreted.) The CLI's rich
     consoles get one fixed width, so no test depends on the caller's terminal or COLUMNS."""
     os.environ["COLUMNS"] = "120"
-    if not os.path.exists("/dev/nvidiactl"):
-        os.environ.setdefault("TRITON_INTERPRET", "1")
     if "HTAM_TEST_CACHE_DIR" in os.environ:
         os.environ["HTAM_CACHE_DIR"] = os.environ["HTAM_TEST_CACHE_DIR"]
     else:
