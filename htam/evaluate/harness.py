@@ -134,12 +134,13 @@ class Harness:
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         problem = self._check(outs, inputs, slots)
         if problem is None:
-            # Without autograd: a copy from an output that requires grad (a reference with
+            # From a detached view: a copy from an output that requires grad (a reference with
             # parameters) chained every call's graph, and the tensors it saved, onto the slot;
             # L2 90's reference runner grew to 108 GiB that way, and each call allocated afresh.
-            with torch.no_grad():
-                for slot, o in zip(slots, outs, strict=True):
-                    slot.copy_(o)
+            # (Detached rather than under no_grad: nothing runs between the last copy and the
+            # reply, where a thread a candidate left can still write the slot.)
+            for slot, o in zip(slots, outs, strict=True):
+                slot.copy_(o.detach())
             if self.device == "cuda":
                 torch.cuda.synchronize()
         self.send({"type": "done", "ms": 0.0, "problem": problem})
