@@ -93,7 +93,9 @@ def judge_against_exact(
     if not all(bool(torch.isfinite(t).all()) for t in (o, r, e)):
         return False, ""
     noise = (r.double() - e).abs()
-    zero = noise > e.abs()  # float32's answer there carries no significant digit
+    # float32's answer there carries no significant digit (an exact 0 for a value float64 does
+    # not round to 0 is one: its noise equals the value)
+    zero = (noise > e.abs()) | ((r == 0) & (e != 0))
     n = int(zero.sum())
     if n == 0:
         return False, ""

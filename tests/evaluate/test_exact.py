@@ -36,7 +36,8 @@ CENTRED = _task("(x - x.mean(dim=1, keepdim=True)).mean(dim=1)", "torch.randn(64
 CASES = {
     # torch's error again, in other places
     "centred_blocked": (CENTRED, "y.reshape(64, 64, 64).sum(2).sum(1) / 4096", "ok",
-                        "64 of 64 elements are zero to float32 precision"),
+                        "of 64 elements are zero to float32 precision"),  # 63 when a row's
+    # float32 mean lands within its float64 value by chance (the inputs come from secrets)
     # the exact answer is 0: a constant near 0 is as right, and the result says so
     "centred_zeros": (CENTRED, "torch.zeros(64)", "ok", "a constant near 0 passes too"),
     "centred_wrong": (CENTRED, "torch.full((64,), 1e-5)", "incorrect", "within 10x"),
