@@ -178,3 +178,42 @@ def borrow(desc: dict, fd: int | None) -> torch.Tensor:
     if fd is None:
         raise ValueError("a CPU buffer without its descriptor")
     return _map_cpu(fd, shape, dtype, nbytes)
+
+
+# --------------------------------------------------------------------------- seals
+
+_SEAL_CHUNK = 1 << 24  # elements per pass: the weights (int32) of one pass stay cached
+_weights: dict[str, torch.Tensor] = {}
+_M64 = (1 << 64) - 1
+
+
+def _seal_weights(n: int, device: torch.device) -> torch.Tensor:
+    """Fixed pseudo-random int32 weights, the same on every process and device (integer
+    arithmetic that wraps): their secrecy buys nothing, since matching a tensor's seal without
+    its bytes means knowing every element."""
+    cached = _weights.get(str(device))
+    if cached is None or cached.numel() < n:
+        w = torch.arange(n, dtype=torch.int32, device=device) * 625341585 + 1013904223
+        w ^= w >> 13
+        w *= 1540483477
+        w ^= w >> 15
+        _weights[str(device)] = cached = w
+    return cached[:n]
+
+
+def seal(t: torch.Tensor, key: int) -> int:
+    """A keyed checksum of every byte of ``t`` in logical order, computed where ``t`` lives: the
+    harness seals each output as the call returned it, and the judge seals the slot it was handed
+    over into, so an output something else wrote (a thread, a stream the candidate left running)
+    after the call returned cannot pass for the call's."""
+    raw = t.detach().contiguous().reshape(-1).view(torch.uint8)
+    words = raw  # as bytes, or as words (from a copy where they start off a word boundary)
+    if raw.numel() % 4 == 0:
+        words = (raw if raw.storage_offset() % 4 == 0 else raw.clone()).view(torch.int32)
+    total = words.numel()
+    for k, start in enumerate(range(0, words.numel(), _SEAL_CHUNK)):
+        part = words[start : start + _SEAL_CHUNK].to(torch.int32)
+        s = int((part * _seal_weights(part.numel(), part.device)).sum())
+        mix = (((key + (k + 1) * 0x9E3779B97F4A7C15) & _M64) * 0xBF58476D1CE4E5B9 & _M64) | 1
+        total = (total + s * mix) & _M64
+    return total

@@ -108,10 +108,12 @@ class Ready(_Msg):
 
 class Done(_Msg):
     """One call finished: its device time by the candidate's events (checked against the judge's
-    own clock), or why its outputs are unusable."""
+    own clock), the seal of each output as the call returned it, or why its outputs are
+    unusable."""
 
     type: Literal["done"]
     ms: float = Field(ge=0, le=1e7)
+    seals: list[Annotated[int, Field(ge=0, lt=1 << 64)]] = Field(default=[], max_length=4096)
     problem: str | None = Field(default=None, max_length=2000)
 
 

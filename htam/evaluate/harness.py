@@ -106,12 +106,12 @@ class Harness:
         self.grads[k] = int(msg.get("grad_outputs", 0))
         self.send({"type": "ready"})
 
-    def call(self, null: bool = False) -> None:
+    def call(self, key: int | None = None) -> None:
         """One timed call, answered at once: the judge's clock around it holds only the flush,
-        the call and a device-wide synchronize (a null call, for the judge's baseline of that
-        overhead, times nothing the candidate wrote)."""
+        the call, a device-wide synchronize and the outputs' seals (a null call, ``key`` None,
+        for the judge's baseline of that overhead, times nothing the candidate wrote)."""
         result: list = []
-        if null:
+        if key is None:
             ms, _, _ = self.once(_nothing, ())
         else:
             model, inputs = self.models[self.active], self.inputs[self.active]
@@ -124,14 +124,17 @@ class Harness:
                     result.append(gradients.training_step(model, list(args[:n]), list(args[n:])))
 
             ms, _, _ = self.once(run, inputs)
-        self.pending = result
-        self.send({"type": "done", "ms": float(ms)})
+        outs = result[0] if result else []
+        self.pending = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+        # Sealed as returned (the device is synchronized): the judge seals the slots again once
+        # it has stopped this process, and any difference was written after the call.
+        seals = [buffers.seal(o, key) if type(o) is torch.Tensor else 0 for o in self.pending]
+        self.send({"type": "done", "ms": float(ms), "seals": seals if result else []})
 
     def collect(self) -> None:
         """Check the last call's outputs and copy them into the judge's slots."""
-        out, inputs, slots = self.pending[0], self.inputs[self.active], self.slots[self.active]
+        outs, inputs, slots = self.pending, self.inputs[self.active], self.slots[self.active]
         self.pending = []
-        outs = list(out) if isinstance(out, (tuple, list)) else [out]
         problem = self._check(outs, inputs, slots)
         if problem is None:
             # From a detached view: a copy from an output that requires grad (a reference with
@@ -179,7 +182,7 @@ class Harness:
                 return
             try:
                 if op == "null":
-                    self.call(null=True)
+                    self.call()
                 elif op == "build":
                     if not self.build(job):
                         return
@@ -191,7 +194,7 @@ class Harness:
                     self.active = msg["config"]
                     self.send({"type": "ready"})
                 elif op == "call":
-                    self.call()
+                    self.call(int(msg["key"]))
                 elif op == "collect":
                     self.collect()
             except _Rejected as rej:

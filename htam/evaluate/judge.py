@@ -6,7 +6,9 @@ Both processes run the same harness under the same isolation, each on its own co
 judge drew fresh for that call (nothing can be remembered from an earlier call) and copied into
 buffers it lent; each hands its outputs over into slots the judge lent, and every output, of the
 correctness trials and of the timed calls alike, is compared on the device where it was
-computed. While one runs, the other is stopped, so neither can slow the other. Each reports its
+computed. The harness seals each output as its call returned it and the judge seals the slot
+again after the comparison: an answer written later, by a thread or a stream the candidate left
+running, does not pass for the call's. While one runs, the other is stopped, so neither can slow the other. Each reports its
 call's device time by its events; the judge checks it against its own clock around the call and
 the hand-over, and the reference runner (trusted code) shows what an honest process's difference
 is: a candidate whose difference is larger let work escape its events.
@@ -158,8 +160,9 @@ class Judge:
         self._sync()
         if runner.stopped:
             runner.freeze(False)  # before the clock starts: the thaw is not the call's time
+        key = _secret()
         t0 = _perf()
-        done = runner.ask({"op": "call"}, timeout_s)
+        done = runner.ask({"op": "call", "key": key}, timeout_s)
         t1 = _perf()
         if not runner.trusted:
             self.probes.append(self._probe_ms())  # device work the candidate left running
@@ -172,6 +175,9 @@ class Judge:
         for k, (buf, v) in enumerate(zip(runner.ins, x, strict=True)):
             if buf is not None and not torch.equal(buf, v):
                 raise runner._fail("rejected", f"the solution modified its inputs (input {k})")
+        if len(done.seals) != len(runner.slots):
+            raise runner._fail("rejected", f"{where}: {len(done.seals)} seals for the outputs")
+        runner.sealed = (key, done.seals)
         hidden = ((t1 - t0) + (t3 - t2)) * 1e3 - done.ms - 2 * runner.baseline_ms - self.copy_ms
         return done.ms, hidden
 
@@ -195,7 +201,21 @@ class Judge:
                     problem += f" ({why})" if why else ""
             if problem:
                 raise Verdict("incorrect", f"{where}, output {k}: {problem}")
+        self._check_seals(where)
         return got[self.cand.name], got[self.ref.name]
+
+    def _check_seals(self, where: str) -> None:
+        """The candidate's slots hold what its call returned, bit for bit. Sealed again after
+        the comparison, so that whatever the comparison saw a kernel left running write, this
+        sees too."""
+        key, seals = self.cand.sealed
+        for k, (slot, expected) in enumerate(zip(self.cand.slots, seals, strict=True)):
+            if buffers.seal(slot, key) != expected:
+                raise Verdict(
+                    "rejected",
+                    f"{where}, output {k}: changed after the call returned (written by "
+                    "something the solution left running)",
+                )
 
     def _sync(self) -> None:
         if self.device == "cuda":

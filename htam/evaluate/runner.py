@@ -30,6 +30,7 @@ class Runner:
         self.baseline_ms = 0.0
         self.ins: list = []
         self.slots: list = []
+        self.sealed: tuple[int, list[int]] = (0, [])  # the last call's key and output seals
 
     def _fail(self, status: str, message: str) -> Verdict:
         if self.trusted:  # not the candidate's fault: the task cannot be judged

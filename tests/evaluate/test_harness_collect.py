@@ -10,7 +10,7 @@ from htam.evaluate.harness import Harness
 def _harness(slot: torch.Tensor, x: torch.Tensor) -> tuple[Harness, list]:
     harness = Harness(socket.socket(), {"device": "cpu", "l2_flush_mb": 0})  # never used
     harness.sock.close()
-    harness.inputs[0], harness.slots[0] = [x], [slot]
+    harness.inputs[0], harness.slots[0], harness.grads[0] = [x], [slot], 0
     sent: list = []
     harness.send = sent.append
     return harness, sent
@@ -41,3 +41,54 @@ def test_a_reference_slower_beside_the_candidate_than_alone_is_flagged():
     flag = reference_drift(13.0, 10.0)
     assert flag and flag.startswith("the reference took 1.30x its own time")
     assert reference_drift(8.0, 10.0)  # faster beside it is as suspect
+
+
+class _Late(torch.nn.Module):
+    """Returns its output at once and writes it again later (as a thread or a stream left
+    running would), after the call has returned."""
+
+    def __init__(self):
+        super().__init__()
+        self.last: torch.Tensor | None = None
+
+    def forward(self, x):
+        self.last = torch.full_like(x, float("nan"))
+        return self.last
+
+
+def test_a_slot_written_after_the_call_returned_is_rejected():
+    import types
+
+    import pytest
+
+    from htam.evaluate.judge import Judge
+    from htam.evaluate.runner import Verdict
+
+    x, slot = torch.randn(64, 33), torch.empty(64, 33)
+    harness, sent = _harness(slot, x)
+    harness.models[0] = model = _Late()
+    judge = Judge({"device": "cpu", "tolerances": {}, "timing": {}, "call_timeout_s": 1.0,
+                   "compile_timeout_s": 1.0}, emit=None, cand=None, ref=None)  # fmt: skip
+
+    def call(key: int) -> None:
+        harness.call(key)
+        assert sent[-1]["type"] == "done" and len(sent[-1]["seals"]) == 1
+        judge.cand = types.SimpleNamespace(slots=[slot], sealed=(key, sent[-1]["seals"]))
+
+    call(987654321)
+    harness.collect()  # handed over as returned: the seal holds
+    judge._check_seals("timed call 3")
+
+    call(5)
+    model.last.copy_(torch.relu(x))  # the answer, written late into the returned tensor
+    harness.collect()
+    with pytest.raises(Verdict) as caught:
+        judge._check_seals("timed call 3")
+    assert caught.value.status == "rejected"
+    assert caught.value.message.startswith("timed call 3, output 0: changed after the call")
+
+    call(6)
+    harness.collect()
+    slot.copy_(torch.relu(x))  # or straight into the judge's slot
+    with pytest.raises(Verdict):
+        judge._check_seals("timed call 4")
