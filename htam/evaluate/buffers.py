@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import hashlib
 import mmap
 import os
 from dataclasses import dataclass
@@ -189,8 +190,8 @@ _M64 = (1 << 64) - 1
 
 def _seal_weights(n: int, device: torch.device) -> torch.Tensor:
     """Fixed pseudo-random int32 weights, the same on every process and device (integer
-    arithmetic that wraps): their secrecy buys nothing, since matching a tensor's seal without
-    its bytes means knowing every element."""
+    arithmetic that wraps). Public, so the sum can be matched by a candidate that changes a few
+    elements within the tolerance: on the GPU a known limit."""
     cached = _weights.get(str(device))
     if cached is None or cached.numel() < n:
         w = torch.arange(n, dtype=torch.int32, device=device) * 625341585 + 1013904223
@@ -205,8 +206,22 @@ def seal(t: torch.Tensor, key: int) -> int:
     """A keyed checksum of every byte of ``t`` in logical order, computed where ``t`` lives: the
     harness seals each output as the call returned it, and the judge seals the slot it was handed
     over into, so an output something else wrote (a thread, a stream the candidate left running)
-    after the call returned cannot pass for the call's."""
-    raw = t.detach().contiguous().reshape(-1).view(torch.uint8)
+    after the call returned cannot pass for the call's. On the CPU it is SHA-256 (1.4 GB/s here,
+    four times the weighted sum): a weighted sum with known weights can be matched by changing a
+    few elements within the tolerance (red team). On the GPU it is the weighted sum, on the
+    device (hashing there would mean copying every output to the host)."""
+    # (a lazy conjugate or negation is resolved first: the slot's copy resolves it too)
+    raw = t.detach().resolve_conj().resolve_neg().contiguous().reshape(-1).view(torch.uint8)
+    return (_hash_seal if raw.device.type == "cpu" else _sum_seal)(raw, key)
+
+
+def _hash_seal(raw: torch.Tensor, key: int) -> int:
+    digest = hashlib.sha256(key.to_bytes(8, "little"))
+    digest.update(memoryview(raw.numpy()))
+    return int.from_bytes(digest.digest()[:8], "little")
+
+
+def _sum_seal(raw: torch.Tensor, key: int) -> int:
     words = raw  # as bytes, or as words (from a copy where they start off a word boundary)
     if raw.numel() % 4 == 0:
         words = (raw if raw.storage_offset() % 4 == 0 else raw.clone()).view(torch.int32)

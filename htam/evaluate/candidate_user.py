@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 
 UID_BASE = 2_100_000  # candidate user ids: far above any real account
+GUARD_OFFSET = 1_000_000  # a stopper's real and saved user id: candidate uid + this, unused
 
 
 def candidate_uid(server_pid: int, slot: int) -> int:
@@ -17,16 +19,25 @@ def candidate_uid(server_pid: int, slot: int) -> int:
 
 
 def uid_pids(uid: int) -> list[int]:
-    """Every process owned by ``uid`` (the candidate and all it started)."""
+    """Every process owned by ``uid`` (the candidate and all it started; not its ``Stopper``,
+    which acts as ``uid`` but is really another user's)."""
     pids = []
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
-                if os.stat(f"/proc/{name}").st_uid == uid:
+                if os.stat(f"/proc/{name}").st_uid == uid and _real_uid(name) == uid:
                     pids.append(int(name))
             except OSError:
                 continue
     return pids
+
+
+def _real_uid(pid: str) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("Uid:"):
+                return int(line.split()[1])
+    return -1
 
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -63,3 +74,49 @@ def kill_uid(uid: int) -> None:
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
+
+
+class Stopper:
+    """Stops and resumes every process of a candidate's user at once. A child of the judge's,
+    whose effective user id is the candidate's and whose real and saved ones are a guard id no
+    process has: its ``kill(-1)`` reaches every process of the candidate's user atomically,
+    however fast they fork, and none of them may signal or trace it (the kernel lets a process
+    signal another only when one of its ids is the other's real or saved id). Listing /proc and
+    signalling each process took the judge 0.8 ms, and 6-40 ms beside 400 processes of the
+    candidate's: after each hand-over, a window in which a thread of the candidate's wrote the
+    answer the call had not computed (red team)."""
+
+    def __init__(self, uid: int):
+        self.sock, theirs = socket.socketpair()
+        self.pid = os.fork()
+        if self.pid == 0:
+            try:
+                self.sock.close()
+                _serve_stops(theirs, uid)
+            finally:
+                os._exit(0)
+        theirs.close()
+
+    def signal(self, sig: int, timeout_s: float = 30.0) -> None:
+        """Send ``sig`` to every process of the user, and wait until it has been sent."""
+        self.sock.settimeout(timeout_s)
+        self.sock.sendall(bytes([sig]))
+        if self.sock.recv(1) != b"k":
+            raise OSError("the stopper ended")
+
+    def close(self) -> None:
+        self.sock.close()  # the stopper reads the end of its socket and exits
+        os.waitpid(self.pid, 0)
+
+
+def _serve_stops(sock: socket.socket, uid: int) -> None:
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid + GUARD_OFFSET, uid, uid + GUARD_OFFSET)
+    if os.getresuid() != (uid + GUARD_OFFSET, uid, uid + GUARD_OFFSET):
+        return  # kill(-1) with any other ids could reach other users' processes
+    while sig := sock.recv(1):
+        try:
+            os.kill(-1, sig[0])
+        except ProcessLookupError:
+            pass  # no process of the user is left
+        sock.sendall(b"k")

@@ -353,6 +353,8 @@ class Judge:
     def close(self) -> None:
         for lent in self.lent:
             lent.free()
+        for runner in (self.cand, self.ref):
+            runner.close()
 
 
 def _secret() -> int:

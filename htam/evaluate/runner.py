@@ -27,6 +27,7 @@ class Runner:
         self.trusted = trusted
         self.name = "the reference" if trusted else "the candidate"
         self.stopped = False
+        self.stopper: candidate_user.Stopper | None = None  # made at the first stop
         self.baseline_ms = 0.0
         self.ins: list = []
         self.slots: list = []
@@ -71,7 +72,21 @@ class Runner:
         return parsed
 
     def freeze(self, stop: bool) -> None:
-        """Stop every process of this runner (host-wide quiescence) or let them go on."""
-        pids = candidate_user.uid_pids(self.uid) if self.by_uid else [self.pid]
-        candidate_user.signal_all(pids, signal.SIGSTOP if stop else signal.SIGCONT)
+        """Stop every process of this runner (host-wide quiescence) or let them go on: at once,
+        by its user id, where it has one of its own."""
+        sig = signal.SIGSTOP if stop else signal.SIGCONT
+        if not self.by_uid:
+            candidate_user.signal_all([self.pid], sig)
+        else:
+            if self.stopper is None:
+                self.stopper = candidate_user.Stopper(self.uid)
+            try:
+                self.stopper.signal(sig)
+            except OSError as exc:
+                raise Verdict("error", f"could not stop {self.name}: {exc}") from None
         self.stopped = stop
+
+    def close(self) -> None:
+        if self.stopper is not None:
+            self.stopper.close()
+            self.stopper = None

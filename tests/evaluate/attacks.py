@@ -76,6 +76,12 @@ ATTACKS_CPU = [
         "cpp",
         (("incorrect", ""), ("rejected", "")),
     ),
+    Attack(  # red team: a late answer nudged to match the weighted-sum seal of the returned one
+        "attack_cpp_seal_forge.py",
+        "timing",
+        "cpp",
+        (("rejected", "changed after the call returned"),),
+    ),
     Attack(
         "attack_shrink_buffer.py",
         "timing",

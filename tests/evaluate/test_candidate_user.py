@@ -1,0 +1,83 @@
+"""The candidate's user as its container: one stop reaches all its processes at once, and none of
+them can reach the process that stops them."""
+
+import os
+import signal
+import time
+
+import pytest
+
+from htam.evaluate.candidate_user import UID_BASE, Stopper, uid_pids
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="changing user ids needs root")
+UID = UID_BASE + 799_999  # no fork server's slot: (server pid % 100000) * 8 + slot < 800000
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"  # gone, or as good as gone
+
+
+def _as_candidate(body) -> int:
+    """A process of the candidate's user running ``body`` (its exit code: 0 when it held)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.setresgid(UID, UID, UID)
+            os.setresuid(UID, UID, UID)
+            code = body()
+        finally:
+            os._exit(code)
+    return pid
+
+
+def _wait_state(pid: int, state: str) -> bool:
+    for _ in range(200):
+        if _state(pid) == state:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_one_stop_reaches_every_process_and_none_can_reach_the_stopper():
+    def fork_and_sleep() -> int:
+        if os.fork() == 0:
+            time.sleep(60)
+            os._exit(0)
+        time.sleep(60)
+        return 0
+
+    parent = _as_candidate(fork_and_sleep)
+    stopper = Stopper(UID)
+    try:
+        time.sleep(0.2)
+        family = uid_pids(UID)  # the stopper acts as the user, but is not one of its processes
+        assert parent in family and len(family) == 2 and stopper.pid not in family
+        stopper.signal(signal.SIGSTOP)
+        assert all(_wait_state(p, "T") for p in family)
+        stopper.signal(signal.SIGCONT)
+        assert all(_wait_state(p, "S") for p in family)
+
+        def attack() -> int:
+            try:
+                os.kill(stopper.pid, signal.SIGSTOP)
+            except PermissionError:
+                return 0
+            return 1
+
+        attacker = _as_candidate(attack)
+        assert os.waitpid(attacker, 0)[1] == 0  # the candidate may not signal the stopper
+        assert _state(stopper.pid) in "SR"
+    finally:
+        stopper.signal(signal.SIGKILL)
+        stopper.close()
+        os.waitpid(parent, 0)
+    for _ in range(200):  # the grandchild, killed too, may linger as a zombie of init's
+        if all(_state(p) == "Z" for p in uid_pids(UID)):
+            break
+        time.sleep(0.01)
+    assert all(_state(p) == "Z" for p in uid_pids(UID))
