@@ -10,7 +10,7 @@ import pytest
 from htam.evaluate.candidate_user import UID_BASE, Stopper, uid_pids
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="changing user ids needs root")
-UID = UID_BASE + 799_999  # no fork server's slot: (server pid % 100000) * 8 + slot < 800000
+UID = UID_BASE - 12_345  # below every fork server's candidate ids, and its guard id below theirs
 
 
 def _state(pid: int) -> str:
