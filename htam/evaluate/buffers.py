@@ -232,3 +232,11 @@ def _sum_seal(raw: torch.Tensor, key: int) -> int:
         mix = (((key + (k + 1) * 0x9E3779B97F4A7C15) & _M64) * 0xBF58476D1CE4E5B9 & _M64) | 1
         total = (total + s * mix) & _M64
     return total
+
+
+def changed(slots: list[torch.Tensor], key: int, seals: list[int]) -> int | None:
+    """The first slot whose bytes are not the ones sealed (with ``key``), or None."""
+    for k, (slot, expected) in enumerate(zip(slots, seals, strict=True)):
+        if seal(slot, key) != expected:
+            return k
+    return None

@@ -8,10 +8,11 @@ buffers it lent; each hands its outputs over into slots the judge lent, and ever
 correctness trials and of the timed calls alike, is compared on the device where it was
 computed. The harness seals each output as its call returned it and the judge seals the slot
 again after the comparison: an answer written later, by a thread or a stream the candidate left
-running, does not pass for the call's. While one runs, the other is stopped, so neither can slow the other. Each reports its
-call's device time by its events; the judge checks it against its own clock around the call and
-the hand-over, and the reference runner (trusted code) shows what an honest process's difference
-is: a candidate whose difference is larger let work escape its events.
+running, does not pass for the call's. While one runs, the other is stopped, so neither can
+slow the other. Each reports its call's device time by its events; the judge checks it against
+its own clock around the call and the hand-over, and the reference runner (trusted code) shows
+what an honest process's difference is: a candidate whose difference is larger let work escape
+its events.
 """
 
 from __future__ import annotations
@@ -201,21 +202,16 @@ class Judge:
                     problem += f" ({why})" if why else ""
             if problem:
                 raise Verdict("incorrect", f"{where}, output {k}: {problem}")
-        self._check_seals(where)
+        # Sealed again after the comparison: whatever it saw a kernel left running write, this
+        # sees too.
+        changed = buffers.changed(self.cand.slots, *self.cand.sealed)
+        if changed is not None:
+            raise Verdict(
+                "rejected",
+                f"{where}, output {changed}: changed after the call returned (written by "
+                "something the solution left running)",
+            )
         return got[self.cand.name], got[self.ref.name]
-
-    def _check_seals(self, where: str) -> None:
-        """The candidate's slots hold what its call returned, bit for bit. Sealed again after
-        the comparison, so that whatever the comparison saw a kernel left running write, this
-        sees too."""
-        key, seals = self.cand.sealed
-        for k, (slot, expected) in enumerate(zip(self.cand.slots, seals, strict=True)):
-            if buffers.seal(slot, key) != expected:
-                raise Verdict(
-                    "rejected",
-                    f"{where}, output {k}: changed after the call returned (written by "
-                    "something the solution left running)",
-                )
 
     def _sync(self) -> None:
         if self.device == "cuda":
