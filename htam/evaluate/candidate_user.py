@@ -10,6 +10,8 @@ import socket
 
 UID_BASE = 2_100_000  # candidate user ids: far above any real account
 GUARD_OFFSET = 1_000_000  # a stopper's real and saved user id: candidate uid + this, unused
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def candidate_uid(server_pid: int, slot: int) -> int:
@@ -40,7 +42,29 @@ def _real_uid(pid: str) -> int:
     return -1
 
 
-_PAGE = os.sysconf("SC_PAGE_SIZE")
+def activity(uid: int) -> dict[int, tuple[str, int]]:
+    """Every thread of every process owned by ``uid``: its state and its time on a CPU so far, in
+    nanoseconds (to the clock tick where the kernel keeps no schedstat)."""
+    threads = {}
+    for pid in uid_pids(uid):
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            where = f"/proc/{pid}/task/{tid}"
+            try:
+                with open(f"{where}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()  # from the state on
+                try:
+                    with open(f"{where}/schedstat") as f:
+                        ran = int(f.read().split()[0])
+                except OSError:  # utime + stime, in clock ticks
+                    ran = (int(fields[11]) + int(fields[12])) * 1_000_000_000 // _TICKS
+            except (OSError, ValueError, IndexError):
+                continue
+            threads[int(tid)] = (fields[0], ran)
+    return threads
 
 
 def rss_mb(pids: list[int]) -> float:

@@ -211,6 +211,7 @@ class Judge:
                 f"{where}, output {changed}: changed after the call returned (written by "
                 "something the solution left running)",
             )
+        self.cand.check_still()
         return got[self.cand.name], got[self.ref.name]
 
     def _sync(self) -> None:

@@ -7,8 +7,17 @@ from __future__ import annotations
 
 import signal
 import socket
+import time
 
 from htam.evaluate import candidate_user, channel
+
+SETTLE_S = 5.0  # how long every thread of a stopped runner may take to stop
+_STOPPED = "tTZX"  # stopped, traced, or gone
+# CPU time the threads of a stopped runner may still gain in all: the end of a last slice that
+# had not been counted when the judge read the times (microseconds); a self-resumed helper ran
+# 60-80 ms.
+TAIL_NS = 200_000
+_RAN = "a process of the solution ran while the judge had it stopped (it resumed itself)"
 
 
 class Verdict(Exception):
@@ -28,6 +37,7 @@ class Runner:
         self.name = "the reference" if trusted else "the candidate"
         self.stopped = False
         self.stopper: candidate_user.Stopper | None = None  # made at the first stop
+        self.still: dict[int, int] | None = None  # each thread's CPU time when last stopped
         self.baseline_ms = 0.0
         self.ins: list = []
         self.slots: list = []
@@ -77,14 +87,49 @@ class Runner:
         sig = signal.SIGSTOP if stop else signal.SIGCONT
         if not self.by_uid:
             candidate_user.signal_all([self.pid], sig)
-        else:
-            if self.stopper is None:
-                self.stopper = candidate_user.Stopper(self.uid)
-            try:
-                self.stopper.signal(sig)
-            except OSError as exc:
-                raise Verdict("error", f"could not stop {self.name}: {exc}") from None
+            self.stopped = stop
+            return
+        if not stop:
+            self.check_still()
+        if self.stopper is None:
+            self.stopper = candidate_user.Stopper(self.uid)
+        try:
+            self.stopper.signal(sig)
+        except OSError as exc:
+            raise Verdict("error", f"could not stop {self.name}: {exc}") from None
         self.stopped = stop
+        self.still = self._settle() if stop and not self.trusted else None
+
+    def _settle(self) -> dict[int, int]:
+        """Each thread's time on a CPU once every thread of the user has stopped (a thread stops
+        as it leaves the kernel) and the times hold still: a thread shows as stopped just before
+        it leaves the CPU, and its last slice is counted as it leaves."""
+        deadline, last = time.monotonic() + SETTLE_S, None
+        while True:
+            threads = candidate_user.activity(self.uid)
+            moving = [tid for tid, (state, _) in threads.items() if state not in _STOPPED]
+            times = {tid: ran for tid, (state, ran) in threads.items() if state in "tT"}
+            if not moving and times == last:
+                return times
+            if time.monotonic() > deadline:
+                raise self._fail(
+                    "rejected", f"{_RAN}: {len(moving)} threads would not stay stopped"
+                )
+            last = times
+            time.sleep(0.0005)
+
+    def check_still(self) -> None:
+        """Nothing of the user ran since it was stopped. No stop keeps a process stopped: a
+        SIGCONT resumes it whoever sends it, its own timer or a sibling the stop had not reached
+        yet (red team: helpers ran 60-80 ms while the harness was stopped); but the kernel counts
+        every thread's time, and a stopped one gains none."""
+        if self.still is None:
+            return
+        live = {t: v for t, v in candidate_user.activity(self.uid).items() if v[0] not in "ZX"}
+        stirred = live.keys() != self.still.keys() or any(v[0] not in "tT" for v in live.values())
+        grew = 0 if stirred else sum(live[t][1] - ran for t, ran in self.still.items())
+        if stirred or grew > TAIL_NS:
+            raise self._fail("rejected", _RAN)
 
     def close(self) -> None:
         if self.stopper is not None:

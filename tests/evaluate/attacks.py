@@ -76,6 +76,12 @@ ATTACKS_CPU = [
         "cpp",
         (("incorrect", ""), ("rejected", "")),
     ),
+    Attack(  # red team: helpers that resume themselves (a SIGCONT timer) after every stop
+        "attack_cpp_self_resume.py",
+        "timing",
+        "cpp",
+        (("rejected", "ran while the judge had it stopped"),),
+    ),
     Attack(  # red team: a late answer nudged to match the weighted-sum seal of the returned one
         "attack_cpp_seal_forge.py",
         "timing",
