@@ -98,7 +98,10 @@ class Runner:
         except OSError as exc:
             raise Verdict("error", f"could not stop {self.name}: {exc}") from None
         self.stopped = stop
-        self.still = self._settle() if stop and not self.trusted else None
+        # Both runners alike: the other's call starts once every thread of this one has
+        # stopped, and the judge does the same work before either's call (while only the
+        # candidate was settled, CI once timed the reference against itself at 1.41x).
+        self.still = self._settle() if stop else None
 
     def _settle(self) -> dict[int, int]:
         """Each thread's time on a CPU once every thread of the user has stopped (a thread stops
