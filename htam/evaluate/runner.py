@@ -17,7 +17,6 @@ _STOPPED = "tTZX"  # stopped, traced, or gone
 # had not been counted when the judge read the times (microseconds); a self-resumed helper ran
 # 60-80 ms.
 TAIL_NS = 200_000
-_RAN = "a process of the solution ran while the judge had it stopped (it resumed itself)"
 
 
 class Verdict(Exception):
@@ -115,9 +114,7 @@ class Runner:
             if not moving and times == last:
                 return times
             if time.monotonic() > deadline:
-                raise self._fail(
-                    "rejected", f"{_RAN}: {len(moving)} threads would not stay stopped"
-                )
+                raise self._ran(f": {len(moving)} threads would not stay stopped")
             last = times
             time.sleep(0.0005)
 
@@ -132,7 +129,14 @@ class Runner:
         stirred = live.keys() != self.still.keys() or any(v[0] not in "tT" for v in live.values())
         grew = 0 if stirred else sum(live[t][1] - ran for t, ran in self.still.items())
         if stirred or grew > TAIL_NS:
-            raise self._fail("rejected", _RAN)
+            raise self._ran()
+
+    def _ran(self, detail: str = "") -> Verdict:
+        return self._fail(
+            "rejected",
+            f"a process of {self.name} ran while the judge had it stopped (it resumed itself)"
+            + detail,
+        )
 
     def close(self) -> None:
         if self.stopper is not None:
