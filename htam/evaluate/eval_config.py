@@ -6,8 +6,25 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-# Names of environment variables that never reach candidate code.
-SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+# The environment that reaches candidate code: only what compilers, PyTorch, Triton, CUDA and
+# the thread pools read (an allowlist: DATABASE_URL, GH_PAT or SMTP_PASSWD came back through a
+# candidate's log under a list of secret-looking names, red team), and of those none whose name
+# looks like a secret.
+ENV_ALLOWED = ("PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM", "USER", "LOGNAME",
+               "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH",
+               "CPLUS_INCLUDE_PATH", "CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS", "MAX_JOBS",
+               "VIRTUAL_ENV", "CONDA_PREFIX")  # fmt: skip
+ENV_ALLOWED_PREFIXES = ("LC_", "PYTHON", "HTAM_", "TORCH", "PYTORCH_", "TRITON_", "CUDA",
+                        "NVCC_", "NVIDIA_", "NCCL_", "OMP_", "GOMP_", "KMP_", "MKL_",
+                        "OPENBLAS_")  # fmt: skip
+SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PWD", "CREDENTIAL", "AUTH")
+
+
+def env_allowed(name: str) -> bool:
+    upper = name.upper()
+    if any(marker in upper for marker in SECRET_MARKERS):
+        return False
+    return upper in ENV_ALLOWED or upper.startswith(ENV_ALLOWED_PREFIXES)
 
 
 def cache_root() -> Path:

@@ -26,7 +26,7 @@ import threading
 from pathlib import Path
 
 from htam.evaluate import isolation
-from htam.evaluate.eval_config import SECRET_MARKERS
+from htam.evaluate.eval_config import env_allowed
 
 PRELOAD = ("torch", "htam.evaluate.trusted_jobs", "htam.evaluate.judge", "htam.evaluate.harness")
 OPTIONAL_PRELOAD = ("triton", "triton.language")
@@ -39,11 +39,7 @@ class ForkServerError(RuntimeError):
 
 
 def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not any(marker in k.upper() for marker in SECRET_MARKERS)
-    }
+    env = {k: v for k, v in os.environ.items() if env_allowed(k)}
     env.update(extra or {})
     env["PYTHONUNBUFFERED"] = "1"
     # OpenMP threads that spin after a parallel region (libgomp's default) steal the core the

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from htam.evaluate.forkserver import ForkServer, ForkServerError
+from htam.evaluate.forkserver import ForkServer, ForkServerError, scrubbed_env
 from htam.evaluate.watchdog import Limits, run_job
 
 PROBE = {"kind": "probe", "device": "cpu"}
@@ -82,3 +82,16 @@ def test_a_dead_or_stopped_server_is_reported_not_waited_for(tmp_path, sig):
         assert not server.alive()
     finally:
         server.close()
+
+
+def test_only_the_allowed_environment_reaches_candidates(monkeypatch):
+    """An allowlist: a secret under any name (red team: DATABASE_URL, GH_PAT, SMTP_PASSWD came
+    back through a candidate's log) stays out; what compilers and torch read goes in."""
+    secrets = ("DATABASE_URL", "GH_PAT", "SMTP_PASSWD", "MYSQL_PWD", "AWS_SESSION_CREDENTIALS",
+               "HF_AUTH", "OPENAI_API_KEY", "HTAM_API_KEY", "TORCH_HUB_TOKEN")  # fmt: skip
+    kept = ("PATH", "TRITON_INTERPRET", "OMP_NUM_THREADS", "HTAM_CACHE_DIR", "CUDA_HOME", "LC_ALL")
+    for name in secrets + kept:
+        monkeypatch.setenv(name, "x")
+    env = scrubbed_env({"PYTHONPATH": "/p"})
+    assert not [name for name in secrets if name in env]
+    assert all(name in env for name in kept) and env["PYTHONPATH"] == "/p"
