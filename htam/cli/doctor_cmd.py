@@ -21,7 +21,7 @@ def doctor_command(
         "namespaces (no network, private /tmp and /dev/shm)": plan.namespaces,
         "read-only filesystem outside the job directory": plan.readonly_fs,
         "an own user id per candidate": plan.drop_uid,
-        "no new sockets (seccomp)": plan.socket_filter,
+        "no new sockets or keyrings (seccomp)": plan.socket_filter,
     }
     gpu = _gpu()
     report = {

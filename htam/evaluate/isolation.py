@@ -88,7 +88,7 @@ class Plan:
         if not self.missing:
             return (
                 "isolation: full (namespaces, read-only filesystem, own user id, rlimits, "
-                "no new sockets)"
+                "no new sockets or keyrings)"
             )
         return "isolation: partial; " + "; ".join(self.missing)
 
@@ -97,6 +97,10 @@ class Plan:
 class Limits:
     nproc: int = 512  # processes and threads of the candidate's user
     nofile: int = 1024
+    # queued signals of the user, and so POSIX timers: thousands of timers armed to fire while
+    # the candidate is stopped were charged to the reference's calls (red team: 2-3x speedups of
+    # a 0.08 ms ReLU)
+    sigpending: int = 256
     fsize_bytes: int = 2 << 30  # largest file it may write (builds included)
     address_space_bytes: int | None = None  # CPU targets only: CUDA reserves huge ranges
     extra: dict = field(default_factory=dict)
@@ -242,13 +246,14 @@ def _rlimits(limits: Limits) -> None:
 
     cap(resource.RLIMIT_NPROC, limits.nproc)
     cap(resource.RLIMIT_NOFILE, limits.nofile)
+    cap(resource.RLIMIT_SIGPENDING, limits.sigpending)
     cap(resource.RLIMIT_FSIZE, limits.fsize_bytes)
     cap(resource.RLIMIT_CORE, 0)
     if limits.address_space_bytes:
         cap(resource.RLIMIT_AS, limits.address_space_bytes)
 
 
-# --------------------------------------------------------------------------- no new sockets
+# ---------------------------------------------------------------- no new sockets, no keyrings
 
 
 class _Filter(ctypes.Structure):
@@ -267,25 +272,31 @@ class _Program(ctypes.Structure):
 _LD, _JEQ, _RET = 0x20, 0x15, 0x06
 _ALLOW, _EACCES = 0x7FFF0000, 0x00050000 | 13
 _X86_64, _SYS_SOCKET, _SYS_SECCOMP = 0xC000003E, 41, 317
+_SYS_ADD_KEY, _SYS_REQUEST_KEY, _SYS_KEYCTL = 248, 249, 250
 _AF_UNIX, _AF_INET, _AF_INET6 = 1, 2, 10
 
 
-def deny_sockets() -> None:
-    """No new socket of the unix or internet families, in every thread of the process and its
-    descendants (seccomp, synchronized across threads). A network namespace keeps the network
-    out, but not a unix socket file that some other program left world-writable; the harness
-    keeps the one socket it was given."""
+def restrict_syscalls() -> None:
+    """No new socket of the unix or internet families, and no kernel keyring, in every thread of
+    the process and its descendants (seccomp, synchronized across threads). A network namespace
+    keeps the network out, but not a unix socket file that some other program left
+    world-writable; the harness keeps the one socket it was given. A user's keyring outlives
+    its processes, and candidate user ids are reused: a key one job added, a later job of the
+    same id read (red team)."""
     prog = [
-        (_LD, 0, 0, 4),  # arch
-        (_JEQ, 0, 6, _X86_64),
-        (_LD, 0, 0, 0),  # syscall number
-        (_JEQ, 0, 4, _SYS_SOCKET),
-        (_LD, 0, 0, 16),  # first argument: the family
-        (_JEQ, 3, 0, _AF_UNIX),
-        (_JEQ, 2, 0, _AF_INET),
-        (_JEQ, 1, 0, _AF_INET6),
-        (_RET, 0, 0, _ALLOW),
-        (_RET, 0, 0, _EACCES),
+        (_LD, 0, 0, 4),  # 0: arch
+        (_JEQ, 0, 9, _X86_64),  # 1: another arch: allow (11)
+        (_LD, 0, 0, 0),  # 2: the syscall number
+        (_JEQ, 3, 0, _SYS_SOCKET),  # 3: to the family (7)
+        (_JEQ, 7, 0, _SYS_ADD_KEY),  # 4: deny (12)
+        (_JEQ, 6, 0, _SYS_REQUEST_KEY),  # 5: deny
+        (_JEQ, 5, 4, _SYS_KEYCTL),  # 6: deny, or allow
+        (_LD, 0, 0, 16),  # 7: first argument: the family
+        (_JEQ, 3, 0, _AF_UNIX),  # 8: deny
+        (_JEQ, 2, 0, _AF_INET),  # 9: deny
+        (_JEQ, 1, 0, _AF_INET6),  # 10: deny, or allow
+        (_RET, 0, 0, _ALLOW),  # 11
+        (_RET, 0, 0, _EACCES),  # 12
     ]
     filters = (_Filter * len(prog))(*[_Filter(*ins) for ins in prog])
     program = _Program(len(prog), filters)
@@ -318,7 +329,9 @@ def _probe_socket_filter() -> None:
     import socket
 
     prctl(PR_SET_NO_NEW_PRIVS, 1)
-    deny_sockets()
+    restrict_syscalls()
+    if _libc.syscall(_SYS_KEYCTL, 0, 0) != -1 or ctypes.get_errno() != errno.EACCES:
+        raise IsolationError(0, "the syscall filter let keyctl through")
     try:
         socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     except PermissionError:

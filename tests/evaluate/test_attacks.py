@@ -60,7 +60,7 @@ def _listen(family, address) -> socket.socket:
 
 @pytest.fixture(scope="module")
 def arena():
-    saved = {k: os.environ.get(k) for k in ("HTAM_CACHE_DIR", "OPENAI_API_KEY")}
+    saved = {k: os.environ.get(k) for k in ("HTAM_CACHE_DIR", "OPENAI_API_KEY", "DATABASE_URL")}
     base = Path(tempfile.mkdtemp(prefix="htam-redteam-", dir="/var/cache"))
     base.chmod(0o755)
     home = Path(pwd.getpwuid(os.getuid()).pw_dir)
@@ -77,6 +77,7 @@ def arena():
     (private / "secret.txt").chmod(0o600)
     os.environ["HTAM_CACHE_DIR"] = str(a.cache)
     os.environ["OPENAI_API_KEY"] = a.key
+    os.environ["DATABASE_URL"] = f"postgres://app:{a.key}@db/prod"  # a secret by no marker
     try:
         a.listeners.append(_listen(socket.AF_INET, ("127.0.0.1", PORT)))
         a.listeners.append(_listen(socket.AF_UNIX, "\0htam-redteam"))

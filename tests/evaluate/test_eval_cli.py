@@ -36,7 +36,7 @@ def test_doctor_reports_each_protection():
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert report["isolation"].startswith("isolation: ")
-    assert set(report["checks"]) >= {"an own user id per candidate", "no new sockets (seccomp)"}
+    assert set(report["checks"]) >= {"an own user id per candidate", "no new sockets or keyrings (seccomp)"}
     # Missing protections are named, one line each; none is silently skipped.
     assert all(report["checks"].values()) == (report["missing"] == [])
 
