@@ -247,7 +247,7 @@ class Evaluator:
             return result
         result.log = truncate(outcome.log)
         judge_outcome(result, outcome, self.config)
-        if outcome.job_dir:
+        if outcome.job_dir and result.status is Status.OK:  # a failed build is not reused
             integrity.promote(self.cache_dir, Path(outcome.job_dir), code_digest)
         for folder in (outcome.job_dir, outcome.runner_dir):
             if folder:

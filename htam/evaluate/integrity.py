@@ -17,6 +17,9 @@ from pathlib import Path
 
 _SECRET_NAME = "secret.key"
 MAX_BUILD_FILE = 512 << 20
+# what one code's builds may keep in the cache in all (red team: a candidate that failed on
+# purpose left 601 MB of random bytes there, copied and hashed again at every rerun)
+MAX_BUILD_TOTAL = 1 << 30
 
 
 def _secret(cache_dir: Path) -> bytes:
@@ -75,7 +78,7 @@ def builds_dir(cache_dir: Path, code_digest: str) -> Path:
 
 def promote(cache_dir: Path, job_dir: Path, code_digest: str, parts=("ext", "triton")) -> None:
     """Copy what a finished (dead) candidate built into the cache for the same code only, with a
-    sealed manifest of every file's hash."""
+    sealed manifest of every file's hash; nothing when it comes to more than MAX_BUILD_TOTAL."""
     # A link in place of a folder would make this (privileged) copy read what it points to.
     present = [
         p
@@ -83,7 +86,7 @@ def promote(cache_dir: Path, job_dir: Path, code_digest: str, parts=("ext", "tri
         if stat.S_ISDIR(os.lstat(job_dir / p).st_mode if os.path.lexists(job_dir / p) else 0)
         and any((job_dir / p).iterdir())
     ]
-    if not present:
+    if not present or sum(_build_bytes(job_dir / p) for p in present) > MAX_BUILD_TOTAL:
         return
     target = builds_dir(cache_dir, code_digest)
     staging = target.with_name(f"{target.name}.{os.getpid()}.tmp")
@@ -93,6 +96,17 @@ def promote(cache_dir: Path, job_dir: Path, code_digest: str, parts=("ext", "tri
     write_sealed(cache_dir, staging / "manifest.json", {"files": _files_except(staging)})
     shutil.rmtree(target, ignore_errors=True)
     os.replace(staging, target)
+
+
+def _build_bytes(root: Path) -> int:
+    """The bytes of the regular files under ``root`` that a promotion would copy."""
+    total = 0
+    for folder, _, names in os.walk(root):
+        for name in names:
+            st = os.lstat(os.path.join(folder, name))
+            if stat.S_ISREG(st.st_mode) and st.st_size < MAX_BUILD_FILE:
+                total += st.st_size
+    return total
 
 
 def _special(folder: str, names: list[str]) -> list[str]:

@@ -232,11 +232,13 @@ def _marks(attack: Attack):
     [pytest.param(x, id=x.fixture, marks=_marks(x)) for x in ATTACKS_CPU],
 )
 def test_attack_cpu(arena, attack):
-    before = _before(arena)
+    before, builds = _before(arena), set((arena.cache / "builds").glob("*"))
     result = _evaluate(arena.evaluator, attack.fixture, attack.language, attack.task)
     print(f"OUTCOME {attack.fixture}: {result.status} {result.speedup} {result.messages}")
     try:
         _no_harm(arena, before, result)
+        if result.status != "ok":  # a failed candidate keeps nothing in the cache (red team)
+            assert set((arena.cache / "builds").glob("*")) <= builds, attack.fixture
         _outcome(attack, result, arena)
         if attack.cls == "slowing the reference" and result.status == "ok":
             ratio = result.ref_runtime_ms / arena.honest.ref_runtime_ms
