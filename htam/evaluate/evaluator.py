@@ -78,6 +78,7 @@ class Evaluator:
             warm_cuda=self.device == "cuda",
             limits=isolation.Limits(
                 address_space_bytes=None if self.device == "cuda" else self.config.address_space(),
+                memfd=self.device == "cuda",
             ),
         )
 

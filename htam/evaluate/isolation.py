@@ -103,6 +103,7 @@ class Limits:
     sigpending: int = 256
     fsize_bytes: int = 2 << 30  # largest file it may write (builds included)
     address_space_bytes: int | None = None  # CPU targets only: CUDA reserves huge ranges
+    memfd: bool = True  # may create memfds (CUDA targets: not tried without them)
     extra: dict = field(default_factory=dict)
 
 
@@ -272,31 +273,38 @@ class _Program(ctypes.Structure):
 _LD, _JEQ, _RET = 0x20, 0x15, 0x06
 _ALLOW, _EACCES = 0x7FFF0000, 0x00050000 | 13
 _X86_64, _SYS_SOCKET, _SYS_SECCOMP = 0xC000003E, 41, 317
-_SYS_ADD_KEY, _SYS_REQUEST_KEY, _SYS_KEYCTL = 248, 249, 250
+_KEYRINGS = (248, 249, 250)  # add_key, request_key, keyctl
+_SYS_MEMFD_CREATE = 319
 _AF_UNIX, _AF_INET, _AF_INET6 = 1, 2, 10
 
 
-def restrict_syscalls() -> None:
+def restrict_syscalls(memfd: bool = True) -> None:
     """No new socket of the unix or internet families, and no kernel keyring, in every thread of
     the process and its descendants (seccomp, synchronized across threads). A network namespace
     keeps the network out, but not a unix socket file that some other program left
     world-writable; the harness keeps the one socket it was given. A user's keyring outlives
     its processes, and candidate user ids are reused: a key one job added, a later job of the
-    same id read (red team)."""
+    same id read (red team). Without ``memfd`` no memfd either: pages of a memfd that no process
+    maps are in no resident set, and the red team held 4.5 GiB under a 3 GiB limit that way."""
+    denied = _KEYRINGS + (() if memfd else (_SYS_MEMFD_CREATE,))
+    family = 4 + len(denied)  # the instruction that loads a socket's family
+    allow, deny = family + 4, family + 5
     prog = [
-        (_LD, 0, 0, 4),  # 0: arch
-        (_JEQ, 0, 9, _X86_64),  # 1: another arch: allow (11)
-        (_LD, 0, 0, 0),  # 2: the syscall number
-        (_JEQ, 3, 0, _SYS_SOCKET),  # 3: to the family (7)
-        (_JEQ, 7, 0, _SYS_ADD_KEY),  # 4: deny (12)
-        (_JEQ, 6, 0, _SYS_REQUEST_KEY),  # 5: deny
-        (_JEQ, 5, 4, _SYS_KEYCTL),  # 6: deny, or allow
-        (_LD, 0, 0, 16),  # 7: first argument: the family
-        (_JEQ, 3, 0, _AF_UNIX),  # 8: deny
-        (_JEQ, 2, 0, _AF_INET),  # 9: deny
-        (_JEQ, 1, 0, _AF_INET6),  # 10: deny, or allow
-        (_RET, 0, 0, _ALLOW),  # 11
-        (_RET, 0, 0, _EACCES),  # 12
+        (_LD, 0, 0, 4),  # arch
+        (_JEQ, 0, allow - 2, _X86_64),  # another arch: allow
+        (_LD, 0, 0, 0),  # the syscall number
+        (_JEQ, family - 4, 0, _SYS_SOCKET),
+    ]
+    for k, nr in enumerate(denied):
+        at = 4 + k
+        prog.append((_JEQ, deny - at - 1, allow - at - 1 if k == len(denied) - 1 else 0, nr))
+    prog += [
+        (_LD, 0, 0, 16),  # first argument: the family
+        (_JEQ, 3, 0, _AF_UNIX),
+        (_JEQ, 2, 0, _AF_INET),
+        (_JEQ, 1, 0, _AF_INET6),
+        (_RET, 0, 0, _ALLOW),
+        (_RET, 0, 0, _EACCES),
     ]
     filters = (_Filter * len(prog))(*[_Filter(*ins) for ins in prog])
     program = _Program(len(prog), filters)
@@ -330,7 +338,7 @@ def _probe_socket_filter() -> None:
 
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     restrict_syscalls()
-    if _libc.syscall(_SYS_KEYCTL, 0, 0) != -1 or ctypes.get_errno() != errno.EACCES:
+    if _libc.syscall(_KEYRINGS[2], 0, 0) != -1 or ctypes.get_errno() != errno.EACCES:
         raise IsolationError(0, "the syscall filter let keyctl through")
     try:
         socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -266,7 +266,7 @@ def _candidate_main(control: socket.socket, job_dir: str, uid: int, plan, limits
     seen_at = isolation.enter(job_dir, uid, plan, limits)
     _warm(warm)
     if plan.socket_filter:  # after CUDA has made its threads: the filter covers them too
-        isolation.restrict_syscalls()
+        isolation.restrict_syscalls(limits.memfd)
     try:
         request, fds = recv_frame(control, with_fds=True)
     except (EOFError, OSError):

@@ -123,6 +123,7 @@ ATTACKS_CPU = [
     Attack("attack_read_proc.py", "reading", "triton", OK),
     Attack("attack_read_files.py", "reading", "triton", OK),
     Attack("attack_keyring_timers.py", "escaping", "triton", OK),
+    Attack("attack_memfd_hoard.py", "escaping", "triton", OK),
     Attack("attack_cpp_ancestors.py", "reading", "cpp", OK_OR_ESCAPE),
     # attack_symlink_build_cache.py has its own test (two runs)
     # ---------------------------------------------------------------- escaping
