@@ -9,15 +9,19 @@ import signal
 import socket
 
 UID_BASE = 2_100_000  # candidate user ids: far above any real account
-GUARD_OFFSET = 1_000_000  # a stopper's real and saved user id: candidate uid + this, unused
+# A stopper's real and saved user id: candidate uid + this, above every candidate id (pids go
+# up to 2**22, so candidate ids stay below 2_100_000 + 2**25).
+GUARD_OFFSET = 1 << 30
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def candidate_uid(server_pid: int, slot: int) -> int:
     """A user id per (fork server, slot): unique on the machine while both live (a server has
-    at most five isolated processes alive: two standbys, a job's two, one being ended)."""
-    return UID_BASE + (server_pid % 100_000) * 8 + slot % 8
+    at most five isolated processes alive: two standbys, a job's two, one being ended). The
+    whole pid, not a part: servers whose pids differ by 100000, on a machine with pid_max at
+    2**22, shared ids (red team)."""
+    return UID_BASE + server_pid * 8 + slot % 8
 
 
 def uid_pids(uid: int) -> list[int]:
