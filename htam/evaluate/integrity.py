@@ -98,27 +98,30 @@ def promote(cache_dir: Path, job_dir: Path, code_digest: str, parts=("ext", "tri
     os.replace(staging, target)
 
 
+def _kept_size(path: str) -> int | None:
+    """The size of a regular file a promotion would copy; None for what a hostile build left
+    that is not one (a FIFO would block the copy, a link would be followed) or is too large."""
+    st = os.lstat(path)
+    return st.st_size if stat.S_ISREG(st.st_mode) and st.st_size < MAX_BUILD_FILE else None
+
+
 def _build_bytes(root: Path) -> int:
-    """The bytes of the regular files under ``root`` that a promotion would copy."""
-    total = 0
-    for folder, _, names in os.walk(root):
-        for name in names:
-            st = os.lstat(os.path.join(folder, name))
-            if stat.S_ISREG(st.st_mode) and st.st_size < MAX_BUILD_FILE:
-                total += st.st_size
-    return total
+    """The bytes of the files under ``root`` that a promotion would copy."""
+    return sum(
+        _kept_size(os.path.join(folder, name)) or 0
+        for folder, _, names in os.walk(root)
+        for name in names
+    )
 
 
 def _special(folder: str, names: list[str]) -> list[str]:
-    """What a hostile build left that is neither a file nor a folder (a FIFO would block the
-    copy, a link would be followed), or is too large to keep."""
-    skip = []
-    for name in names:
-        st = os.lstat(os.path.join(folder, name))
-        regular = stat.S_ISREG(st.st_mode) and st.st_size < MAX_BUILD_FILE
-        if not (regular or stat.S_ISDIR(st.st_mode)):  # links are not copied: nor followed
-            skip.append(name)
-    return skip
+    """The names under ``folder`` a promotion skips: neither a kept file nor a folder."""
+    return [
+        name
+        for name in names
+        if _kept_size(path := os.path.join(folder, name)) is None
+        and not stat.S_ISDIR(os.lstat(path).st_mode)  # links are not copied: nor followed
+    ]
 
 
 def _files_except(root: Path) -> dict[str, str]:
