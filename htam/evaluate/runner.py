@@ -80,15 +80,16 @@ class Runner:
             raise self._fail(parsed.status, parsed.message)
         return parsed
 
-    def freeze(self, stop: bool) -> None:
+    def freeze(self, stop: bool, checked: bool = False) -> None:
         """Stop every process of this runner (host-wide quiescence) or let them go on: at once,
-        by its user id, where it has one of its own."""
+        by its user id, where it has one of its own. A thaw first checks that nothing ran while
+        stopped, unless the caller has just ``checked``."""
         sig = signal.SIGSTOP if stop else signal.SIGCONT
         if not self.by_uid:
             candidate_user.signal_all([self.pid], sig)
             self.stopped = stop
             return
-        if not stop:
+        if not stop and not checked:
             self.check_still()
         if self.stopper is None:
             self.stopper = candidate_user.Stopper(self.uid)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from htam.evaluate import candidate_user
 from htam.evaluate.forkserver import ForkServer
+from htam.evaluate.isolation import PRIVATE
 from htam.evaluate.trusted_jobs import decode_frames
 
 _TICK_S = 0.05
@@ -99,9 +100,11 @@ class _Watch:
                     f"{lim.disk_limit_mb / 1024:.1f} GiB allowed"
                 )
         cand_mb = candidate_user.rss_mb(self.pids(self.cand))
+        if self.cand:
+            cand_mb += candidate_user.private_tmp_mb(self.cand["pid"], PRIVATE)
         if cand_mb > lim.memory_limit_mb:
             return "memory", (
-                f"host memory {cand_mb / 1024:.1f} GiB of the "
+                f"host memory {cand_mb / 1024:.1f} GiB (resident, and in its /tmp) of the "
                 f"{lim.memory_limit_mb / 1024:.1f} GiB allowed "
                 "(raise it with --memory-limit-mb)"
             )

@@ -124,6 +124,8 @@ ATTACKS_CPU = [
     Attack("attack_read_files.py", "reading", "triton", OK),
     Attack("attack_keyring_timers.py", "escaping", "triton", OK),
     Attack("attack_memfd_hoard.py", "escaping", "triton", OK),
+    Attack("attack_sysv_hoard.py", "escaping", "triton", OK),
+    Attack("attack_iouring.py", "escaping", "triton", OK),
     Attack("attack_cpp_ancestors.py", "reading", "cpp", OK_OR_ESCAPE),
     # attack_symlink_build_cache.py has its own test (two runs)
     # ---------------------------------------------------------------- escaping
@@ -168,5 +170,7 @@ ATTACKS_GPU = [
     Attack("attack_read_proc.py", "reading", "triton", OK),
     Attack("attack_cpp_ancestors.py", "reading", "cuda", OK_OR_ESCAPE),
     Attack("attack_spawn_setsid.py", "escaping", "triton", OK),
+    Attack("attack_sysv_hoard.py", "escaping", "triton", OK),
+    Attack("attack_iouring.py", "escaping", "triton", OK),
     Attack("attack_kill_evaluator.py", "attacking the evaluator", "triton", OK),
 ]

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from htam.evaluate.candidate_user import UID_BASE, Stopper, uid_pids
+from htam.evaluate.candidate_user import UID_BASE, Stopper, private_tmp_mb, uid_pids
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="changing user ids needs root")
 UID = UID_BASE - 12_345  # below every fork server's candidate ids, and its guard id below theirs
@@ -81,3 +81,34 @@ def test_one_stop_reaches_every_process_and_none_can_reach_the_stopper():
             break
         time.sleep(0.01)
     assert all(_state(p) == "Z" for p in uid_pids(UID))
+
+
+def test_a_private_tmp_counts_as_the_candidates_memory():
+    """Files in the candidate's own tmpfs are memory no resident set shows (red team 4: three
+    mounts of 1 GiB beside the limit); the host's /tmp is not the candidate's."""
+    import ctypes
+
+    ready, go = os.pipe(), os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            assert libc.unshare(0x00020000) == 0  # CLONE_NEWNS
+            assert libc.mount(None, b"/", None, (1 << 18) | 16384, None) == 0  # private, rec
+            assert libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0, b"size=64m") == 0
+            with open("/tmp/held", "wb") as f:
+                f.write(b"\1" * (24 << 20))
+            os.write(ready[1], b"k")
+            os.read(go[0], 1)
+            code = 0
+        finally:
+            os._exit(code)
+    try:
+        assert os.read(ready[0], 1) == b"k"
+        held = private_tmp_mb(pid, ("/tmp", "/var/tmp"))  # /var/tmp: the host's, not counted
+        assert 23.5 <= held <= 25, held
+        assert private_tmp_mb(os.getpid(), ("/tmp",)) == 0  # the host's own /tmp
+    finally:
+        os.write(go[1], b"k")
+        assert os.waitpid(pid, 0)[1] == 0

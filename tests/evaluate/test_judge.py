@@ -25,3 +25,38 @@ def test_grad_outputs_are_not_any_calls_inputs():
         grad = call[1]
         assert not any(torch.equal(grad, x) for x in inputs)
     assert not torch.equal(calls[0][1], calls[1][1])
+
+
+class _Recorder:
+    """A runner that records what the judge does to it, in order."""
+
+    def __init__(self, log: list, name: str):
+        self.log, self.name = log, name
+        self.stopped, self.trusted, self.baseline_ms = True, True, 0.0
+        self.ins, self.slots = [torch.zeros(4)], [torch.zeros(4)]
+
+    def check_still(self):
+        self.log.append(f"{self.name} checked")
+
+    def freeze(self, stop: bool, checked: bool = False):
+        self.log.append(f"{self.name} {'stopped' if stop else 'thawed'}")
+        self.stopped = stop
+
+    def ask(self, message: dict, timeout_s: float):
+        self.log.append(f"{self.name} {message['op']}")
+        return types.SimpleNamespace(ms=0.0, seals=[0], problem=None)
+
+
+def test_a_thaw_is_on_the_judges_clock(monkeypatch):
+    """A runner is let go on only after the clock has started: a helper woken by the thaw can
+    compute from the inputs already in place before the call arrives (red team 4: 13.7x for a
+    C++ candidate while the thaw came before the clock)."""
+    import htam.evaluate.judge as judge_module
+
+    log: list[str] = []
+    monkeypatch.setattr(judge_module, "_perf", lambda: log.append("clock") or 0.0)
+    judge = _judge()
+    judge.cand, judge.ref = _Recorder(log, "cand"), _Recorder(log, "ref")
+    judge.copy_ms = 0.0
+    judge.call(judge.cand, [torch.ones(4)], 1.0, "test")
+    assert log[:4] == ["cand checked", "clock", "cand thawed", "cand call"]
