@@ -54,7 +54,8 @@ for phase in "$@"; do
         python3 scripts/offline_table.py .gpu/offline 2>&1 | tee "$OUT/offline_table.txt" ;;
     suite) timeout $(($(left) - 40)) python3 scripts/gpu_bars.py "$OUT" suite 2>&1 | tee "$OUT/suite.log" ;;
     gputests)
-        timeout $(($(left) - 40)) python3 -m pytest -q -m gpu -p no:cacheprovider tests/evaluate \
+        timeout $(($(left) - 40)) python3 -m pytest -q -m gpu -p no:cacheprovider \
+            ${GPUTESTS_K:+-k "$GPUTESTS_K"} tests/evaluate \
             tests/offline/test_rows_coop.py \
             2>&1 | tee "$OUT/pytest_gpu.log" ;;
     bench) bench_in .gpu/bench "$OUT/bench.log" --methods htam,no-prefix,random --seeds 2 ;;
