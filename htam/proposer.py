@@ -64,6 +64,10 @@ class Proposal:
     # No code because the endpoint failed (unreachable, bad key, no quota): not evidence about a
     # kernel, so the loop keeps it out of the memory and stops when it repeats.
     infrastructure: bool = False
+    # No code because this proposer has no way to write any for the task or the strategy (the
+    # offline proposer without a template): not evidence about the strategy either, so the
+    # memory does not learn from it.
+    unsupported: bool = False
 
 
 @dataclass

@@ -94,8 +94,9 @@ class Optimizer:
         sig = signature(task, "small")
         timed = signature(task, size)  # the shapes timed, shown to the user
         # A proposer with nothing to write for this task spares the reference's timing: no
-        # candidate will need it.
-        ref = self.evaluator.reference(task, timed=self.proposer.can_propose(task))
+        # candidate will need it; one step records why, and the run ends there.
+        able = self.proposer.can_propose(task)
+        ref = self.evaluator.reference(task, timed=able)
         bound = roofline.lower_bound(ref.flops, ref.nbytes, ref.dtypes, self.evaluator.peaks())
         progress = Progress(ref_ms=ref.timing["median_ms"] if ref.timing else None)
         usage = Usage()
@@ -135,6 +136,8 @@ class Optimizer:
             )
             if self.on_step:
                 self.on_step(step)
+            if not able:
+                break  # every further step would say the same
         result = summary(identity, progress, usage, ref, timed, time.monotonic() - started)
         rundir.save_summary(result)
         return result
@@ -201,8 +204,11 @@ class Optimizer:
             error_excerpt="" if result.correct else " ".join(result.messages)[:300],
             lesson=lesson(result, strategy_id),
         )
-        # A repeat teaches nothing new: the memory learned from that code once already.
-        memory_updated = repeats is None and self.guide.learn(memory_record, ctx.state_text)
+        # A repeat teaches nothing new: the memory learned from that code once already. Nor does
+        # a proposal the proposer could not write at all (newcomer: three steps without a
+        # template taught "fusion failed" to the bank).
+        learns = repeats is None and not proposal.unsupported
+        memory_updated = learns and self.guide.learn(memory_record, ctx.state_text)
         step = Step(
             step=ctx.step,
             method=self.config.method,
@@ -288,7 +294,7 @@ class Optimizer:
         )
         usage.add(step.usage)
         progress.duplicates += step.repeated_proposals
-        if step.repeats_step is None:
+        if step.memory_updated:
             self.guide.learn(step.memory_record, step.state_text)
 
 

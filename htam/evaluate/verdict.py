@@ -32,6 +32,9 @@ def judge_outcome(result: EvalResult, outcome: JobOutcome, config: EvalConfig) -
         kind = outcome.kill_kind
         result.status = Status.TIMEOUT if kind == "timeout" else Status.RUNTIME_ERROR
         result.messages = [f"killed: {outcome.killed}"]
+        if kind == "reference":  # the task cannot be judged here: no evidence on the candidate
+            result.messages = [f"{EVALUATOR_FAILED}: {outcome.killed}"]
+            result.infrastructure = True
         return
     if verdict is None:
         result.status = Status.RUNTIME_ERROR

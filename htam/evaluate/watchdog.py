@@ -35,7 +35,7 @@ class Limits:
 class JobOutcome:
     frames: list[dict] = field(default_factory=list)
     killed: str | None = None  # why the watchdog ended the job, with figures
-    kill_kind: str | None = None  # "timeout", "memory", "output"
+    kill_kind: str | None = None  # "timeout", "memory", "output"; "reference": not the candidate
     log: str = ""  # the candidate's (or a trusted job's) captured output, truncated
     judge_log: str = ""
     wall_s: float = 0.0
@@ -112,7 +112,7 @@ class _Watch:
             self.pids(self.runner) + ([self.judge_pid] if self.judge_pid else [])
         )
         if judge_mb > lim.memory_limit_mb:
-            return "memory", (
+            return "reference", (
                 f"the reference needs more host memory than the "
                 f"{lim.memory_limit_mb / 1024:.1f} GiB allowed (stopped when it held "
                 f"{judge_mb / 1024:.1f} GiB; raise it with --memory-limit-mb)"

@@ -76,6 +76,8 @@ _CACHE: dict[str, Match | str] = {}
 
 def analyze(task: Task) -> Match:
     """Stages 1-3 for ``task``, cached by source; NoMatch with the reason when none fits."""
+    if task.kind == "backward":  # the forward of such a task may match; its gradients do not
+        raise NoMatch("a backward task: the templates write forward kernels only")
     if task.source not in _CACHE:
         if len(_CACHE) > 128:
             _CACHE.clear()

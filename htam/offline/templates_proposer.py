@@ -111,7 +111,7 @@ class OfflineProposer:
             m = analyze(request.task)
             lang = self._language(request)
         except (NoMatch, StrategyError) as err:
-            return Proposal(code=None, error=f"{NO_STRATEGY}: {err}")
+            return Proposal(code=None, error=f"{NO_STRATEGY}: {err}", unsupported=True)
         params, applied = parameters(m, lang, request.base_code)
         strategy, own = request.strategy, None
         if strategy is None and request.base_code is not None:
@@ -121,12 +121,13 @@ class OfflineProposer:
                     code=None,
                     error=f"{NO_STRATEGY}: every template strategy for "
                     f"{m.describe()} is already applied",
+                    unsupported=True,
                 )
         if strategy is not None:
             try:
                 params = apply_strategy(strategy.id, params, m, lang)
             except StrategyError as err:
-                return Proposal(code=None, error=f"{NO_STRATEGY}: {err}")
+                return Proposal(code=None, error=f"{NO_STRATEGY}: {err}", unsupported=True)
             applied = [*applied, strategy.id]
         code = generate(m, lang, params, applied)
         step = strategy.id if strategy else "baseline"

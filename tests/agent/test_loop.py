@@ -104,13 +104,19 @@ def test_offline_run_on_an_unmatched_task_spares_the_reference_timing(tmp_path, 
     relu = task_for("level1/1_ReLU.py")
     proposer = OfflineProposer("cpu")
     assert not proposer.can_propose(conv) and proposer.can_propose(relu)
-    config = OptimizeConfig(method="htam", steps=2, seed=0, target="cpu", language="cpp")
+    config = OptimizeConfig(method="htam", steps=3, seed=0, target="cpu", language="cpp")
     with MemoryBank.open(tmp_path / "m.db", create=True) as bank:
         summary = Optimizer(proposer, CachedEvaluator(evaluator), bank, config).run(
             conv, tmp_path / "run"
         )
+        # one step says why, and the bank learns nothing from it (no template is no evidence
+        # about a direction: newcomer, three such steps taught "fusion failed")
+        assert bank.step_count() == 0
     assert summary["best_status"] == "rejected" and summary["ref_runtime_ms"] is None
-    assert all(s.startswith("rejected") for s in summary["statuses"])
+    assert summary["steps"] == 1 and summary["statuses"] == ["rejected"]
+    step = json.loads((tmp_path / "run" / "steps" / "step_00.json").read_text())
+    assert step["proposal"]["error"].startswith("no applicable strategy")
+    assert step["memory_updated"] is False
     # a later timed request for the same task still gets its times
     assert evaluator.reference(conv).timing["median_ms"] > 0
     assert evaluator.reference(conv, timed=False).timing is not None

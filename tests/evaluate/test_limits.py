@@ -39,3 +39,21 @@ def test_a_reference_over_the_host_limit_names_the_limit_and_the_option(tmp_path
     assert "\n" not in message
     assert "the reference needs more host memory than the" in message and "GiB allowed" in message
     assert "the 1.0 GiB allowed" in message and "--memory-limit-mb" in message
+
+
+def test_a_reference_over_the_limit_inside_a_candidates_job_is_not_the_candidates_failure():
+    """The judge and the reference's runner over the limit while a candidate was judged: the
+    task cannot be judged here, which stops the run instead of teaching the memory a failure
+    (newcomer: a suite run recorded it as the candidate's runtime error)."""
+    from htam.evaluate.result import EvalResult
+    from htam.evaluate.verdict import EVALUATOR_FAILED, judge_outcome
+    from htam.evaluate.watchdog import JobOutcome
+    from htam.status import Status
+
+    for kind, infrastructure in (("reference", True), ("memory", False)):
+        result = EvalResult(Status.OK)
+        outcome = JobOutcome(killed="over the limit", kill_kind=kind)
+        judge_outcome(result, outcome, EvalConfig())
+        assert result.status == Status.RUNTIME_ERROR
+        assert result.infrastructure is infrastructure
+        assert result.messages[0].startswith(EVALUATOR_FAILED) is infrastructure
