@@ -16,11 +16,14 @@ from htam.cli.common import (
     METHOD_HELP,
     TARGET_HELP,
     TIMEOUT_HELP,
+    check_cache_dir,
     console,
     default_size,
     fail,
     limit_overrides,
+    no_tasks,
     resolve_target,
+    writable_dir,
 )
 from htam.cli.report_cmd import fmt, print_metrics
 
@@ -62,7 +65,7 @@ def load_tasks(suites: list[str], levels: list[int] | None, pattern: str | None)
                 seen.add(task.id)
                 tasks.append(task)
     if not tasks:
-        fail(f"no task in {', '.join(suites)} matches the levels and pattern given")
+        no_tasks(suites, filtered=bool(levels or pattern))
     return tasks
 
 
@@ -184,6 +187,8 @@ def bench_command(
         )
     except ValueError as exc:
         fail(str(exc))
+    check_cache_dir()  # before the first line: a bad path is one line, not a traceback
+    writable_dir(out, "--out")
     where = (
         f"Ray ({ray_spec})"
         if ray_spec is not None
@@ -257,6 +262,7 @@ def optimize_many(
         if resume:
             fail("--resume of a batch needs its --out")
         out = new_run_dir(Path("runs") / f"batch-{method}")
+    writable_dir(out, "batch directory")
     if not memory.exists():
         MemoryBank.open(memory, create=True).close()
     devices = ["ray"] if ray is not None else worker_devices(target, "all", workers)

@@ -14,7 +14,14 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from htam.cli.common import console, err_console, fail
+from htam.cli.common import (
+    check_cache_dir,
+    console,
+    err_console,
+    fail,
+    no_tasks,
+    writable_dir,
+)
 from htam.vocab import Target, targets_help
 
 
@@ -182,11 +189,17 @@ def check_command(
         # reference on the target is what the check itself does.
         loaded = load_suite(suite, _parse_levels(levels), tasks, errors=errors, validate=False)
     except (TaskError, ValueError, FileNotFoundError) as exc:
-        fail(str(exc), code=1)
+        fail(str(exc))
     for error in errors:
-        err_console.print(f"[red]error[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
+        err_console.print(
+            f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True
+        )
     if not loaded:
-        fail(f"no task in {suite} matches the levels and pattern given", code=1)
+        if errors:  # every task file is bad: each said why above
+            raise typer.Exit(1)
+        no_tasks([suite], filtered=bool(levels or tasks))
+    check_cache_dir()
+    writable_dir(out, "--out")
     config = CheckConfig(
         out=out,
         target=target,

@@ -3,6 +3,7 @@ memory bank, number formats and clean error exits."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import NoReturn
 
@@ -25,6 +26,58 @@ def fail(message: str, code: int = 2) -> NoReturn:
     """Print one unwrapped error line (paths in it stay copy-pastable) and exit with `code`."""
     err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def writable_dir(path: Path, what: str) -> Path:
+    """Create ``path``, a directory HTAM will write to, before anything else is printed: a bad
+    path is one line here rather than a traceback at the first write."""
+    if path.exists() and not path.is_dir():
+        fail(f"{what} {path}: exists and is not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+        cause = f"{blocker} is not a directory" if blocker else (exc.strerror or str(exc))
+        fail(f"{what} {path}: cannot create the directory: {cause}")
+    if not os.access(path, os.W_OK | os.X_OK):
+        fail(f"{what} {path}: the directory is not writable")
+    return path
+
+
+def check_cache_dir() -> Path:
+    """HTAM_CACHE_DIR (compiled extensions, evaluation and LLM caches, the default bank)."""
+    from htam.evaluate.eval_config import cache_root
+
+    what = "HTAM_CACHE_DIR" if os.environ.get("HTAM_CACHE_DIR") else "cache directory"
+    return writable_dir(cache_root(), what)
+
+
+def check_bank(path: Path, what: str = "--memory") -> None:
+    """Open (creating it from the seed if missing) the memory bank at ``path`` once, up front."""
+    import sqlite3
+
+    from htam.memory import MemoryBank, MemoryBankError
+
+    if path.is_dir():
+        fail(f"{what} {path}: is a directory; give a memory bank file (.db)")
+    try:
+        MemoryBank.open(path, create=True).close()
+    except MemoryBankError as exc:
+        fail(str(exc))
+    except (OSError, sqlite3.Error) as exc:
+        cause = getattr(exc, "strerror", None) or str(exc)
+        fail(f"{what} {path}: cannot open or create the memory bank: {cause}")
+
+
+def no_tasks(suites: list[str], filtered: bool) -> NoReturn:
+    """An empty suite is a usage error; a checkout whose tasks sit in tasks/ (Robust-KBench's
+    root) gets the path to give instead."""
+    message = f"no task in {', '.join(suites)}"
+    message += " matches the levels and pattern given" if filtered else " (no task files found)"
+    inner = [Path(s) / "tasks" for s in suites if (Path(s) / "tasks").is_dir()]
+    if inner:
+        message += f"; its tasks are in {inner[0]}: give that path instead"
+    fail(message)
 
 
 def default_target() -> str:

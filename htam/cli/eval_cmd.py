@@ -14,6 +14,7 @@ from htam.cli.common import (
     MEMORY_LIMIT_HELP,
     TARGET_HELP,
     TIMEOUT_HELP,
+    check_cache_dir,
     console,
     fail,
     fmt_speedup,
@@ -92,6 +93,7 @@ def eval_command(
     target, language = resolve_target(target, language)
     code = read_solution(solution_file)
     task = resolve_task(task_spec)
+    check_cache_dir()  # compiled extensions and the evaluation cache: a bad path is one line
     try:
         size = timed_size(target, language, size, task)
         limits = limit_overrides(memory_limit_mb, timeout_s, compile_reference)

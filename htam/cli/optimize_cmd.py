@@ -1,14 +1,17 @@
 """``htam optimize TASK``: run the HTAM loop on one task with an LLM or the offline proposer.
 
 Exit status: 0 when the run ends with a correct candidate (faster or not: the last line says which
-one the user keeps), 1 when no candidate was correct, 2 for a usage error, 3 when the LLM
-endpoint failed (before the first step or repeatedly during the run).
+one the user keeps), 1 when no candidate was correct, 2 for a usage error (a bad path included),
+3 when the LLM endpoint failed (before the first step or repeatedly during the run) or the task's
+reference cannot run here, 130 when interrupted (Ctrl-C; ``--resume`` continues).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
+import shlex
 from pathlib import Path
 from typing import NoReturn
 
@@ -21,6 +24,8 @@ from htam.cli.common import (
     METHOD_HELP,
     TARGET_HELP,
     TIMEOUT_HELP,
+    check_bank,
+    check_cache_dir,
     console,
     default_memory,
     err_console,
@@ -29,10 +34,12 @@ from htam.cli.common import (
     resolve_target,
     resolve_task,
     timed_size,
+    writable_dir,
 )
 from htam.cli.optimize_view import StepsView, final_line, stats_line, timed_line
 
 INFRASTRUCTURE_EXIT = 3
+INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 
 
 def make_proposer(
@@ -71,14 +78,42 @@ def _run_dir(out: Path | None, stem: Path, resume: bool) -> Path:
     if out is not None:
         return out
     if not resume:
-        return new_run_dir(stem)
+        return writable_dir(new_run_dir(stem), "run directory")
     latest = latest_run_dir(stem)
     if latest is None:
         fail(f"--resume: no earlier run {stem}-* to continue; pass --out DIR")
     return latest
 
 
+def _steps_done(out: Path) -> int:
+    """Finished steps in a run directory: the index of the step a resume starts with."""
+    return len(list((out / "steps").glob("step_*.json")))
+
+
+def _resume_command(ctx: typer.Context, out: Path) -> str:
+    """This command as the user gave it, with ``--resume --out OUT``: a resume must repeat what
+    the run was started with (method, seed, steps, target, ...)."""
+    words = ["htam", "optimize"]
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name)
+        if param.name in ("out", "resume") or value is None:
+            continue
+        source = ctx.get_parameter_source(param.name)
+        if source is None or source.name == "DEFAULT":
+            continue
+        if not param.opts[0].startswith("-"):  # the TASK argument
+            words.append(str(value))
+        elif getattr(param, "is_flag", False):
+            flags = param.opts if value else param.secondary_opts
+            words.extend(flags[:1])
+        else:
+            words.extend([param.opts[0], str(value)])
+    words += ["--resume", "--out", str(out)]
+    return " ".join(shlex.quote(word) for word in words)
+
+
 def optimize_command(
+    ctx: typer.Context,
     task: str = typer.Argument(
         ..., help="task file, or a built-in task id such as level1/6_Softmax"
     ),
@@ -140,6 +175,13 @@ def optimize_command(
     target, language = resolve_target(target, language, offline=llm is None and base_url is None)
     from htam.cli.bench_cmd import check_ray, is_many, optimize_many
 
+    # Every path the run writes to, created or opened before anything is printed: a bad one is
+    # one line (exit 2), not a traceback at its first write.
+    check_cache_dir()
+    check_bank(memory or default_memory(), "--memory" if memory else "memory bank")
+    if out is not None:
+        writable_dir(out, "--out")
+
     if is_many(task, tasks, levels):  # a suite: every task through the bench's executor
         from htam.bench import ProposerSpec
 
@@ -180,12 +222,20 @@ def optimize_command(
     memory = memory or default_memory()
     size = timed_size(target, language, size, the_task)
     timed = signature(the_task, size)
+    # An unmodified KernelBench file has no HTAM_SMALL: its small size is its full size (read
+    # from the source: the large signature may run the reference for real at full size).
+    one_size = re.search(r"^HTAM_SMALL\s*=", the_task.source, re.MULTILINE) is None
     if not quiet:
         shapes = [f"{'x'.join(map(str, s))} {d}" for s, d in timed.inputs]
-        other = "large" if size == "small" else None
+        other = "large" if size == "small" and not one_size else None
         console.print(timed_line(size, shapes, timed.bytes, other), highlight=False)
         console.print(f"memory bank: {memory}", highlight=False, soft_wrap=True)
-        console.print(f"run directory: {out}", highlight=False, soft_wrap=True)
+        if resume and (out / "run.json").exists():
+            console.print(
+                f"resuming {out} at step {_steps_done(out)}", highlight=False, soft_wrap=True
+            )
+        else:
+            console.print(f"run directory: {out}", highlight=False, soft_wrap=True)
     title = f"{the_task.id} · {method} · {proposer.name} · {target}/{language} · {size}"
     view = StepsView(title, config.steps, quiet=quiet, verbose=verbose)
     try:
@@ -201,13 +251,23 @@ def optimize_command(
         ):
             optimizer = Optimizer(proposer, CachedEvaluator(evaluator), bank, config, on_step=view)
             summary = optimizer.run(the_task, out, resume=resume)
+    except KeyboardInterrupt:
+        _interrupted(ctx, out, as_json)
     except InfrastructureError as exc:
         _stop(
             f"stopped: {exc.what} failed: {exc} (the failed steps are not in the memory; "
             f"--resume --out {out} continues)",
             as_json,
         )
-    except (TaskError, EvaluatorError, MemoryBankError, RunDirError) as exc:
+    except TaskError as exc:  # the task loaded, but its reference cannot run here
+        hint = ""
+        if one_size and target == "cpu":
+            hint = (
+                "; this task has no HTAM_SMALL size, so it runs at its full size on the CPU: "
+                "add one (see docs/tasks.md)"
+            )
+        _stop(f"{exc}{hint}", as_json)
+    except (EvaluatorError, MemoryBankError, RunDirError) as exc:
         fail(str(exc))
     summary["bank"] = str(memory)
     _finish(summary, out, as_json, quiet)
@@ -217,6 +277,15 @@ def _stop(message: str, as_json: bool) -> NoReturn:
     if as_json:
         typer.echo(json.dumps({"outcome": "stopped", "error": message}))
     fail(message, code=INFRASTRUCTURE_EXIT)
+
+
+def _interrupted(ctx: typer.Context, out: Path, as_json: bool) -> NoReturn:
+    """Ctrl-C: every finished step is in the run directory; say how to continue."""
+    message = f"interrupted at step {_steps_done(out)}; `{_resume_command(ctx, out)}` continues"
+    if as_json:
+        typer.echo(json.dumps({"outcome": "interrupted", "error": message}))
+    err_console.print(message, highlight=False, soft_wrap=True, markup=False)
+    raise typer.Exit(INTERRUPTED_EXIT)
 
 
 def _finish(summary: dict, out: Path, as_json: bool, quiet: bool) -> None:

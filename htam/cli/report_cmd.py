@@ -49,12 +49,21 @@ def print_metrics(path: Path) -> None:
         console.print(f"[yellow]note:[/] {note}")
 
 
+def _bench_dir(path: Path) -> None:
+    """A missing path is said as such, before "not a bench directory (no plan.json)"."""
+    if not path.exists():
+        fail(f"{path}: no such directory (give the --out of an `htam bench` run)")
+    if not path.is_dir():
+        fail(f"{path}: not a directory (give the --out of an `htam bench` run)")
+
+
 def report_command(
     run_dir: Path = typer.Argument(..., help="a bench directory (--out of htam bench)"),
 ) -> None:
     """Recompute metrics.json, report.md and report.html from the unit summaries in RUN_DIR."""
     from htam.bench import ResultsError, write_report
 
+    _bench_dir(run_dir)
     try:
         files = write_report(run_dir)
     except ResultsError as exc:
@@ -70,6 +79,8 @@ def compare_command(
     """Print two benches side by side, per method: correctness, fast@1, geomean, cost."""
     from htam.bench import ResultsError, bench_metrics
 
+    _bench_dir(run_a)
+    _bench_dir(run_b)
     try:
         a, b = bench_metrics(run_a), bench_metrics(run_b)
     except ResultsError as exc:

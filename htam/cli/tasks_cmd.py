@@ -7,9 +7,10 @@ import json
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from htam.cli.common import console, err_console
+from htam.cli.common import console, err_console, fail, no_tasks
 from htam.tasks import Task, TaskError, load_suite, signature
 from htam.tasks.runtime import num_extra
 from htam.tasks.signatures import format_specs, human
@@ -51,21 +52,23 @@ def list_tasks(
     """List tasks with level, op families, small-size FLOPs and bytes, and shapes.
 
     Bad task files are reported one line each; the others are still listed, and the exit code
-    is 1 if any failed.
+    is 1 if any failed. A path that holds no task at all is a usage error (exit 2).
     """
     errors: list[TaskError] = []
-    err = err_console
     try:
         tasks = load_suite(path, _parse_levels(levels), pattern, errors=errors)
-    except TaskError as error:
-        err.print(f"[red]error[/red] {error}", markup=True, highlight=False, soft_wrap=True)
-        raise typer.Exit(1) from error
+    except (TaskError, ValueError, FileNotFoundError) as error:
+        fail(str(error))
+    if not tasks and not errors:
+        no_tasks([path], filtered=bool(levels or pattern))
     if as_json:
         typer.echo(json.dumps(_listing(path, tasks, errors), indent=2))
     else:
         console.print(_table(tasks, path))
     for error in errors:
-        err.print(f"[red]error[/red] {error}", markup=True, highlight=False, soft_wrap=True)
+        err_console.print(
+            f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True
+        )
     if errors:
         raise typer.Exit(1)
 

@@ -100,7 +100,7 @@ def test_bad_options_are_refused_in_one_line(tmp_path):
     result = check("builtin", "--target", "tpu", "--out", str(tmp_path))
     assert result.exit_code == 2 and "unknown target 'tpu'" in result.stderr
     result = check("builtin", "--target", "cpu", "--tasks", "nothing*", "--out", str(tmp_path))
-    assert result.exit_code == 1 and "no task in builtin matches" in result.stderr
+    assert result.exit_code == 2 and "no task in builtin matches" in result.stderr
 
 
 def test_summary_geomeans_by_hand():

@@ -56,7 +56,7 @@ def test_bad_files_are_reported_and_the_rest_listed(tmp_path):
 
 def test_missing_path_and_bad_levels(tmp_path):
     result = runner.invoke(app, ["tasks", "list", str(tmp_path / "nothing")])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "no such file or directory" in result.stderr
     result = runner.invoke(app, ["tasks", "list", "--levels", "one"])
     assert result.exit_code == 2
