@@ -31,10 +31,10 @@ def judge_outcome(result: EvalResult, outcome: JobOutcome, config: EvalConfig) -
     if outcome.killed:
         kind = outcome.kill_kind
         result.status = Status.TIMEOUT if kind == "timeout" else Status.RUNTIME_ERROR
-        result.messages = [f"killed: {outcome.killed}"]
-        if kind == "reference":  # the task cannot be judged here: no evidence on the candidate
-            result.messages = [f"{EVALUATOR_FAILED}: {outcome.killed}"]
-            result.infrastructure = True
+        # "reference": the task cannot be judged here, which says nothing of the candidate
+        result.infrastructure = kind == "reference"
+        cause = EVALUATOR_FAILED if result.infrastructure else "killed"
+        result.messages = [f"{cause}: {outcome.killed}"]
         return
     if verdict is None:
         result.status = Status.RUNTIME_ERROR

@@ -111,23 +111,20 @@ class OfflineProposer:
             m = analyze(request.task)
             lang = self._language(request)
         except (NoMatch, StrategyError) as err:
-            return Proposal(code=None, error=f"{NO_STRATEGY}: {err}", unsupported=True)
+            return _unsupported(str(err))
         params, applied = parameters(m, lang, request.base_code)
         strategy, own = request.strategy, None
         if strategy is None and request.base_code is not None:
             strategy = own = self._own_choice(request, m, lang)
             if strategy is None:
-                return Proposal(
-                    code=None,
-                    error=f"{NO_STRATEGY}: every template strategy for "
-                    f"{m.describe()} is already applied",
-                    unsupported=True,
+                return _unsupported(
+                    f"every template strategy for {m.describe()} is already applied"
                 )
         if strategy is not None:
             try:
                 params = apply_strategy(strategy.id, params, m, lang)
             except StrategyError as err:
-                return Proposal(code=None, error=f"{NO_STRATEGY}: {err}", unsupported=True)
+                return _unsupported(str(err))
             applied = [*applied, strategy.id]
         code = generate(m, lang, params, applied)
         step = strategy.id if strategy else "baseline"
@@ -155,3 +152,8 @@ class OfflineProposer:
             return generate(m, lang, apply_strategy(sid, params, m, lang), [*applied, sid])
         except StrategyError:
             return None
+
+
+def _unsupported(why: str) -> Proposal:
+    """No code: no template writes any for this task or strategy (not a lesson for the memory)."""
+    return Proposal(code=None, error=f"{NO_STRATEGY}: {why}", unsupported=True)
