@@ -16,7 +16,7 @@ from htam.evaluate.eval_config import EvalConfig
 from htam.evaluate.forkserver import ForkServer, ForkServerError
 from htam.evaluate.result import EvalResult, Timing, truncate
 from htam.evaluate.static import check_source
-from htam.evaluate.verdict import judge_outcome, timing_fields
+from htam.evaluate.verdict import EVALUATOR_FAILED, judge_outcome, timing_fields
 from htam.evaluate.watchdog import JobOutcome, Limits, run_job
 from htam.status import Status
 from htam.tasks.task import Task, TaskError
@@ -248,6 +248,15 @@ class Evaluator:
             return result
         result.log = truncate(outcome.log)
         judge_outcome(result, outcome, self.config)
+        if result.infrastructure and self._reference_runs_alone(task):
+            # the only difference was the candidate beside it (red team 4: a candidate holding
+            # the GPU's memory made the reference's runner fail and stopped the run)
+            result.infrastructure = False
+            cause = result.messages[0].removeprefix(f"{EVALUATOR_FAILED}: ")
+            result.messages = [
+                f"the reference failed beside this candidate ({cause}) but runs alone: the "
+                "candidate's use of shared resources (GPU memory, the machine's) is blamed"
+            ]
         if outcome.job_dir and result.status is Status.OK:  # a failed build is not reused
             integrity.promote(self.cache_dir, Path(outcome.job_dir), code_digest)
         for folder in (outcome.job_dir, outcome.runner_dir):
@@ -256,6 +265,15 @@ class Evaluator:
         if result.status is Status.OK:
             self._timing(result, outcome, ref)
         return result
+
+    def _reference_runs_alone(self, task: Task) -> bool:
+        """Whether the reference, untimed in a job of its own, runs to a result."""
+        try:
+            outcome = self._trusted(self._job("reference", task, time=False, time_compile=False))
+        except EvaluatorError:
+            return False
+        res = outcome.result
+        return not outcome.killed and res is not None and res.get("status") == "ok"
 
     def _timing(self, result: EvalResult, outcome: JobOutcome, ref: Reference) -> None:
         res = outcome.result

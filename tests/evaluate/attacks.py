@@ -173,4 +173,11 @@ ATTACKS_GPU = [
     Attack("attack_sysv_hoard.py", "escaping", "triton", OK),
     Attack("attack_iouring.py", "escaping", "triton", OK),
     Attack("attack_kill_evaluator.py", "attacking the evaluator", "triton", OK),
+    # the reference's runner out of GPU memory beside it: the candidate's failure, not the task's
+    Attack(
+        "attack_gpu_memory_hog.py",
+        "attacking the evaluator",
+        "triton",
+        OK + (("runtime_error", "runs alone"),),
+    ),
 ]

@@ -57,3 +57,43 @@ def test_a_reference_over_the_limit_inside_a_candidates_job_is_not_the_candidate
         assert result.status == Status.RUNTIME_ERROR
         assert result.infrastructure is infrastructure
         assert result.messages[0].startswith(EVALUATOR_FAILED) is infrastructure
+
+
+@pytest.mark.parametrize("alone_ok", [True, False])
+def test_a_reference_failing_only_beside_a_candidate_is_the_candidates_failure(
+    cpu_evaluator, monkeypatch, alone_ok
+):
+    """Red team 4, hole 4: a candidate that holds the GPU's memory makes the reference's runner
+    fail beside it. The evaluator runs the reference alone: if it runs, the candidate is blamed
+    and the run goes on; if not, the task cannot be judged here."""
+    from htam.evaluate.watchdog import JobOutcome
+    from tests.evaluate.cases import FIXTURES, RELU
+    from tests.evaluate.conftest import task_for
+
+    task = task_for(RELU)
+    cpu_evaluator.reference(task)  # timed and cached before the patch
+    real = cpu_evaluator._run
+    seen = []
+
+    def run(job, candidate=None, runner=None):
+        seen.append(job["kind"])
+        if job["kind"] == "judge":
+            failed = {"type": "verdict", "status": "error", "message": "CUDA out of memory"}
+            return JobOutcome(frames=[failed])
+        if not alone_ok:
+            return JobOutcome(killed="the reference's process ended", kill_kind="reference")
+        return real(job, candidate, runner)
+
+    monkeypatch.setattr(cpu_evaluator, "_run", run)
+    code = (FIXTURES / "honest_relu_triton.py").read_text()
+    result = cpu_evaluator.evaluate(task, code, "triton")
+    assert seen == ["judge", "reference"]
+    assert result.status == "runtime_error"
+    assert result.infrastructure is not alone_ok
+    if alone_ok:
+        assert result.messages == [
+            "the reference failed beside this candidate (CUDA out of memory) but runs alone: "
+            "the candidate's use of shared resources (GPU memory, the machine's) is blamed"
+        ]
+    else:
+        assert result.messages == ["the evaluator could not judge this task: CUDA out of memory"]
