@@ -16,6 +16,7 @@ from htam.cli.common import (
     METHOD_HELP,
     TARGET_HELP,
     TIMEOUT_HELP,
+    LoadProgress,
     check_cache_dir,
     console,
     default_size,
@@ -57,7 +58,8 @@ def load_tasks(suites: list[str], levels: list[int] | None, pattern: str | None)
     tasks, seen = [], set()
     for spec in suites:
         try:
-            loaded = load_suite(spec, levels, pattern)
+            with LoadProgress(spec) as progress:
+                loaded = load_suite(spec, levels, pattern, on_load=progress)
         except (TaskError, ValueError, FileNotFoundError) as exc:
             fail(str(exc))
         for task in loaded:

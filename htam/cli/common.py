@@ -195,3 +195,40 @@ def limit_overrides(
     if timeout_s is not None:
         out["run_timeout_s"] = timeout_s
     return out
+
+
+class LoadProgress:
+    """``load_suite``'s ``on_load`` for a command: a transient bar on stderr when it is a
+    terminal, else one line; shown from ``MANY`` tasks on (each reference runs once when it is
+    loaded, and KernelBench's levels 1-3 take minutes)."""
+
+    MANY = 20
+
+    def __init__(self, source: str):
+        self.source = source
+        self.progress = None
+
+    def __call__(self, done: int, total: int, task_id: str) -> None:
+        if total < self.MANY:
+            return
+        if done == 0 and not err_console.is_terminal:
+            err_console.print(f"loading {total} tasks from {self.source}", highlight=False)
+        if not err_console.is_terminal:
+            return
+        if self.progress is None:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            self.progress = Progress(
+                TextColumn("loading tasks"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("{task.description}"), console=err_console, transient=True,
+            )  # fmt: skip
+            self.progress.start()
+            self.bar = self.progress.add_task("", total=total)
+        self.progress.update(self.bar, completed=done, description=task_id)
+
+    def __enter__(self) -> LoadProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()

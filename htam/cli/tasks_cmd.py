@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from htam.cli.common import console, err_console, fail, no_tasks
+from htam.cli.common import LoadProgress, console, err_console, fail, no_tasks
 from htam.tasks import Task, TaskError, load_suite, signature
 from htam.tasks.runtime import num_extra
 from htam.tasks.signatures import format_specs, human
@@ -56,7 +56,10 @@ def list_tasks(
     """
     errors: list[TaskError] = []
     try:
-        tasks = load_suite(path, _parse_levels(levels), pattern, errors=errors)
+        with LoadProgress(path) as progress:
+            tasks = load_suite(
+                path, _parse_levels(levels), pattern, errors=errors, on_load=progress
+            )
     except (TaskError, ValueError, FileNotFoundError) as error:
         fail(str(error))
     if not tasks and not errors:

@@ -22,6 +22,7 @@ Files whose names start with ``_`` (``__init__.py``) are never tasks.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from fnmatch import fnmatch
 from pathlib import Path
 
@@ -43,24 +44,30 @@ def load_suite(
     *,
     errors: list[TaskError] | None = None,
     validate: bool = True,
+    on_load: Callable[[int, int, str], None] | None = None,
 ) -> list[Task]:
     """Load the tasks of ``spec`` (see the module docstring), filtered by level and pattern.
 
     ``pattern`` is an fnmatch glob, or several separated by commas, matched against each task's
     id and name. A bad task file raises its ``TaskError``, unless ``errors`` is given: then it is
-    appended there and the remaining tasks still load.
+    appended there and the remaining tasks still load. ``on_load(done, total, task_id)`` is
+    called before each file is loaded (a validated KernelBench level takes minutes).
     """
     paths, suite, default_levels = _resolve(spec)
     levels = levels or default_levels
-    tasks = []
+    chosen = []
     for path in paths:
         task_id, name, level = task_identity(path, suite)
         if levels is not None and level not in levels:
             continue
-        if pattern is not None and not any(
+        if pattern is None or any(
             fnmatch(task_id, glob) or fnmatch(name, glob) for glob in pattern.split(",")
         ):
-            continue
+            chosen.append((path, task_id))
+    tasks = []
+    for done, (path, task_id) in enumerate(chosen):
+        if on_load is not None:
+            on_load(done, len(chosen), task_id)
         try:
             tasks.append(load_task(path, suite, validate=validate))
         except TaskError as error:

@@ -87,3 +87,29 @@ def test_pipe_output_keeps_ids_whole_and_help_readable():
     helptext = runner.invoke(app, ["bench", "--help"], env={"COLUMNS": None})
     assert helptext.exit_code == 0
     assert max(len(line) for line in helptext.output.splitlines()) <= 300
+
+
+def test_a_long_listing_says_what_it_loads_on_stderr_only(tmp_path):
+    """Each reference runs once as it is loaded (minutes over KernelBench): a listing of many
+    tasks says so on stderr, and stdout stays one JSON object; a short one says nothing."""
+    folder = tmp_path / "many"
+    for i in range(21):
+        write(folder / f"t{i:02d}.py", GOOD)
+    result = runner.invoke(app, ["tasks", "list", str(folder), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["count"] == 21
+    assert result.stderr.strip() == f"loading 21 tasks from {folder}"
+    result = runner.invoke(app, ["tasks", "list", str(folder), "--json", "--pattern", "t0*"])
+    assert json.loads(result.stdout)["count"] == 10 and result.stderr == ""
+
+
+def test_load_suite_reports_each_file_before_loading_it(tmp_path):
+    from htam.tasks import load_suite
+
+    folder = tmp_path / "two"
+    write(folder / "a.py", GOOD)
+    write(folder / "b.py", GOOD)
+    seen = []
+    tasks = load_suite(folder, on_load=lambda *event: seen.append(event))
+    assert [t.id for t in tasks] == ["two/a", "two/b"]
+    assert seen == [(0, 2, "two/a"), (1, 2, "two/b")]
