@@ -13,12 +13,14 @@ shape constants, which ``get_inputs`` reads when it is called. HTAM adds two opt
   configuration is completed at execution time with the module's own values of every constant
   any configuration names, so configurations never leak into one another.
 
-Overrides are applied by assigning module globals after the source has executed, so every
+Overrides are applied where the source assigns each constant (it is executed again with the
+override in place of the module's value), so constants derived from it follow, and every
 function that reads a constant at call time sees the chosen size.
 """
 
 from __future__ import annotations
 
+import ast
 import types
 from typing import Any, Literal
 
@@ -71,8 +73,42 @@ def load_task_module(
     source: str, size: Size = "small", extra: int | None = None, name: str = "htam_task"
 ) -> types.ModuleType:
     """Execute ``source`` and apply the size (and optionally extra configuration ``extra``)."""
-    module = exec_task_source(source, name)
-    apply_overrides(module, size_overrides(module, size))
+    first = exec_task_source(source, name)
+    overrides = size_overrides(first, size)
     if extra is not None:
-        apply_overrides(module, extra_configs(module)[extra])
+        overrides |= extra_configs(first)[extra]
+    if not overrides:
+        return first
+    module = _exec_pinned(source, name, overrides)
+    apply_overrides(module, overrides)  # names bound otherwise (a loop, an unpacking)
+    if "HTAM_CONFIGS" in first.__dict__:  # completed with the module's own values
+        module.__dict__["HTAM_CONFIGS"] = first.__dict__["HTAM_CONFIGS"]
+    return module
+
+
+_PINNED = "__htam_pinned__"
+
+
+def _exec_pinned(source: str, name: str, overrides: dict[str, Any]) -> types.ModuleType:
+    """The source executed again with each module-level ``NAME = value`` of an overridden name
+    reading the override instead, so that constants derived from it (``bias_shape =
+    (out_channels, 1, 1)``) follow the chosen size."""
+    tree = ast.parse(source, f"<{name}>")
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target = node.target
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id in overrides:
+            pinned = ast.Subscript(
+                ast.Name(_PINNED, ast.Load()), ast.Constant(target.id), ast.Load()
+            )
+            node.value = ast.copy_location(pinned, node.value)
+    ast.fix_missing_locations(tree)
+    module = types.ModuleType(name)
+    module.__dict__.update({"__file__": f"<{name}>", _PINNED: overrides})
+    exec(compile(tree, f"<{name}>", "exec"), module.__dict__)
+    del module.__dict__[_PINNED]
     return module

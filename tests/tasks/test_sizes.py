@@ -78,3 +78,44 @@ def test_large_size_takes_tens_of_microseconds_on_the_gpu(suite):
     print("\n" + "\n".join(f"{tid:40s} {us:10.1f} us" for tid, us in report))
     slow_enough = [(tid, us) for tid, us in report if us < 30.0]
     assert not slow_enough, slow_enough
+
+
+DERIVED = """import torch
+import torch.nn as nn
+
+out_channels = 128
+bias_shape = (out_channels, 1, 1)
+width: int = 64
+area = width * width
+pair = a, b = 3, 4
+HTAM_SMALL = {"out_channels": 8, "width": 4, "a": 1}
+HTAM_EXTRA = [{"width": 5}]
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x
+
+
+def get_inputs():
+    return [torch.ones(1)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_an_override_reaches_the_constants_derived_from_it():
+    """Newcomer: HTAM_SMALL = {"out_channels": 8} left bias_shape = (out_channels, 1, 1) at 128
+    and the small size failed on a shape mismatch."""
+    from htam.tasks.module import load_task_module
+
+    large = load_task_module(DERIVED, "large")
+    assert (large.bias_shape, large.area, large.a) == ((128, 1, 1), 4096, 3)
+    small = load_task_module(DERIVED, "small")
+    assert (small.out_channels, small.bias_shape, small.width, small.area) == (8, (8, 1, 1), 4, 16)
+    assert small.a == 1 and small.pair == (3, 4)  # an unpacking is overridden after the fact
+    extra = load_task_module(DERIVED, "small", extra=0)
+    assert (extra.out_channels, extra.bias_shape, extra.area) == (8, (8, 1, 1), 25)
+    assert "__htam_pinned__" not in vars(small)
