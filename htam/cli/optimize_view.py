@@ -98,6 +98,8 @@ def final_line(summary: dict, out: Path) -> str:
         parts.append(f"{fmt_speedup(summary['best_speedup_vs_compile'])} vs torch.compile")
     if summary["best_sol_fraction"]:
         parts.append(f"{100 * summary['best_sol_fraction']:.1f}% of speed of light")
+    if summary.get("timing_meaningful") is False:  # said here, since --quiet keeps this line only
+        parts.append("timed by the Triton interpreter: not meaningful")
     return ", ".join(parts) + f" → {out / 'best.py'}"
 
 
@@ -107,4 +109,7 @@ def stats_line(summary: dict) -> str:
     steps = plural(summary["steps"], "step")
     if summary["duplicates"]:
         steps += f" ({summary['duplicates']} repeated an earlier step's code: not evaluated again)"
-    return f"{steps} · ${summary['cost_usd']:.4f} · {summary['wall_s']:.1f} s"
+    took = f"{summary['wall_s']:.1f} s"
+    if summary.get("total_s"):  # the evaluator's start and the reference's timing besides
+        took = f"{summary['total_s']:.1f} s in all ({took} in the steps)"
+    return f"{steps} · ${summary['cost_usd']:.4f} · {took}"

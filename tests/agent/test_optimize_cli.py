@@ -135,6 +135,11 @@ def test_the_last_line_says_what_the_user_keeps():
     assert (
         final_line(faster, out) == "best: 4.71x vs eager, 22.5% of speed of light → runs/x/best.py"
     )
+    interpreted = {**faster, "timing_meaningful": False}
+    assert final_line(interpreted, out) == (
+        "best: 4.71x vs eager, 22.5% of speed of light, timed by the Triton interpreter: not "
+        "meaningful → runs/x/best.py"
+    )
     none = {**base, "outcome": "none_correct", "best_speedup": None}
     none["statuses"] = ["rejected", "incorrect"]
     assert final_line(none, out).startswith("no correct candidate: the reference stands (rejected")
@@ -154,6 +159,11 @@ def test_the_stats_line_names_repeats_only_when_there_were_some():
 
     summary = {"steps": 6, "duplicates": 0, "cost_usd": 0.0, "wall_s": 118.52}
     assert stats_line(summary) == "6 steps · $0.0000 · 118.5 s"
+    # the command's own time too: the evaluator's start and the reference's timing (newcomer:
+    # the line said 60 s of a 222 s run)
+    assert stats_line({**summary, "total_s": 222.04}) == (
+        "6 steps · $0.0000 · 222.0 s in all (118.5 s in the steps)"
+    )
     assert stats_line({**summary, "duplicates": 2}) == (
         "6 steps (2 repeated an earlier step's code: not evaluated again) · $0.0000 · 118.5 s"
     )
