@@ -52,9 +52,21 @@ def _csv(text: str) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip()]
 
 
+def check_suites(suites: list[str]) -> None:
+    """A spec naming no suite is one line (exit 2) before any suite is loaded."""
+    from htam.tasks import TaskError, check_suite
+
+    for spec in suites:
+        try:
+            check_suite(spec)
+        except TaskError as exc:
+            fail(str(exc))
+
+
 def load_tasks(suites: list[str], levels: list[int] | None, pattern: str | None) -> list:
     from htam.tasks import TaskError, load_suite
 
+    check_suites(suites)
     tasks, seen = [], set()
     for spec in suites:
         try:

@@ -9,7 +9,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from htam.cli.bench_cmd import _check_proposer, _progress, load_tasks, worker_devices
+from htam.cli.bench_cmd import (
+    _check_proposer,
+    _progress,
+    check_suites,
+    load_tasks,
+    worker_devices,
+)
 from htam.cli.common import (
     LANGUAGE_HELP,
     TARGET_HELP,
@@ -51,6 +57,7 @@ def transfer_command(
 
     offline = llm is None and base_url is None and proposer is None
     target, language = resolve_target(target, language, offline=offline)
+    check_suites([source, target_suite])
     source_list = load_tasks([source], None, source_tasks)
     target_list = load_tasks([target_suite], None, tasks)
     backward = [t.id for t in target_list if t.kind == "backward"]

@@ -16,6 +16,7 @@ _EXPORTS = {
     "Signature": "htam.tasks.signatures",
     "signature": "htam.tasks.signatures",
     "builtin_suite": "htam.tasks.suites",
+    "check_suite": "htam.tasks.suites",
     "load_suite": "htam.tasks.suites",
     "Task": "htam.tasks.task",
     "TaskError": "htam.tasks.task",

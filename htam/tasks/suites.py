@@ -77,6 +77,12 @@ def load_suite(
     return tasks
 
 
+def check_suite(spec: str | Path) -> None:
+    """Raise the ``TaskError`` that ``load_suite`` would for a spec naming no suite, before any
+    task is loaded (loading a suite can take minutes)."""
+    _resolve(spec)
+
+
 def _resolve(spec: str | Path) -> tuple[list[Path], str | None, list[int] | None]:
     """(task paths, suite name or None to let each path decide, default level filter)."""
     if str(spec) == "builtin":

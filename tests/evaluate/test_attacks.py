@@ -244,6 +244,9 @@ def test_attack_cpu(arena, attack):
             ratio = result.ref_runtime_ms / arena.honest.ref_runtime_ms
             if ratio >= 2.0:  # or the machine's load moved: against the reference's time now
                 ratio = result.ref_runtime_ms / _honest(arena.evaluator).ref_runtime_ms
+            if ratio >= 2.0:  # a slowing attack slows it again; a load spike passes (CI, once)
+                again = _evaluate(arena.evaluator, attack.fixture, attack.language, attack.task)
+                ratio = again.ref_runtime_ms / _honest(arena.evaluator).ref_runtime_ms
             assert ratio < 2.0, f"the reference ran {ratio:.1f}x slower beside this candidate"
     finally:
         _cleanup_markers(arena)
