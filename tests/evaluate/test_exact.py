@@ -41,7 +41,10 @@ CASES = {
     # the exact answer is 0: a constant near 0 is as right (said in full only when no row's
     # float32 mean lands within its float64 value: see the test of the message below)
     "centred_zeros": (CENTRED, "torch.zeros(64)", "ok", "elements are zero to float32 precision"),
-    "centred_wrong": (CENTRED, "torch.full((64,), 1e-5)", "incorrect", "within 10x"),
+    # which of the two causes is named depends on the float32 order of summation (CI once
+    # named the second); either way the wrong constant is incorrect
+    "centred_wrong": (CENTRED, "torch.full((64,), 1e-5)", "incorrect",
+                      ("within 10x", "not zero to float32 precision")),
     # red team: a reference that overflows to inf where float64 does not
     "inf_zeros": (_task("torch.exp(self.fc(x) * 60.0)", "torch.randn(64, 256)", ", n",
                         "        self.fc = nn.Linear(n, n)"),
@@ -71,7 +74,7 @@ def test_float64_second_opinion(cpu_evaluator, tmp_path, case):
     result = cpu_evaluator.evaluate(load_task(path), _candidate(out), "cpp", allow_torch=True)
     assert result.status == status, (result.messages, result.flags)
     text = " ".join(result.messages + result.flags)
-    assert says in text, text
+    assert any(s in text for s in ((says,) if isinstance(says, str) else says)), text
 
 
 LAZY_AFTER_TRIALS = """import torch
