@@ -17,8 +17,11 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/opt/htam-site:$PWD PYTHONUNBUFFERED=1
 export HTAM_CACHE_DIR=$PWD/.gpu/cache HTAM_TEST_CACHE_DIR=$PWD/.gpu/cache
 mkdir -p .gpu
-# A carried state (the last call's $OUT/state.tgz copied to .gpu/) seeds a fresh machine.
-if [ -f .gpu/state.tgz ] && [ ! -d .gpu/bench ]; then tar -xzf .gpu/state.tgz -C .gpu; fi
+# A carried state (the last call's $OUT/state.tgz copied to .gpu/) seeds a fresh machine; a file
+# carried beside it (a shorter kb_matched.txt) wins over the state's copy.
+if [ -f .gpu/state.tgz ] && [ ! -d .gpu/bench ]; then
+    tar -xzf .gpu/state.tgz -C .gpu --skip-old-files
+fi
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv \
     >"$OUT/nvidia_smi.txt" 2>&1
 htam() { python3 -m htam.cli "$@"; }

@@ -5,13 +5,12 @@ with its cause in one line."""
 from __future__ import annotations
 
 import hashlib
-import shutil
 import tempfile
 import weakref
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from htam.evaluate import integrity, isolation, roofline
+from htam.evaluate import folders, integrity, isolation, roofline
 from htam.evaluate.eval_config import EvalConfig
 from htam.evaluate.forkserver import ForkServer, ForkServerError
 from htam.evaluate.result import EvalResult, Timing, truncate
@@ -51,7 +50,7 @@ class Evaluator:
         self.cache_dir = Path(self.config.cache_dir)
         isolation.not_dumpable()  # no /proc/<pid>/mem or environ of this process for candidates
         self._workroot = Path(tempfile.mkdtemp(prefix="htam-eval-"))
-        self._cleanup = weakref.finalize(self, shutil.rmtree, self._workroot, True)
+        self._cleanup = weakref.finalize(self, folders.remove, self._workroot)
         self._jobs = 0
         self._references: dict[str, Reference] = {}
         self.server: ForkServer | None = None
@@ -126,7 +125,7 @@ class Evaluator:
             self._restart_server()  # the next evaluation gets a working server
             raise
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            folders.remove(workdir)
 
     def _trusted(self, job: dict) -> JobOutcome:
         try:
@@ -261,7 +260,7 @@ class Evaluator:
             integrity.promote(self.cache_dir, Path(outcome.job_dir), code_digest)
         for folder in (outcome.job_dir, outcome.runner_dir):
             if folder:
-                shutil.rmtree(folder, ignore_errors=True)
+                folders.remove(folder)
         if result.status is Status.OK:
             self._timing(result, outcome, ref)
         return result

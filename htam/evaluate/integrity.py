@@ -15,6 +15,8 @@ import shutil
 import stat
 from pathlib import Path
 
+from htam.evaluate import folders
+
 _SECRET_NAME = "secret.key"
 MAX_BUILD_FILE = 512 << 20
 # what one code's builds may keep in the cache in all (red team: a candidate that failed on
@@ -86,7 +88,10 @@ def promote(cache_dir: Path, job_dir: Path, code_digest: str, parts=("ext", "tri
         if stat.S_ISDIR(os.lstat(job_dir / p).st_mode if os.path.lexists(job_dir / p) else 0)
         and any((job_dir / p).iterdir())
     ]
-    if not present or sum(_build_bytes(job_dir / p) for p in present) > MAX_BUILD_TOTAL:
+    if not present:
+        return
+    usage = [folders.scan(str(job_dir / p)) for p in present]
+    if any(u.over for u in usage) or sum(u.sizes for u in usage) > MAX_BUILD_TOTAL:
         return
     target = builds_dir(cache_dir, code_digest)
     staging = target.with_name(f"{target.name}.{os.getpid()}.tmp")
@@ -103,15 +108,6 @@ def _kept_size(path: str) -> int | None:
     that is not one (a FIFO would block the copy, a link would be followed) or is too large."""
     st = os.lstat(path)
     return st.st_size if stat.S_ISREG(st.st_mode) and st.st_size < MAX_BUILD_FILE else None
-
-
-def _build_bytes(root: Path) -> int:
-    """The bytes of the files under ``root`` that a promotion would copy."""
-    return sum(
-        _kept_size(os.path.join(folder, name)) or 0
-        for folder, _, names in os.walk(root)
-        for name in names
-    )
 
 
 def _special(folder: str, names: list[str]) -> list[str]:

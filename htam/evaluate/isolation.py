@@ -277,6 +277,7 @@ _KEYRINGS = (248, 249, 250)  # add_key, request_key, keyctl
 # io_uring_setup, _enter, _register: its SOCKET and CONNECT operations never pass the filter
 _IO_URING = (425, 426, 427)
 _SYSV_IPC = (29, 68)  # shmget, msgget: kernel memory in no process's resident set
+_SOCKETPAIR = (53,)  # a pair's queued data is kernel memory in no resident set either
 _SYS_MEMFD_CREATE = 319
 _AF_UNIX, _AF_INET, _AF_INET6 = 1, 2, 10
 
@@ -290,8 +291,11 @@ def restrict_syscalls(memfd: bool = True) -> None:
     that way). A user's keyring outlives its processes, and candidate user ids are reused: a key
     one job added, a later job of the same id read (red team). No System V shared memory or
     message queue: a detached segment is in no resident set (red team 4 held 6 GiB under a 3
-    GiB limit). Without ``memfd`` no memfd either, for the same reason (4.5 GiB)."""
-    denied = _KEYRINGS + _IO_URING + _SYSV_IPC + (() if memfd else (_SYS_MEMFD_CREATE,))
+    GiB limit), and no socket pair: data queued in 261 pairs held 4 GiB under a 2 GiB limit (red
+    team 5). Without ``memfd`` no memfd either, for the same reason (4.5 GiB)."""
+    denied = (
+        _KEYRINGS + _IO_URING + _SYSV_IPC + _SOCKETPAIR + (() if memfd else (_SYS_MEMFD_CREATE,))
+    )
     family = 4 + len(denied)  # the instruction that loads a socket's family
     allow, deny = family + 4, family + 5
     prog = [
@@ -343,7 +347,11 @@ def _probe_socket_filter() -> None:
 
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     restrict_syscalls()
-    for name, nr in (("keyctl", _KEYRINGS[2]), ("io_uring_setup", _IO_URING[0])):
+    for name, nr in (
+        ("keyctl", _KEYRINGS[2]),
+        ("io_uring_setup", _IO_URING[0]),
+        ("socketpair", _SOCKETPAIR[0]),
+    ):
         if _libc.syscall(nr, 0, 0) != -1 or ctypes.get_errno() != errno.EACCES:
             raise IsolationError(0, f"the syscall filter let {name} through")
     try:

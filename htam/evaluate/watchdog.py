@@ -10,11 +10,12 @@ import os
 import select
 import signal
 import socket
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from htam.evaluate import candidate_user
+from htam.evaluate import candidate_user, folders
 from htam.evaluate.forkserver import ForkServer
 from htam.evaluate.isolation import PRIVATE
 from htam.evaluate.trusted_jobs import decode_frames
@@ -93,11 +94,14 @@ class _Watch:
             if replaced:
                 return "output", "the candidate removed or replaced its output log"
         if disk and self.cand:
-            used = _folder_bytes(self.cand["dir"])
+            usage = folders.scan(self.cand["dir"])
+            if usage.over:
+                return "output", f"disk: the candidate's job directory holds {usage.over}"
+            used = usage.bytes + _unlinked_bytes(self.pids(self.cand), self.cand["dir"])
             if used > lim.disk_limit_mb << 20:
                 return "output", (
                     f"disk: the candidate's job directory holds {used / 2**30:.1f} GiB of the "
-                    f"{lim.disk_limit_mb / 1024:.1f} GiB allowed"
+                    f"{lim.disk_limit_mb / 1024:.1f} GiB allowed (with files removed but open)"
                 )
         cand_mb = candidate_user.rss_mb(self.pids(self.cand))
         if self.cand:
@@ -138,15 +142,27 @@ class _Watch:
             os.close(self.log_fd)
 
 
-def _folder_bytes(folder: str) -> int:
-    total = 0
-    for root, _, files in os.walk(folder):
-        for name in files:
+def _unlinked_bytes(pids: list[int], folder: str) -> int:
+    """The blocks of files on ``folder``'s filesystem that are removed but still open: in no
+    folder, yet on the host's disk until closed (red team 5: 8 GiB past a 4 GiB limit)."""
+    try:
+        dev = os.stat(folder).st_dev
+    except OSError:
+        return 0
+    seen: dict[int, int] = {}
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
             try:
-                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+                st = os.stat(f"/proc/{pid}/fd/{fd}")
             except OSError:
                 continue
-    return total
+            if stat.S_ISREG(st.st_mode) and st.st_nlink == 0 and st.st_dev == dev:
+                seen[st.st_ino] = st.st_blocks * 512
+    return sum(seen.values())
 
 
 def _killpg(pid: int) -> None:

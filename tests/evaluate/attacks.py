@@ -126,6 +126,12 @@ ATTACKS_CPU = [
     Attack("attack_memfd_hoard.py", "escaping", "triton", OK),
     Attack("attack_sysv_hoard.py", "escaping", "triton", OK),
     Attack("attack_iouring.py", "escaping", "triton", OK),
+    Attack(
+        "attack_socketpair_hoard.py",
+        "escaping",
+        "triton",
+        (("compile_error", "Permission denied"),),
+    ),
     Attack("attack_cpp_ancestors.py", "reading", "cpp", OK_OR_ESCAPE),
     # attack_symlink_build_cache.py has its own test (two runs)
     # ---------------------------------------------------------------- escaping
@@ -152,6 +158,15 @@ ATTACKS_CPU = [
     ),
     # ---------------------------------------------------------------- attacking the evaluator
     Attack("attack_kill_evaluator.py", "attacking the evaluator", "triton", OK),
+    # stopped by the watchdog's disk check, or (when the job ends first) removed all the same
+    Attack(
+        "attack_deep_tree.py",
+        "attacking the evaluator",
+        "triton",
+        (("runtime_error", "nested deeper than 64"),) + OK,
+    ),
+    # attack_disk_unlinked.py and attack_inode_flood.py: tests/evaluate/test_limits.py (lower
+    # limits)
     # (attack_huge_frame.py and attack_malformed_json.py above belong here too)
     # ---------------------------------------------------------------- poisoning later runs
     Attack("attack_poison_cache.py", "poisoning", "triton", OK),
@@ -172,6 +187,12 @@ ATTACKS_GPU = [
     Attack("attack_spawn_setsid.py", "escaping", "triton", OK),
     Attack("attack_sysv_hoard.py", "escaping", "triton", OK),
     Attack("attack_iouring.py", "escaping", "triton", OK),
+    Attack(
+        "attack_socketpair_hoard.py",
+        "escaping",
+        "triton",
+        (("compile_error", "Permission denied"),),
+    ),
     Attack("attack_kill_evaluator.py", "attacking the evaluator", "triton", OK),
     # the reference's runner out of GPU memory beside it: the candidate's failure, not the task's
     Attack(

@@ -97,3 +97,36 @@ def test_a_reference_failing_only_beside_a_candidate_is_the_candidates_failure(
         ]
     else:
         assert result.messages == ["the evaluator could not judge this task: CUDA out of memory"]
+
+
+@pytest.mark.parametrize(
+    ("fixture", "lower", "message"),
+    [
+        ("attack_disk_unlinked.py", "disk", "of the 0.0 GiB allowed (with files removed but open)"),
+        ("attack_inode_flood.py", "entries", "holds more than 1000 files and folders"),
+    ],
+)
+def test_what_a_job_directory_holds_unseen_counts_against_its_limits(
+    cpu_evaluator, monkeypatch, fixture, lower, message
+):
+    """Red team 5: files removed but held open (blocks in no folder) and empty files (inodes, no
+    blocks) got past the disk limit. Each fixture holds its files past the watchdog's disk
+    check, under a limit lowered for the test."""
+    import dataclasses
+
+    from htam.evaluate import folders
+    from tests.evaluate.cases import FIXTURES, RELU
+    from tests.evaluate.conftest import task_for
+
+    if lower == "disk":
+        limits = cpu_evaluator._limits
+        monkeypatch.setattr(
+            cpu_evaluator, "_limits", lambda: dataclasses.replace(limits(), disk_limit_mb=32)
+        )
+    else:
+        monkeypatch.setattr(folders, "MAX_ENTRIES", 1000)
+    code = (FIXTURES / fixture).read_text()
+    result = cpu_evaluator.evaluate(task_for(RELU), code, "triton")
+    assert result.status == "runtime_error", result.messages
+    assert result.messages[0].startswith("killed: disk: the candidate's job directory holds ")
+    assert message in result.messages[0]

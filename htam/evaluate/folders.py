@@ -1,0 +1,70 @@
+"""What a candidate wrote into its folders, measured and removed without recursion.
+
+A candidate may leave any tree behind. A chain of 1,500 nested folders (red team 5) overflowed
+Python's stack in ``os.walk`` (recursive under 3.11) and in ``shutil.rmtree``: the evaluator
+crashed and the folder stayed on the host. So the walk here keeps its own stack and stops at
+limits no build comes near, and removal falls back to ``rm -rf``, which has no depth limit.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from dataclasses import dataclass
+
+MAX_ENTRIES = 100_000  # files and folders: empty files use no blocks but do use the host's inodes
+MAX_DEPTH = 64
+MAX_PATH = 2048  # characters below the root; the kernel refuses paths past 4096
+
+
+@dataclass(frozen=True)
+class Usage:
+    bytes: int  # blocks allocated, links not followed
+    sizes: int  # the regular files' lengths (a sparse file's copy is not sparse)
+    entries: int
+    over: str | None  # which limit the tree passed (the walk stopped there), or None
+
+
+def scan(root: str) -> Usage:
+    """The blocks and entries under ``root``, stopping at the first limit passed."""
+    total = sizes = entries = 0
+    stack = [(root, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                for entry in it:
+                    entries += 1
+                    if entries > MAX_ENTRIES:
+                        return Usage(
+                            total, sizes, entries, f"more than {MAX_ENTRIES} files and folders"
+                        )
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    total += st.st_blocks * 512
+                    sizes += st.st_size if stat.S_ISREG(st.st_mode) else 0
+                    if stat.S_ISDIR(st.st_mode):
+                        if depth + 1 > MAX_DEPTH:
+                            return Usage(
+                                total, sizes, entries, f"folders nested deeper than {MAX_DEPTH}"
+                            )
+                        if len(entry.path) - len(root) > MAX_PATH:
+                            return Usage(
+                                total, sizes, entries, f"paths longer than {MAX_PATH} characters"
+                            )
+                        stack.append((entry.path, depth + 1))
+        except OSError:
+            continue
+    return Usage(total, sizes, entries, None)
+
+
+def remove(path: str | os.PathLike) -> None:
+    """Remove a tree, however deep; nothing if it is gone."""
+    try:
+        shutil.rmtree(path, ignore_errors=True)
+    except RecursionError:
+        subprocess.run(["rm", "-rf", "--", os.fspath(path)], check=False)
