@@ -24,7 +24,7 @@ import time
 
 import torch
 
-from htam.evaluate import buffers, channel, exact, gradients, judge_timing
+from htam.evaluate import buffers, channel, exact, gradients, judge_timing, shifted
 from htam.evaluate.compare import compare_tensor
 from htam.evaluate.eval_config import Tolerance
 from htam.evaluate.runner import Runner, Verdict
@@ -261,11 +261,15 @@ class Judge:
                 self.first_call_s = self.first_call_s or _perf() - t0
                 if first:
                     self.copy_ms = self._copy_ms()
-        self.marks["trials_done"] = _clock()
         index, module, self.ref.slots, self.cand.slots, self.ref.ins, self.cand.ins = base[:6]
         self.grad_specs, self.model_args = base[6:]
         if len(configs(self.job)) > 1:
             self.both({"op": "use", "config": index}, self.call_timeout_s)
+        if self.grad_specs is None and shifted.applies(self.ref.slots):
+            x = shifted.draw(*self.model_args, self.device, self.inputs(module), _secret())
+            if x is not None:
+                self.round(x, "the trial on scaled and shifted inputs", self.call_timeout_s, True)
+        self.marks["trials_done"] = _clock()
         timing, paired, escape = self.timed(module)
         self.marks["timed"] = _clock()
         return {

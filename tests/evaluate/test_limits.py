@@ -130,3 +130,23 @@ def test_what_a_job_directory_holds_unseen_counts_against_its_limits(
     assert result.status == "runtime_error", result.messages
     assert result.messages[0].startswith("killed: disk: the candidate's job directory holds ")
     assert message in result.messages[0]
+
+
+@pytest.mark.parametrize(
+    ("fixture", "status"),
+    [("honest_hinge_triton.py", "ok"), ("cheat_input_distribution.py", "incorrect")],
+)
+def test_a_shortcut_from_the_inputs_distribution_fails_the_shifted_trial(
+    cpu_evaluator, fixture, status
+):
+    """Red team 5: a loss computed from the targets alone passes every draw of get_inputs (the
+    predictions' mean is always 0.5); the trial on scaled and shifted inputs tells it apart from
+    the honest kernel, which passes it."""
+    from tests.evaluate.cases import FIXTURES
+    from tests.evaluate.conftest import task_for
+
+    code = (FIXTURES / fixture).read_text()
+    result = cpu_evaluator.evaluate(task_for(FIXTURES / "hinge_task.py"), code, "triton")
+    assert result.status == status, result.messages
+    if status == "incorrect":
+        assert result.messages[0].startswith("the trial on scaled and shifted inputs, output 0: ")
