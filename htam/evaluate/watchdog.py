@@ -143,25 +143,26 @@ class _Watch:
 
 
 def _unlinked_bytes(pids: list[int], folder: str) -> int:
-    """The blocks of files on ``folder``'s filesystem that are removed but still open: in no
-    folder, yet on the host's disk until closed (red team 5: 8 GiB past a 4 GiB limit)."""
+    """The blocks of files on ``folder``'s filesystem that are removed but still open or mapped:
+    in no folder, yet on the host's disk until closed (red team 5: 8 GiB past a 4 GiB limit)."""
     try:
         dev = os.stat(folder).st_dev
     except OSError:
         return 0
     seen: dict[int, int] = {}
     for pid in pids:
-        try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except OSError:
-            continue
-        for fd in fds:
+        for kind in ("fd", "map_files"):  # held open, or mapped after its descriptor closed
             try:
-                st = os.stat(f"/proc/{pid}/fd/{fd}")
+                names = os.listdir(f"/proc/{pid}/{kind}")
             except OSError:
                 continue
-            if stat.S_ISREG(st.st_mode) and st.st_nlink == 0 and st.st_dev == dev:
-                seen[st.st_ino] = st.st_blocks * 512
+            for name in names:
+                try:
+                    st = os.stat(f"/proc/{pid}/{kind}/{name}")
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode) and st.st_nlink == 0 and st.st_dev == dev:
+                    seen[st.st_ino] = st.st_blocks * 512
     return sum(seen.values())
 
 
