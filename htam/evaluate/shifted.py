@@ -12,8 +12,13 @@ moves every such statistic. A task whose reference cannot take them (a probabili
 must stay in [0, 1], a logarithm of a shifted value) gets a milder shift, scaling only (a in
 [0.5, 1]); where the reference cannot take that either (it raises, or returns a non-finite value
 where it returned a finite one), there is no such trial. The judge decides this on its own copy of
-the reference before either runner sees the inputs. What remains possible: a candidate that
-samples its inputs to estimate their distribution before taking the shortcut (docs/evaluator.md).
+the reference before either runner sees the inputs.
+
+A candidate that counted its calls could do the work on the trials and take the shortcut on the
+timed calls, whose inputs come from the task's distribution. So each timed call's fresh inputs
+get the same shift with probability 1/2, drawn in secret: the comparison of every timed output
+then catches a shortcut on any of them. What remains possible: a candidate that samples its
+inputs to estimate their distribution before taking the shortcut (docs/evaluator.md).
 """
 
 from __future__ import annotations
@@ -37,25 +42,32 @@ def applies(outputs: list) -> bool:
     )
 
 
-def _shift(x: list, gen: torch.Generator, mild: bool) -> list:
+Shift = list  # per input: (a, b) for a floating tensor, None for anything else
+
+
+def _params(x: list, gen: torch.Generator, mild: bool) -> Shift:
     out = []
     for v in x:
         if not (torch.is_tensor(v) and v.is_floating_point() and v.numel()):
-            out.append(v)
+            out.append(None)
             continue
         u = torch.rand(2, generator=gen).tolist()
         if mild:
-            out.append(v * (0.5 + 0.5 * u[0]))
+            out.append((0.5 + 0.5 * u[0], 0.0))
             continue
-        a = math.exp(math.log(3.0) * (2 * u[0] - 1))
         spread = float(v.float().std()) if v.numel() > 1 else 1.0
-        b = (2 * u[1] - 1) * (spread if math.isfinite(spread) and spread > 0 else 1.0)
-        out.append(v * a + b)
+        spread = spread if math.isfinite(spread) and spread > 0 else 1.0
+        out.append((math.exp(math.log(3.0) * (2 * u[0] - 1)), (2 * u[1] - 1) * spread))
     return out
 
 
-def draw(module, init_args: list, seed: int, device: str, x: list, secret: int) -> list | None:
-    """Shifted copies of ``x`` the reference takes, or None."""
+def apply(shift: Shift, x: list) -> list:
+    """``x`` with each floating tensor scaled and shifted as ``shift`` says (new tensors)."""
+    return [v if ab is None else v * ab[0] + ab[1] for ab, v in zip(shift, x, strict=True)]
+
+
+def draw(module, init_args: list, seed: int, device: str, x: list, secret: int) -> Shift | None:
+    """A shift of ``x`` the reference takes, or None."""
     gen = torch.Generator().manual_seed(secret)
     try:
         model = build(module.Model, init_args, seed, device)
@@ -64,14 +76,14 @@ def draw(module, init_args: list, seed: int, device: str, x: list, secret: int) 
     except Exception:  # noqa: BLE001 - the runners' own calls say what is wrong
         return None
     for mild in (False, True):
-        shifted = _shift(x, gen, mild)
+        shift = _params(x, gen, mild)
         try:
             with torch.no_grad():
-                out = as_list(model(*shifted))
+                out = as_list(model(*apply(shift, x)))
         except Exception:  # noqa: BLE001 - not a domain this reference takes: try milder
             continue
         if _takes(base, out):
-            return shifted
+            return shift
     return None
 
 

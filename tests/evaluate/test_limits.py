@@ -133,20 +133,26 @@ def test_what_a_job_directory_holds_unseen_counts_against_its_limits(
 
 
 @pytest.mark.parametrize(
-    ("fixture", "status"),
-    [("honest_hinge_triton.py", "ok"), ("cheat_input_distribution.py", "incorrect")],
+    ("fixture", "status", "where"),
+    [
+        ("honest_hinge_triton.py", "ok", ""),
+        ("cheat_input_distribution.py", "incorrect", "the trial on scaled and shifted inputs, "),
+        ("cheat_count_calls.py", "incorrect", "timed call "),
+    ],
 )
-def test_a_shortcut_from_the_inputs_distribution_fails_the_shifted_trial(
-    cpu_evaluator, fixture, status
-):
+def test_a_shortcut_from_the_inputs_distribution_fails_on_shifted_inputs(fixture, status, where):
     """Red team 5: a loss computed from the targets alone passes every draw of get_inputs (the
-    predictions' mean is always 0.5); the trial on scaled and shifted inputs tells it apart from
-    the honest kernel, which passes it."""
+    predictions' mean is always 0.5). The trial on scaled and shifted inputs tells it apart from
+    the honest kernel, which passes it; a candidate honest on the trials and not after them
+    meets the shift again in the timed calls (each shifted with probability 1/2: 14 calls here,
+    so it goes unseen once in 16,384 runs)."""
     from tests.evaluate.cases import FIXTURES
-    from tests.evaluate.conftest import task_for
+    from tests.evaluate.conftest import fast_config, task_for
 
     code = (FIXTURES / fixture).read_text()
-    result = cpu_evaluator.evaluate(task_for(FIXTURES / "hinge_task.py"), code, "triton")
+    with Evaluator("cpu", fast_config(min_timed=12)) as evaluator:
+        result = evaluator.evaluate(task_for(FIXTURES / "hinge_task.py"), code, "triton")
     assert result.status == status, result.messages
     if status == "incorrect":
-        assert result.messages[0].startswith("the trial on scaled and shifted inputs, output 0: ")
+        assert result.messages[0].startswith(where)
+        assert "on scaled and shifted inputs" in result.messages[0]
