@@ -272,49 +272,36 @@ class _Program(ctypes.Structure):
 
 _LD, _JEQ, _RET = 0x20, 0x15, 0x06
 _ALLOW, _EACCES = 0x7FFF0000, 0x00050000 | 13
-_X86_64, _SYS_SOCKET, _SYS_SECCOMP = 0xC000003E, 41, 317
+_X86_64, _SYS_SECCOMP = 0xC000003E, 317
+_SOCKETS = (41, 53)  # socket, socketpair
 _KEYRINGS = (248, 249, 250)  # add_key, request_key, keyctl
 # io_uring_setup, _enter, _register: its SOCKET and CONNECT operations never pass the filter
 _IO_URING = (425, 426, 427)
 _SYSV_IPC = (29, 68)  # shmget, msgget: kernel memory in no process's resident set
-_SOCKETPAIR = (53,)  # a pair's queued data is kernel memory in no resident set either
 _SYS_MEMFD_CREATE = 319
-_AF_UNIX, _AF_INET, _AF_INET6 = 1, 2, 10
 
 
 def restrict_syscalls(memfd: bool = True) -> None:
-    """No new socket of the unix or internet families, and no kernel keyring, in every thread of
-    the process and its descendants (seccomp, synchronized across threads). A network namespace
-    keeps the network out, but not a unix socket file that some other program left
-    world-writable; the harness keeps the one socket it was given. No io_uring: its operations
+    """No new socket of any family, and no kernel keyring, in every thread of the process and
+    its descendants (seccomp, synchronized across threads); the harness keeps the one socket it
+    was given. A network namespace keeps the network out, but not a unix socket file that some
+    other program left world-writable, and a socket's queued data is kernel memory in no
+    resident set: red team 5 held 4 GiB under a 2 GiB limit in socket pairs, then 3 GiB in
+    netlink sockets once pairs were refused, so every family is. No io_uring: its operations
     make and connect sockets without the socket syscall (red team 4 reached a host socket file
     that way). A user's keyring outlives its processes, and candidate user ids are reused: a key
     one job added, a later job of the same id read (red team). No System V shared memory or
     message queue: a detached segment is in no resident set (red team 4 held 6 GiB under a 3
-    GiB limit), and no socket pair: data queued in 261 pairs held 4 GiB under a 2 GiB limit (red
-    team 5). Without ``memfd`` no memfd either, for the same reason (4.5 GiB)."""
-    denied = (
-        _KEYRINGS + _IO_URING + _SYSV_IPC + _SOCKETPAIR + (() if memfd else (_SYS_MEMFD_CREATE,))
-    )
-    family = 4 + len(denied)  # the instruction that loads a socket's family
-    allow, deny = family + 4, family + 5
+    GiB limit). Without ``memfd`` no memfd either, for the same reason (4.5 GiB)."""
+    denied = _SOCKETS + _KEYRINGS + _IO_URING + _SYSV_IPC + (() if memfd else (_SYS_MEMFD_CREATE,))
+    allow = 3 + len(denied)  # the instruction that allows; the one after it refuses
     prog = [
         (_LD, 0, 0, 4),  # arch
         (_JEQ, 0, allow - 2, _X86_64),  # another arch: allow
         (_LD, 0, 0, 0),  # the syscall number
-        (_JEQ, family - 4, 0, _SYS_SOCKET),
     ]
-    for k, nr in enumerate(denied):
-        at = 4 + k
-        prog.append((_JEQ, deny - at - 1, allow - at - 1 if k == len(denied) - 1 else 0, nr))
-    prog += [
-        (_LD, 0, 0, 16),  # first argument: the family
-        (_JEQ, 3, 0, _AF_UNIX),
-        (_JEQ, 2, 0, _AF_INET),
-        (_JEQ, 1, 0, _AF_INET6),
-        (_RET, 0, 0, _ALLOW),
-        (_RET, 0, 0, _EACCES),
-    ]
+    prog += [(_JEQ, allow - (3 + k), 0, nr) for k, nr in enumerate(denied)]
+    prog += [(_RET, 0, 0, _ALLOW), (_RET, 0, 0, _EACCES)]
     filters = (_Filter * len(prog))(*[_Filter(*ins) for ins in prog])
     program = _Program(len(prog), filters)
     set_filter, tsync = 1, 1
@@ -350,15 +337,19 @@ def _probe_socket_filter() -> None:
     for name, nr in (
         ("keyctl", _KEYRINGS[2]),
         ("io_uring_setup", _IO_URING[0]),
-        ("socketpair", _SOCKETPAIR[0]),
+        ("socketpair", _SOCKETS[1]),
     ):
         if _libc.syscall(nr, 0, 0) != -1 or ctypes.get_errno() != errno.EACCES:
             raise IsolationError(0, f"the syscall filter let {name} through")
-    try:
-        socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    except PermissionError:
-        return
-    raise IsolationError(0, "the socket filter let a socket through")
+    for family, kind in (
+        (socket.AF_UNIX, socket.SOCK_STREAM),
+        (socket.AF_NETLINK, socket.SOCK_RAW),
+    ):
+        try:
+            socket.socket(family, kind)
+        except PermissionError:
+            continue
+        raise IsolationError(0, f"the socket filter let a {family.name} socket through")
 
 
 def _probe_namespaces() -> None:

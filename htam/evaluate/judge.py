@@ -48,7 +48,7 @@ class Judge:
         self.copy_ms = 0.0
         self.grad_specs: list | None = None  # a backward task's grad_output shapes
         self.probes: list[float] = []
-        self.shift: shifted.Shift | None = None  # shifted.py: a shift of the inputs, once drawn
+        self.shifter: shifted.Shifter | None = None  # shifted.py, for tasks with small outputs
         self.model_args: tuple = ()  # the configuration's module, constructor args and seed
         self.notes: dict[int | str, str] = {}  # what the result should say: float64, retimed
         self.exact_budget = exact.byte_budget(job.get("memory_limit_mb"))  # float64 copies
@@ -267,10 +267,9 @@ class Judge:
         if len(configs(self.job)) > 1:
             self.both({"op": "use", "config": index}, self.call_timeout_s)
         if self.grad_specs is None and shifted.applies(self.ref.slots):
-            x = self.inputs(module)
-            self.shift = shifted.draw(*self.model_args, self.device, x, _secret())
-            if self.shift is not None:
-                x = shifted.apply(self.shift, x)
+            self.shifter = shifted.Shifter(*self.model_args, self.device, _secret())
+            x = self.shifter.first(self.inputs(module))
+            if x is not None:
                 self.round(x, "the trial on scaled and shifted inputs", self.call_timeout_s, True)
         self.marks["trials_done"] = _clock()
         timing, paired, escape = self.timed(module)
@@ -315,8 +314,9 @@ class Judge:
             t0 = _perf()
             x = self.inputs(module)
             where = f"timed call {i}"
-            if self.shift is not None and secrets.randbits(1):
-                x, where = shifted.apply(self.shift, x), f"{where} (on scaled and shifted inputs)"
+            moved = self.shifter.next(x) if self.shifter and secrets.randbits(1) else None
+            if moved is not None:
+                x, where = moved, f"{where} (on scaled and shifted inputs)"
             (c, ch), (r, rh) = self.round(x, where, self.call_timeout_s, i % 2 == 0)
             rounds.cand_ms.append(c)
             rounds.hidden.append(ch)

@@ -16,8 +16,9 @@ the reference before either runner sees the inputs.
 
 A candidate that counted its calls could do the work on the trials and take the shortcut on the
 timed calls, whose inputs come from the task's distribution. So each timed call's fresh inputs
-get the same shift with probability 1/2, drawn in secret: the comparison of every timed output
-then catches a shortcut on any of them. What remains possible: a candidate that samples its
+are shifted with probability 1/2, drawn in secret, each time with fresh a and b (checked on the
+judge's copy again): the comparison of every timed output then catches a shortcut on any of
+them, and no one shift can be learned from one call and reused. What remains possible: a candidate that samples its
 inputs to estimate their distribution before taking the shortcut (docs/evaluator.md).
 """
 
@@ -66,25 +67,50 @@ def apply(shift: Shift, x: list) -> list:
     return [v if ab is None else v * ab[0] + ab[1] for ab, v in zip(shift, x, strict=True)]
 
 
-def draw(module, init_args: list, seed: int, device: str, x: list, secret: int) -> Shift | None:
-    """A shift of ``x`` the reference takes, or None."""
-    gen = torch.Generator().manual_seed(secret)
-    try:
-        model = build(module.Model, init_args, seed, device)
-        with torch.no_grad():
-            base = as_list(model(*x))
-    except Exception:  # noqa: BLE001 - the runners' own calls say what is wrong
-        return None
-    for mild in (False, True):
-        shift = _params(x, gen, mild)
+class Shifter:
+    """Draws shifts of a call's inputs that the judge's own copy of the reference takes: the
+    first decides between the strong and the mild kind, each later one is fresh (one shift kept
+    for the job was learned from the shifted trial and answered without the work: red team
+    5b, 223x)."""
+
+    def __init__(self, module, init_args: list, seed: int, device: str, secret: int):
+        self.gen = torch.Generator().manual_seed(secret)
+        self.made = (module, init_args, seed, device)
+        self.model = None
+        self.base: list = []  # the reference's outputs on the first unshifted inputs
+        self.mild: bool | None = None  # the kind that the reference takes
+
+    def first(self, x: list) -> list | None:
+        """``x`` shifted, deciding the kind; None when the reference takes neither."""
         try:
-            with torch.no_grad():
-                out = as_list(model(*apply(shift, x)))
-        except Exception:  # noqa: BLE001 - not a domain this reference takes: try milder
-            continue
-        if _takes(base, out):
-            return shift
-    return None
+            module, init_args, seed, device = self.made
+            self.model = build(module.Model, init_args, seed, device)
+            self.base = self._run(x)
+        except Exception:  # noqa: BLE001 - the runners' own calls say what is wrong
+            return None
+        for mild in (False, True):
+            self.mild = mild
+            shifted = self.next(x)
+            if shifted is not None:
+                return shifted
+        self.mild = None
+        return None
+
+    def next(self, x: list) -> list | None:
+        """``x`` under a fresh shift of the kind decided, or None where the reference does not
+        take it."""
+        if self.mild is None:
+            return None
+        shifted = apply(_params(x, self.gen, self.mild), x)
+        try:
+            out = self._run(shifted)
+        except Exception:  # noqa: BLE001 - not a domain this reference takes
+            return None
+        return shifted if _takes(self.base, out) else None
+
+    def _run(self, x: list) -> list:
+        with torch.no_grad():
+            return as_list(self.model(*x))
 
 
 def _takes(base: list, out: list) -> bool:

@@ -132,6 +132,12 @@ ATTACKS_CPU = [
         "triton",
         (("compile_error", "Permission denied"),),
     ),
+    Attack(
+        "attack_netlink_hoard.py",
+        "escaping",
+        "triton",
+        (("compile_error", "Permission denied"),),
+    ),
     Attack("attack_cpp_ancestors.py", "reading", "cpp", OK_OR_ESCAPE),
     # attack_symlink_build_cache.py has its own test (two runs)
     # ---------------------------------------------------------------- escaping
@@ -189,6 +195,12 @@ ATTACKS_GPU = [
     Attack("attack_iouring.py", "escaping", "triton", OK),
     Attack(
         "attack_socketpair_hoard.py",
+        "escaping",
+        "triton",
+        (("compile_error", "Permission denied"),),
+    ),
+    Attack(
+        "attack_netlink_hoard.py",
         "escaping",
         "triton",
         (("compile_error", "Permission denied"),),
