@@ -27,7 +27,7 @@ import torch
 from htam.evaluate import buffers, channel, exact, gradients, judge_timing, shifted
 from htam.evaluate.compare import compare_tensor
 from htam.evaluate.eval_config import Tolerance
-from htam.evaluate.runner import Runner, Verdict
+from htam.evaluate.runner import Runner, Verdict, jsonable
 from htam.evaluate.trusted_jobs import Emitter, as_list, build, configs, inputs_for, task_module
 
 _perf = time.perf_counter
@@ -84,7 +84,7 @@ class Judge:
         if len(specs) != len(outs):
             raise Verdict("error", "the reference returns something other than tensors")
         del reference, outs
-        args = _jsonable(init_args, "constructor")
+        args = jsonable(init_args, "constructor")
         self.both(
             {"op": "model", "config": index, "init_args": args, "seed": self.job["init_seed"]},
             self.call_timeout_s + self.first_call_timeout_s,
@@ -120,7 +120,7 @@ class Judge:
                 fds += [lent.fd] if lent.fd is not None else []
             else:
                 runner.ins.append(None)
-                desc_in.append({"value": _jsonable(x, f"input {k}")})
+                desc_in.append({"value": jsonable(x, f"input {k}")})
         desc_out = []
         for k, (shape, dtype) in enumerate(specs):
             lent = self._lend(shape, dtype, f"output {k}")
@@ -372,16 +372,6 @@ class Judge:
 
 def _secret() -> int:
     return secrets.randbits(63)
-
-
-def _jsonable(value, what: str):
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v, what) for v in value]
-    raise Verdict(
-        "error", f"the task's {what} value of type {type(value).__name__} cannot be handed over"
-    )
 
 
 def run(job: dict, emit: Emitter, cand_sock: socket.socket, ref_sock: socket.socket) -> None:

@@ -27,6 +27,17 @@ class Verdict(Exception):
         self.status, self.message = status, message
 
 
+def jsonable(value, what: str):
+    """A task's value as the runners receive it (JSON), or the task cannot be judged."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v, what) for v in value]
+    raise Verdict(
+        "error", f"the task's {what} value of type {type(value).__name__} cannot be handed over"
+    )
+
+
 class Runner:
     """The judge's view of one harness process: its channel, its processes, its buffers."""
 
