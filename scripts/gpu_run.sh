@@ -81,16 +81,17 @@ for phase in "$@"; do
         echo "compile exit $?, $(wc -l <.gpu/compile/results.jsonl) tasks timed"
         cp .gpu/compile/results.jsonl "$OUT/compile_results.jsonl" ;;
     kbbench)  # issue 12's bars: every KernelBench L1-2 task the offline proposer matches, method
-        # htam, 6 steps, 1 seed, one worker per GPU (about 114 x 6 steps: take the x8 machine)
+        # htam, 6 steps, 1 seed, one worker per GPU (about 114 x 6 steps: take the x8 machine);
+        # KB_OUT=.gpu/NAME KB_TASKS=GLOB,GLOB runs other tasks into a bench of their own
         matched
-        resume=""
-        [ -f .gpu/kbbench/plan.json ] && resume="--resume"
+        out=${KB_OUT:-.gpu/kbbench} name=$(basename "${KB_OUT:-kbbench}") resume=""
+        [ -f "$out/plan.json" ] && resume="--resume"
         timeout -s KILL $(($(left) - 45)) python3 -m htam.cli bench .kb/kernelbench/KernelBench \
             --levels 1,2 --target cuda --gpus all --methods htam --steps 6 --seeds 1 \
-            --tasks "$(paste -sd, .gpu/kb_matched.txt)" --out .gpu/kbbench $resume \
-            >>"$OUT/kbbench.log" 2>&1
-        echo "kbbench exit $?"; tail -3 "$OUT/kbbench.log"
-        python3 scripts/offline_table.py .gpu/kbbench 2>&1 | tee "$OUT/kbbench_table.txt" ;;
+            --tasks "${KB_TASKS:-$(paste -sd, .gpu/kb_matched.txt)}" --out "$out" $resume \
+            >>"$OUT/$name.log" 2>&1
+        echo "$name exit $?"; tail -3 "$OUT/$name.log"
+        python3 scripts/offline_table.py "$out" 2>&1 | tee "$OUT/${name}_table.txt" ;;
     offcheck)  # the offline baseline of every matched KernelBench L1-2 task (issue 12)
         python3 scripts/gpu_offline_check.py "$OUT" $(($(left) - 90)) .gpu/offline_check.jsonl \
             2>&1 | tee "$OUT/offcheck.log" | tail -8

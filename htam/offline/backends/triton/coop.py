@@ -10,26 +10,33 @@ it then writes its chunk of the output from registers. Input read once, output w
 The wait needs every chunk of a row resident at once. Programs take a ticket in the order
 they start, and the ticket, not the program id, names the row and the chunk: every earlier
 ticket has started, so the only row that can be waiting on programs not yet started is the
-oldest unfinished one, and since a row has at most one chunk per SM its chunks always fit. The
-forward takes this path on a GPU only: the interpreter runs programs one after another, so a
-wait there would never end (tests/offline/test_rows_coop.py checks the kernel on the CPU with
-its waits satisfied beforehand).
+oldest unfinished one, and since a row has at most one chunk per SM its chunks always fit
+(longer rows take the split kernels). The forward takes this path on a GPU only: the
+interpreter runs programs one after another, so a wait there would never end
+(tests/offline/test_rows_coop.py checks the kernel on the CPU with its waits satisfied
+beforehand).
 
-A row whose length is a multiple of 4 floats starts on a 16-byte boundary, and its chunks are
-vector loads as they are. Otherwise (a row of 65535 floats starts anywhere) the chunks of the
-second kernel, ``htam_row_coop_shift``, start at 16-byte boundaries of the tensor rather than of
-the row, so that a chunk inside its row is read and written with vectors and no mask; only a
-row's first and last chunks are masked. The plain pass schedule is used (the data is in
-registers, so a pass costs no read). A chunk holds 8192 elements on 4 warps, 64 a thread
-whatever the block and warps of the other kernels (a chunk of 16384 on 4 warps, 128 a thread,
-was slower); it is doubled, with its warps, up to 16384 until a row has at most one chunk per SM.
+Three kernels (``MODES``). A row cut into whole chunks (softmax's 393216 floats, 48 chunks of
+8192) takes ``htam_row_coop_full``: nothing masked. Masks kept in registers through the waits
+cost registers, and a program's registers decide how many an SM holds (ptxas for sm_90: 128 a
+thread against 140 for softmax's chunk of 8192 on 4 warps, 128 against 246 for layer norm's).
+Other rows of a multiple of 4 floats take ``htam_row_coop_plain``, masked. A row off 16-byte
+boundaries (65535 floats) takes ``htam_row_coop_shift``: its chunks start at 16-byte boundaries
+of the tensor rather than of the row, so that a chunk inside its row is read and written with
+vectors and no mask; only a row's first and last chunks are masked. The plain pass schedule is
+used (the data is in registers, so a pass costs no read). A chunk holds 8192 elements on 4
+warps, 64 a thread, whatever the block and warps of the other kernels (16384 on 4 warps, 128 a
+thread, was slower); 16384 on 8 warps where that gives a row at most one chunk per SM. A layer
+norm's weight and bias are loaded after the last wait.
 
-Measured on the H200 (docs/results-h200.md, runs 19-22 and 28): on rows of 65535 the shifted
-kernel was 1.2-1.4x the unshifted one; on rows of 393216 or 262144 the shifted kernel ran at 0.6x
-the unshifted one, and the online softmax and Welford schedules made the kernel slower. Chunks
-of 8192 on 4 warps reached 79-80% of speed of light on L1Norm and L2Norm (68% with the earlier
-default there, 4096 on 4 warps) and 77% on InstanceNorm (75% with the earlier 8192 on 8 warps);
-softmax 66% (68%).
+Measured on the H200 (docs/results-h200.md, runs 19-22, 28 and 39-41): on rows of 65535 the
+shifted kernel was 1.2-1.4x the unshifted one; the online softmax and Welford schedules made the
+kernel slower. The unmasked kernel took softmax from 66% of memory speed of light to 75% and
+instance norm from 77% to 80% (run 41, side by side). Two designs measured and dropped (run
+40-41): every pass reading a row's cut chunks again in masked tiles instead (L1Norm and L2Norm
+fell from 61% to 50%: the row waited on those chunks), and a layer-norm row of 4.2 M floats
+(512 chunks) held by capping registers at 128 so that 4 programs fit an SM (39% against 45% for
+the split kernels).
 """
 
 from __future__ import annotations
@@ -41,7 +48,8 @@ from htam.offline.backends.triton.split import SplitKernels, partial_states
 
 ALIGN = 4  # floats in 16 bytes
 CHUNK, WARPS = 8192, 4  # a chunk's elements and warps: 64 elements a thread
-MAX_CHUNK = 16384
+MODES = ("full", "plain", "shift")  # the kernels: see CoopKernels.kernel
+CHUNKS = (CHUNK, 2 * CHUNK)  # the chunk sizes tried, smallest first (warps grow with them)
 
 
 class CoopKernels(SplitKernels):
@@ -58,10 +66,28 @@ class CoopKernels(SplitKernels):
         (on the H200 the online softmax and Welford variants of this kernel were slower)."""
         return replace(p, lanes=False, online=False, welford=False)
 
-    def _edge(self, body, shift: bool) -> list[str]:
-        """``body(masked)``; with ``shift``, unmasked for a chunk inside its row."""
-        if not shift:
-            return body(True)
+    def _wait(self, p, n: int) -> list[str]:
+        """Pass ``n``'s partials stored, the wait for the row's other chunks, their combine."""
+        lines = []
+        for r in p.reds:
+            lines += [
+                f"tl.store({self._slot(v)} + t % SPLIT, {v})" for v, _, _ in partial_states(r)
+            ]
+        return lines + [
+            "tl.debug_barrier()",  # every thread's partials stored before the release
+            "seen = tl.atomic_add(sync_ptr + 1 + row, 1) + 1",
+            f"while seen < SPLIT * {n + 1}:",
+            "    seen = tl.atomic_add(sync_ptr + 1 + row, 0)",
+            "tl.debug_barrier()",
+            *self._combine(p, l2=True),
+        ]
+
+    @staticmethod
+    def _edge(body, mode: str) -> list[str]:
+        """``body(masked)``: masked in ``plain``, unmasked in ``full``, and in ``shift`` unmasked
+        for a chunk inside its row."""
+        if mode != "shift":
+            return body(mode == "plain")
         return [
             "if (c0 >= 0) & (c0 + BLOCK <= R):",
             *("    " + s for s in body(False)),
@@ -69,83 +95,88 @@ class CoopKernels(SplitKernels):
             *("    " + s for s in body(True)),
         ]
 
-    def kernel(self, name: str, shift: bool) -> str:
-        k = self.k
-        out = k.ir.prog.out
+    def kernel(self, name: str, mode: str) -> str:
+        """The kernel for rows cut into whole chunks (``full``: nothing masked), for other rows
+        of a multiple of 4 floats (``plain``), or for rows off 16-byte boundaries (``shift``)."""
+        k, out = self.k, self.k.ir.prog.out
         lines = [
             "t = tl.atomic_add(sync_ptr, 1)",  # the ticket: the order programs started in
             "row = t // SPLIT",
             "rows = row + tl.arange(0, ROWS)",
             "rbase = row.to(tl.int64) * R",
+            "c0 = (t % SPLIT) * BLOCK"
+            + (f" - (rbase % {ALIGN}).to(tl.int32)" if mode == "shift" else ""),
+            "cols = c0 + tl.arange(0, BLOCK)",
         ]
-        if shift:
-            lines += [
-                f"c0 = (t % SPLIT) * BLOCK - (rbase % {ALIGN}).to(tl.int32)",
-                "cols = c0 + tl.arange(0, BLOCK)",
-                "cmask = (cols[None, :] >= 0) & (cols[None, :] < R)",
-                f"flat = tl.multiple_of(rbase + c0, {ALIGN}) + tl.arange(0, BLOCK)[None, :]",
-            ]
+        if mode == "plain":
+            lines += ["cmask = cols[None, :] < R", "flat = rbase + cols[None, :]"]
         else:
-            lines += [
-                "cols = (t % SPLIT) * BLOCK + tl.arange(0, BLOCK)",
-                "cmask = cols[None, :] < R",
-                "flat = rbase + cols[None, :]",
-            ]
+            lines.append(
+                f"flat = tl.multiple_of(rbase + c0, {ALIGN}) + tl.arange(0, BLOCK)[None, :]"
+            )
+        if mode == "shift":
+            lines.append("cmask = (cols[None, :] >= 0) & (cols[None, :] < R)")
         lines += [
             "sj = tl.arange(0, SPLITP)[None, :]",
             *k.tp.scalar_loads(),
             *(k.tp.stmt(i) for i in k.sched.before),
         ]
-        every = list(range(len(k.ir.prog.ops)))
-        colmask = "(cols >= 0) & (cols < R)" if shift else "cols < R"
-        lines += self._edge(lambda masked: k._loads(every, masked, [out], colmask), shift)
+        colmask = "(cols >= 0) & (cols < R)" if mode == "shift" else "cols < R"
+        # the passes' operands first; the rest (a layer norm's weight and bias) after the last
+        # wait, so that they take no registers while the chunk waits
+        early = [i for p in k.sched.passes for i in p.elems]
+        reds = [r.arg for p in k.sched.passes for r in p.reds]
+        lines += self._edge(lambda m: k._loads(early, m, reds, colmask), mode)
         done: list[int] = []  # element values stay in registers from the pass that made them
         for n, p in enumerate(k.sched.passes):
             lines += [k.tp.stmt(i) for i in p.elems if i not in done]
             done += p.elems
             for r in p.reds:
                 lines += red.init(r, False)
-                lines += red.update(r, k.tp.ref(r.arg, True), True, False, k.m)
+                lines += red.update(r, k.tp.ref(r.arg, True), mode != "full", False, k.m)
                 lines += [
                     f"tl.store({self._slot(v)} + t % SPLIT, {v})" for v, _, _ in partial_states(r)
                 ]
-            counter = "sync_ptr + 1 + row"
             lines += [
                 "tl.debug_barrier()",  # every thread's partials stored before the release
-                f"seen = tl.atomic_add({counter}, 1) + 1",
+                "seen = tl.atomic_add(sync_ptr + 1 + row, 1) + 1",
                 f"while seen < SPLIT * {n + 1}:",
-                f"    seen = tl.atomic_add({counter}, 0)",
+                "    seen = tl.atomic_add(sync_ptr + 1 + row, 0)",
                 "tl.debug_barrier()",
                 *self._combine(p, l2=True),
             ]
-        lines += [k.tp.stmt(i) for i in k.sched.final if i not in done]
-        value = k.tp.ref(out, True)
-        store = f"tl.store(out_ptr + flat, {value}"
-        lines += self._edge(lambda masked: [store + (", mask=cmask)" if masked else ")")], shift)
+        rest = [i for i in k.sched.final if i not in done]
+        first = k.tp.used_operands(early, reds)
+        if k._loads(rest, True, [out], colmask, first):
+            lines += self._edge(lambda m: k._loads(rest, m, [out], colmask, first), mode)
+        lines += [k.tp.stmt(i) for i in rest]
+        store = f"tl.store(out_ptr + flat, {k.tp.ref(out, True)}"
+        lines += self._edge(lambda m: [store + (", mask=cmask)" if m else ")")], mode)
         return self._signature(name, sync=True) + "\n" + "\n".join("    " + s for s in lines)
 
     def kernels(self) -> list[str]:
-        return [self.kernel("htam_row_coop", False), self.kernel("htam_row_coop_shift", True)]
+        return [self.kernel(f"htam_row_coop_{m}", m) for m in MODES]
 
     def launch_lines(self, args_head: list[str], fits: str) -> list[str]:
         """Forward lines taking this path where it applies (then returning ``out``): on a GPU,
         the last dims reduced (``inner == 1``), a row that does not ``fit`` one program's
-        register tile, and at most one chunk per SM."""
+        register tile, and no more chunks than the SMs hold at once."""
         t = f"t_{self.k.ir.primary}"
         args = ", ".join([*args_head, "part", "ipart", "sync", "n_rows", "R", "inner", "float(R)"])
-
+        dev = f"{t}.device"
         return [
             f"if {t}.is_cuda and inner == 1 and not ({fits}):",
-            f"    sms = torch.cuda.get_device_properties({t}.device).multi_processor_count",
+            f"    sms = torch.cuda.get_device_properties({dev}).multi_processor_count",
             f"    span = R if R % {ALIGN} == 0 else R + {ALIGN - 1}  # the shifted chunks' reach",
-            f"    cb = {CHUNK}",
-            f"    while triton.cdiv(span, cb) > sms and cb < {MAX_CHUNK}:",
-            "        cb *= 2",
-            "    csplit = triton.cdiv(span, cb)",
-            "    if csplit <= sms:",
+            f"    cbs = [c for c in {CHUNKS} if triton.cdiv(span, c) <= sms]",
+            "    if cbs:",
+            "        cb = cbs[0]",
+            "        csplit = triton.cdiv(span, cb)",
             *("        " + s for s in self._partials("csplit")),
-            f"        sync = torch.zeros(n_rows + 1, dtype=torch.int32, device={t}.device)",
-            f"        coop = htam_row_coop if R % {ALIGN} == 0 else htam_row_coop_shift",
+            f"        sync = torch.zeros(n_rows + 1, dtype=torch.int32, device={dev})",
+            # whole chunks: nothing masked, fewer registers, more programs a SM
+            "        coop = (htam_row_coop_full if R % cb == 0 else htam_row_coop_plain "
+            f"if R % {ALIGN} == 0 else htam_row_coop_shift)",
             f"        coop[(n_rows * csplit,)]({args}, csplit, cb, ROWS=1, "
             "SPLITP=triton.next_power_of_2(csplit), BLOCK=cb, "
             f"num_warps=cb // {CHUNK // WARPS})",

@@ -49,10 +49,13 @@ class RowKernel:
         self.sched: Schedule = schedule(ir.prog, p.online, p.welford)
 
     # -- pieces ---------------------------------------------------------------------------
-    def _loads(self, ops: list[int], masked: bool, extra=(), colmask="cols < R") -> list[str]:
+    def _loads(
+        self, ops: list[int], masked: bool, extra=(), colmask="cols < R", loaded=()
+    ) -> list[str]:
+        """Loads of the operands ``ops`` and ``extra`` use, but those ``loaded`` already."""
         lines = []
         for op in self.tp.used_operands(ops, list(extra)):
-            if op.pattern == "scalar":
+            if op.pattern == "scalar" or op in loaded:
                 continue
             if _col_operand(self.ir, op):
                 mask = f", mask={colmask}, other=0.0" if masked else ""
