@@ -9,7 +9,7 @@ import sys
 import typer
 
 from htam import __version__
-from htam.cli.common import console
+from htam.cli.common import console, pipe_safe
 
 app = typer.Typer(
     name="htam",
@@ -32,6 +32,19 @@ COMMAND_MODULES: list[str] = [
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"htam.cli.{_name}").register(app)
+
+
+def _pipe_safe_commands(typer_app: typer.Typer) -> None:
+    """Every command, in sub-groups too, stops quietly (exit 141) when its stdout is closed."""
+    for info in typer_app.registered_commands:
+        if info.callback is not None:
+            info.callback = pipe_safe(info.callback)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _pipe_safe_commands(group.typer_instance)
+
+
+_pipe_safe_commands(app)
 
 # Off a terminal (a pipe, a file) rich would fit tables into 80 columns, or the width of a
 # terminal still attached to stdin, cutting ids to "builtin/level1…"; output there is plain and

@@ -16,13 +16,16 @@ from htam.cli.common import (
     METHOD_HELP,
     TARGET_HELP,
     TIMEOUT_HELP,
+    USAGE_EXIT,
     LoadProgress,
     check_cache_dir,
     console,
     default_size,
+    err_console,
     fail,
     limit_overrides,
     no_tasks,
+    plural,
     resolve_target,
     writable_dir,
 )
@@ -63,7 +66,11 @@ def check_suites(suites: list[str]) -> None:
             fail(str(exc))
 
 
-def load_tasks(suites: list[str], levels: list[int] | None, pattern: str | None) -> list:
+def load_tasks(
+    suites: list[str], levels: list[int] | None, pattern: str | None, errors: list | None = None
+) -> list:
+    """The tasks of ``suites``. A bad task file stops here (exit 2), unless ``errors`` is given:
+    then it is appended there and the other tasks still load (an empty result is the caller's)."""
     from htam.tasks import TaskError, load_suite
 
     check_suites(suites)
@@ -71,14 +78,14 @@ def load_tasks(suites: list[str], levels: list[int] | None, pattern: str | None)
     for spec in suites:
         try:
             with LoadProgress(spec) as progress:
-                loaded = load_suite(spec, levels, pattern, on_load=progress)
+                loaded = load_suite(spec, levels, pattern, errors=errors, on_load=progress)
         except (TaskError, ValueError, FileNotFoundError) as exc:
             fail(str(exc))
         for task in loaded:
             if task.id not in seen:
                 seen.add(task.id)
                 tasks.append(task)
-    if not tasks:
+    if not tasks and not errors:
         no_tasks(suites, filtered=bool(levels or pattern))
     return tasks
 
@@ -265,13 +272,21 @@ def optimize_many(
 ) -> int:
     """``htam optimize SUITE``: every task of SUITE through the bench's executor (local pool, or
     Ray), one unit per task, the memory accumulating from ``memory`` into OUT/memory; prints one
-    table and returns the exit status (0: some task has a correct candidate, 1: none)."""
+    table and returns the exit status (0: some task has a correct candidate, 1: none, 2: some
+    task file could not be loaded; it is reported on one line and the other tasks still run)."""
     from htam.agent.rundir import new_run_dir
     from htam.bench import BenchConfig, BenchError, load_rows, run_bench
     from htam.memory import MemoryBank
 
     level_list = [int(x) for x in _csv(levels)] if levels else None
-    the_tasks = load_tasks([suite], level_list, pattern)
+    errors: list = []  # bad task files: one line each, as `htam tasks list`; the rest still run
+    the_tasks = load_tasks([suite], level_list, pattern, errors)
+    for error in errors:
+        err_console.print(
+            f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True
+        )
+    if not the_tasks:  # every task file is bad: each said why above
+        raise typer.Exit(USAGE_EXIT)
     if out is None:
         if resume:
             fail("--resume of a batch needs its --out")
@@ -318,4 +333,10 @@ def optimize_many(
         highlight=False,
         soft_wrap=True,
     )
+    if errors:
+        err_console.print(
+            f"{plural(len(errors), 'task file')} could not be loaded (above); exit {USAGE_EXIT}",
+            highlight=False,
+        )
+        return USAGE_EXIT
     return 0 if any(r.correct for r in rows) else 1

@@ -3,7 +3,12 @@ memory bank, number formats and clean error exits."""
 
 from __future__ import annotations
 
+import errno
+import functools
 import os
+import re
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
@@ -12,8 +17,18 @@ from rich.console import Console
 
 from htam.vocab import LANGUAGES, METHOD_NAMES, check_target, languages_help, targets_help
 
-console = Console()
-err_console = Console(stderr=True)
+
+class _Console(Console):
+    """rich's Console, except that a closed pipe is an error the command handles (see
+    ``pipe_safe``): rich itself would exit 1, the status of "no correct candidate"."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True  # nothing more is written to it
+        raise BrokenPipeError(errno.EPIPE, "the output was closed")
+
+
+console = _Console()
+err_console = _Console(stderr=True)
 
 DEFAULT_LANGUAGE = {str(target): str(langs[0]) for target, langs in LANGUAGES.items()}
 # Help texts built from the registry (htam.vocab): a new method or language shows up here.
@@ -22,10 +37,55 @@ TARGET_HELP = f"{targets_help()} (default: cuda when a GPU is visible)"
 LANGUAGE_HELP = languages_help()
 
 
-def fail(message: str, code: int = 2) -> NoReturn:
+# Exit statuses shared by the commands (README, "Exit status"): 2 a usage error, 3 when the
+# evaluator cannot judge the task here (its reference cannot run) or the LLM endpoint fails.
+USAGE_EXIT = 2
+INFRASTRUCTURE_EXIT = 3
+
+
+def fail(message: str, code: int = USAGE_EXIT) -> NoReturn:
     """Print one unwrapped error line (paths in it stay copy-pastable) and exit with `code`."""
     err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+# A reader that went away (``htam ... | head -2``): the command stops quietly with the status a
+# shell reports for a process ended by SIGPIPE (128 + 13), never 1 ("no correct candidate").
+CLOSED_STDOUT_EXIT = 141
+_closed_stdout_hooks: list[Callable[[], None]] = []
+
+
+def on_closed_stdout(hook: Callable[[], None]) -> None:
+    """Run ``hook`` if this command stops because its stdout was closed (e.g. to remove a run
+    directory it created and wrote nothing into)."""
+    _closed_stdout_hooks.append(hook)
+
+
+def pipe_safe(command: Callable) -> Callable:
+    """``command`` with a closed stdout (BrokenPipeError) ending it with CLOSED_STDOUT_EXIT and
+    no message, as a Unix tool does; click itself would exit 1."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        _closed_stdout_hooks.clear()
+        try:
+            return command(*args, **kwargs)
+        except BrokenPipeError:
+            for hook in reversed(_closed_stdout_hooks):
+                try:
+                    hook()
+                except OSError:
+                    pass
+            try:  # what is still buffered for stdout goes nowhere, not to a second error at exit
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+            except (OSError, ValueError):
+                pass
+            raise typer.Exit(CLOSED_STDOUT_EXIT) from None
+        finally:
+            _closed_stdout_hooks.clear()
+
+    return wrapper
 
 
 def writable_dir(path: Path, what: str) -> Path:
@@ -60,6 +120,9 @@ def check_bank(path: Path, what: str = "--memory") -> None:
 
     if path.is_dir():
         fail(f"{what} {path}: is a directory; give a memory bank file (.db)")
+    if not path.parent.is_dir():  # a typo in the path is not a new folder to create
+        cause = "is not a directory" if path.parent.exists() else "does not exist"
+        fail(f"{what} {path}: its folder {path.parent} {cause}")
     try:
         MemoryBank.open(path, create=True).close()
     except MemoryBankError as exc:
@@ -122,11 +185,61 @@ def resolve_task(spec: str):
     )
 
 
+def reference_cannot_run(error: Exception, task, target: str, size: str | None) -> str:
+    """The one-line message for a task whose reference cannot run here (a ``TaskError`` raised
+    once the task loaded: over the memory or time limit, a crash at the size timed), with the
+    usual cause named for an unmodified KernelBench file timed small on the CPU. Every command exits
+    ``INFRASTRUCTURE_EXIT`` (3) with it: the task is fine, this machine cannot judge it."""
+    hint = ""
+    one_size = re.search(r"^HTAM_SMALL\s*=", task.source or "", re.MULTILINE) is None
+    if one_size and target == "cpu" and size != "large":
+        hint = (
+            "; this task has no HTAM_SMALL size, so it runs at its full size on the CPU: "
+            "add one (see docs/tasks.md)"
+        )
+    return f"{error}{hint}"
+
+
 def default_memory() -> Path:
     """The bank used when none is named: one per user, shared by every task and method."""
     from htam.evaluate.eval_config import cache_root
 
     return cache_root() / "memory.db"
+
+
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
+
+
+def failure_line(message: str) -> str:
+    """A failure's cause on one line. A Python traceback becomes its exception line and where
+    the candidate raised it, ``ValueError: sol boom (candidate.py:6)`` (the innermost frame of
+    the candidate's own file, else the innermost frame outside HTAM and torch); any other
+    multi-line message its first line, or, when that only introduces what follows (ends with
+    ":"), the first line and the last. The full text stays in --json and --verbose."""
+    lines = [line.rstrip() for line in str(message).splitlines() if line.strip()]
+    if len(lines) <= 1:
+        return lines[0] if lines else ""
+    if not any(line.startswith("Traceback (most recent call last)") for line in lines):
+        first = lines[0].strip()
+        return f"{first} {lines[-1].strip()}" if first.endswith(":") else first
+    start = max(i for i, line in enumerate(lines) if line.startswith("Traceback (most recent"))
+    block = lines[start + 1 :]
+    frames = [m for m in (_FRAME.match(line) for line in block) if m]
+    # the exception: the unindented lines after the last frame's code
+    last_frame = max((i for i, line in enumerate(block) if _FRAME.match(line)), default=-1)
+    tail = [line for line in block[last_frame + 1 :] if not line.startswith(" ")]
+    exception = tail[0].strip() if tail else lines[-1].strip()
+    own = [f for f in frames if Path(f["file"]).name == "candidate.py"] or [
+        f for f in frames if not _internal(f["file"])
+    ]
+    if own:
+        exception += f" ({Path(own[-1]['file']).name}:{own[-1]['line']})"
+    return exception
+
+
+def _internal(path: str) -> bool:
+    parts = Path(path).parts
+    return "htam" in parts or "torch" in parts or "site-packages" in parts or path.startswith("<")
 
 
 def fmt_speedup(value: float) -> str:

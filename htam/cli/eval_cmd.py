@@ -11,14 +11,17 @@ from rich.text import Text
 
 from htam.cli.common import (
     COMPILE_HELP,
+    INFRASTRUCTURE_EXIT,
     MEMORY_LIMIT_HELP,
     TARGET_HELP,
     TIMEOUT_HELP,
     check_cache_dir,
     console,
     fail,
+    failure_line,
     fmt_speedup,
     limit_overrides,
+    reference_cannot_run,
     resolve_target,
     resolve_task,
     timed_size,
@@ -30,7 +33,9 @@ def _fmt(value: float | None, unit: str = "", digits: int = 4) -> str:
     return "-" if value is None else f"{value:.{digits}g}{unit}"
 
 
-def render(result: EvalResult) -> Table:
+def render(result: EvalResult, verbose: bool = False) -> Table:
+    """The result as a table; each message (a failure's cause) on one line unless ``verbose``
+    (the full text, a candidate's traceback included, is also in --json)."""
     style = "green" if result.correct else "red"
     table = Table(title=f"[{style}]{result.status}[/] on {result.device} ({result.language})")
     table.add_column("metric")
@@ -55,7 +60,8 @@ def render(result: EvalResult) -> Table:
     for name, seconds in result.breakdown_s.items():
         table.add_row(f"time: {name}", f"{seconds:.3f} s")
     for message in result.messages + [f"FLAG: {f}" for f in result.flags]:
-        table.add_row("note", Text(message))  # "[rule] ..." is text, not rich markup
+        # "[rule] ..." is text, not rich markup
+        table.add_row("note", Text(message if verbose else failure_line(message)))
     return table
 
 
@@ -85,8 +91,14 @@ def eval_command(
     ),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
     show_log: bool = typer.Option(False, "--log", help="print the candidate's captured output"),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="each failure in full (a traceback), not its one line"
+    ),
 ) -> None:
-    """Evaluate SOLUTION_FILE against TASK: correctness, timing, speed of light."""
+    """Evaluate SOLUTION_FILE against TASK: correctness, timing, speed of light.
+
+    Exit status: 0 correct, 1 not correct, 2 a usage error (a bad task, solution or option),
+    3 when the task's reference cannot run here (over the memory or time limit)."""
     from htam.evaluate import EvalConfig, Evaluator, EvaluatorError
     from htam.tasks import TaskError
 
@@ -100,7 +112,9 @@ def eval_command(
         config = EvalConfig(size=size, allow_torch=allow_torch, **limits)
         with Evaluator(target, config) as evaluator:
             result = evaluator.evaluate(task, code, language)
-    except (TaskError, EvaluatorError) as exc:
+    except TaskError as exc:  # the task loaded, but its reference cannot run here: exit 3
+        fail(reference_cannot_run(exc, task, target, size), code=INFRASTRUCTURE_EXIT)
+    except EvaluatorError as exc:
         fail(str(exc))
     if as_json:
         data = result.to_dict()
@@ -109,7 +123,7 @@ def eval_command(
         typer.echo(json.dumps(data))
     else:
         console.print(result.isolation, markup=False, soft_wrap=True)
-        console.print(render(result))
+        console.print(render(result, verbose))
         if show_log and result.log:
             console.print("--- candidate output ---")
             console.print(result.log, markup=False, highlight=False)

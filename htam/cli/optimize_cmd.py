@@ -1,9 +1,11 @@
 """``htam optimize TASK``: run the HTAM loop on one task with an LLM or the offline proposer.
 
 Exit status: 0 when the run ends with a correct candidate (faster or not: the last line says which
-one the user keeps), 1 when no candidate was correct, 2 for a usage error (a bad path included),
-3 when the LLM endpoint failed (before the first step or repeatedly during the run) or the task's
-reference cannot run here, 130 when interrupted (Ctrl-C; ``--resume`` continues).
+one the user keeps), 1 when no candidate was correct, 2 for a usage error (a bad path included;
+for a suite, any task file that could not be loaded, after the others ran), 3 when the LLM
+endpoint failed (before the first step or repeatedly during the run) or the task's reference
+cannot run here, 130 when interrupted (Ctrl-C; ``--resume`` continues), 141 when stdout was
+closed (``| head``: it stops quietly, and a run directory with no finished step is removed).
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import shlex
 import time
 from pathlib import Path
 from typing import NoReturn
@@ -20,6 +21,7 @@ import typer
 
 from htam.cli.common import (
     COMPILE_HELP,
+    INFRASTRUCTURE_EXIT,
     LANGUAGE_HELP,
     MEMORY_LIMIT_HELP,
     METHOD_HELP,
@@ -32,14 +34,24 @@ from htam.cli.common import (
     err_console,
     fail,
     limit_overrides,
+    on_closed_stdout,
+    reference_cannot_run,
     resolve_target,
     resolve_task,
     timed_size,
     writable_dir,
 )
+from htam.cli.optimize_runs import (
+    check_resume,
+    remove_if_nothing_ran,
+    resume_command,
+    resume_settings,
+    run_dir,
+    run_record,
+    steps_done,
+)
 from htam.cli.optimize_view import StepsView, final_line, stats_line, timed_line
 
-INFRASTRUCTURE_EXIT = 3
 INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 
 
@@ -71,46 +83,6 @@ def _preflight(proposer, quiet: bool, as_json: bool) -> None:
         _stop(f"the LLM endpoint cannot be used: {exc}", as_json)
     if not quiet or note.startswith("warning"):
         err_console.print(f"LLM: {note}", highlight=False, soft_wrap=True, markup=False)
-
-
-def _run_dir(out: Path | None, stem: Path, resume: bool) -> Path:
-    from htam.agent.rundir import latest_run_dir, new_run_dir
-
-    if out is not None:
-        return out
-    if not resume:
-        return writable_dir(new_run_dir(stem), "run directory")
-    latest = latest_run_dir(stem)
-    if latest is None:
-        fail(f"--resume: no earlier run {stem}-* to continue; pass --out DIR")
-    return latest
-
-
-def _steps_done(out: Path) -> int:
-    """Finished steps in a run directory: the index of the step a resume starts with."""
-    return len(list((out / "steps").glob("step_*.json")))
-
-
-def _resume_command(ctx: typer.Context, out: Path) -> str:
-    """This command as the user gave it, with ``--resume --out OUT``: a resume must repeat what
-    the run was started with (method, seed, steps, target, ...)."""
-    words = ["htam", "optimize"]
-    for param in ctx.command.params:
-        value = ctx.params.get(param.name)
-        if param.name in ("out", "resume") or value is None:
-            continue
-        source = ctx.get_parameter_source(param.name)
-        if source is None or source.name == "DEFAULT":
-            continue
-        if not param.opts[0].startswith("-"):  # the TASK argument
-            words.append(str(value))
-        elif getattr(param, "is_flag", False):
-            flags = param.opts if value else param.secondary_opts
-            words.extend(flags[:1])
-        else:
-            words.extend([param.opts[0], str(value)])
-    words += ["--resume", "--out", str(out)]
-    return " ".join(shlex.quote(word) for word in words)
 
 
 def optimize_command(
@@ -163,8 +135,9 @@ def optimize_command(
     ),
 ) -> None:
     """Optimize TASK for T steps; writes best.py (when faster than PyTorch), summary.json and
-    every step to a run directory. TASK may also be a suite (builtin, a directory; or any TASK
-    with --tasks/--levels): then every task runs, on --workers or --ray, and one table ends."""
+    every step to a run directory. TASK may also be a suite (builtin, a KernelBench checkout or
+    a directory of tasks; --tasks/--levels filter it, and make a task file a suite of one): then
+    every task runs, on --workers or --ray, and one table ends."""
     from htam.agent import InfrastructureError, OptimizeConfig, Optimizer, RunDirError
     from htam.evaluate import CachedEvaluator, EvalConfig, Evaluator, EvaluatorError
     from htam.memory import MemoryBank, MemoryBankError
@@ -179,11 +152,20 @@ def optimize_command(
 
     # Every path the run writes to, created or opened before anything is printed: a bad one is
     # one line (exit 2), not a traceback at its first write.
+    if seed < 0:
+        fail(f"--seed {seed}: a seed is a whole number from 0")
     check_cache_dir()
     check_bank(memory or default_memory(), "--memory" if memory else "memory bank")
+    out_is_new = out is None or not out.exists()  # a directory this command creates
     if out is not None:
         writable_dir(out, "--out")
 
+    if (tasks is not None or levels is not None) and task != "builtin" and not Path(task).exists():
+        fail(
+            f"{task}: --tasks/--levels filter a suite (builtin, a KernelBench checkout, a "
+            "directory or a task file), and this is no file or directory; for built-in tasks "
+            f"give `builtin --tasks {Path(task).name}`, or leave --tasks/--levels out"
+        )
     if is_many(task, tasks, levels):  # a suite: every task through the bench's executor
         from htam.bench import ProposerSpec
 
@@ -220,24 +202,40 @@ def optimize_command(
         proposer, quiet, as_json
     )  # first: it fails in seconds, loading the tasks takes longer
     the_task = resolve_task(task)
-    out = _run_dir(out, Path("runs") / f"{the_task.name}-{method}-s{seed}", resume)
+    out = run_dir(out, Path("runs") / f"{the_task.name}-{method}-s{seed}", resume)
+    if out_is_new:
+        on_closed_stdout(lambda: remove_if_nothing_ran(out))
     memory = memory or default_memory()
-    size = timed_size(target, language, size, the_task)
-    timed = signature(the_task, size)
+    record = run_record(out) if resume else None
+    if record is not None:  # what is not given again comes from the run's own record
+        config, size = resume_settings(ctx, out, record, config, size)
+    try:  # the large size's signature runs the reference (isolated) when it has no meta kernels
+        size = timed_size(target, language, size, the_task)
+        timed = signature(the_task, size)
+    except TaskError as exc:
+        _stop(reference_cannot_run(exc, the_task, target, size), as_json)
     # An unmodified KernelBench file has no HTAM_SMALL: its small size is its full size (read
     # from the source: the large signature may run the reference for real at full size).
     one_size = re.search(r"^HTAM_SMALL\s*=", the_task.source, re.MULTILINE) is None
+    if record is not None:  # refused here, before anything is printed
+        check_resume(out, record, the_task, config, proposer.name, size)
     if not quiet:
         shapes = [f"{'x'.join(map(str, s))} {d}" for s, d in timed.inputs]
         other = "large" if size == "small" and not one_size else None
         console.print(timed_line(size, shapes, timed.bytes, other), highlight=False)
         console.print(f"memory bank: {memory}", highlight=False, soft_wrap=True)
-        if resume and (out / "run.json").exists():
+        if record is not None:
             console.print(
-                f"resuming {out} at step {_steps_done(out)}", highlight=False, soft_wrap=True
+                f"resuming {out} at step {steps_done(out)}", highlight=False, soft_wrap=True
             )
         else:
             console.print(f"run directory: {out}", highlight=False, soft_wrap=True)
+    if (
+        record is not None and record.get("steps") != config.steps
+    ):  # more steps asked: the run is extended
+        from htam.agent.rundir import write_atomic
+
+        write_atomic(out / "run.json", json.dumps({**record, "steps": config.steps}, indent=2))
     title = f"{the_task.id} · {method} · {proposer.name} · {target}/{language} · {size}"
     view = StepsView(title, config.steps, quiet=quiet, verbose=verbose)
     try:
@@ -262,13 +260,7 @@ def optimize_command(
             as_json,
         )
     except TaskError as exc:  # the task loaded, but its reference cannot run here
-        hint = ""
-        if one_size and target == "cpu":
-            hint = (
-                "; this task has no HTAM_SMALL size, so it runs at its full size on the CPU: "
-                "add one (see docs/tasks.md)"
-            )
-        _stop(f"{exc}{hint}", as_json)
+        _stop(reference_cannot_run(exc, the_task, target, size), as_json)
     except (EvaluatorError, MemoryBankError, RunDirError) as exc:
         fail(str(exc))
     summary["bank"] = str(memory)
@@ -284,7 +276,7 @@ def _stop(message: str, as_json: bool) -> NoReturn:
 
 def _interrupted(ctx: typer.Context, out: Path, as_json: bool) -> NoReturn:
     """Ctrl-C: every finished step is in the run directory; say how to continue."""
-    message = f"interrupted at step {_steps_done(out)}; `{_resume_command(ctx, out)}` continues"
+    message = f"interrupted at step {steps_done(out)}; `{resume_command(ctx, out)}` continues"
     if as_json:
         typer.echo(json.dumps({"outcome": "interrupted", "error": message}))
     err_console.print(message, highlight=False, soft_wrap=True, markup=False)

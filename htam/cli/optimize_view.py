@@ -79,7 +79,7 @@ class StepsView:
 def timed_line(size: str, shapes: list[str], nbytes: int, other: str | None) -> str:
     """Which shapes are timed (and what the other size would time)."""
     line = f"timing at size {size}: {', '.join(shapes)} ({fmt_bytes(nbytes)} in and out)"
-    return line + (f"; --size {other}" if other else "")
+    return line + (f"; --size {other} times the {other} size" if other else "")
 
 
 def final_line(summary: dict, out: Path) -> str:
