@@ -35,6 +35,10 @@ class Context:
     prefix: list[str]  # directions of the path the loop continues from, most recent last
     state: StateFeatures
     state_text: str
+    # Nothing new left under these for the code the loop continues from (their code was
+    # evaluated already in this run): a decision leaves them out (htam.agent.propose.exhaust).
+    exhausted_strategies: frozenset[str] = frozenset()
+    exhausted_directions: frozenset[str] = frozenset()
 
 
 class MethodGuide(Protocol):
@@ -42,10 +46,13 @@ class MethodGuide(Protocol):
     repairs: int  # steps after a failure that repair it under the failed strategy (0: none)
 
     def decide(self, ctx: Context) -> tuple[str, dict[str, Any]]:
-        """(direction, JSON-ready breakdown of the decision)."""
+        """(direction, JSON-ready breakdown of the decision), not one of
+        ``ctx.exhausted_directions`` while another remains."""
         ...
 
-    def candidates(self, direction: str, ctx: Context) -> list[Strategy]: ...
+    def candidates(self, direction: str, ctx: Context) -> list[Strategy]:
+        """The local strategies the proposer ranks, none of ``ctx.exhausted_strategies``."""
+        ...
 
     def choice_guidance(self, direction: str, candidates: list[Strategy], ctx: Context) -> str:
         """The memory shown with the candidates when the proposer ranks them."""
@@ -100,7 +107,8 @@ class FlatGuide(NoGuide):
         self.flat = FlatMemory(bank)
 
     def candidates(self, direction: str, ctx: Context) -> list[Strategy]:
-        return [node.to_strategy() for node in self.bank.all_locals()]
+        nodes = self.bank.all_locals()
+        return [n.to_strategy() for n in nodes if n.id not in ctx.exhausted_strategies]
 
     def guidance(self, direction: str, choice: Choice, ctx: Context) -> str:
         hits = self.flat.retrieve(ctx.state_text, self.k)
@@ -124,11 +132,11 @@ class HTAMGuide:
 
     def decide(self, ctx: Context) -> tuple[str, dict[str, Any]]:
         rng = step_rng(ctx.seed, ctx.task_id, ctx.step)
-        decision = self.policy.decide(ctx.prefix, ctx.state, rng)
+        decision = self.policy.decide(ctx.prefix, ctx.state, rng, ctx.exhausted_directions)
         return decision.direction, {**decision.breakdown, "direction": decision.direction}
 
     def candidates(self, direction: str, ctx: Context) -> list[Strategy]:
-        return self.policy.candidates(direction, ctx.state)
+        return self.policy.candidates(direction, ctx.state, ctx.exhausted_strategies)
 
     def choice_guidance(self, direction: str, candidates: list[Strategy], ctx: Context) -> str:
         if not candidates:

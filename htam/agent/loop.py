@@ -14,15 +14,14 @@ from typing import Any
 
 from htam.agent.guides import NO_DIRECTION, Context, make_guide
 from htam.agent.ports import EvaluatorPort
-from htam.agent.propose import EvaluationError, InfrastructureError, propose_distinct
-from htam.agent.rundir import RunDir
+from htam.agent.propose import Asker, EvaluationError, InfrastructureError
+from htam.agent.rundir import RunDir, new_run_id
 from htam.agent.state import (
     Progress,
     comparable_times,
     features,
     noise_of,
     outcome_text,
-    repair_target,
     summary_text,
 )
 from htam.agent.step import ChoiceRecord, ProposalRecord, Step
@@ -32,8 +31,8 @@ from htam.evaluate import roofline
 from htam.evaluate.result import EvalResult
 from htam.evaluate.verdict import EVALUATOR_FAILED
 from htam.memory import MemoryBank, StepRecord
-from htam.policy import FLAT_DIRECTION, PolicyConfig, reward
-from htam.proposer import Choice, Proposal, ProposalRequest, Proposer, Usage
+from htam.policy import PolicyConfig, reward
+from htam.proposer import Proposal, Proposer, Usage
 from htam.status import Status
 from htam.tasks import Task, signature
 from htam.vocab import method_spec
@@ -47,16 +46,23 @@ class OptimizeConfig:
     target: str = "cpu"
     language: str = "cpp"
     flat_k: int = 4  # experiences retrieved by the flat-memory baseline
-    run_id: str | None = None  # default: derived from method, task and seed (stable on resume)
+    # The memory's id of the run. Default: method, task, seed and a part unique to the run
+    # (htam.agent.rundir.new_run_id), kept in run.json and reused by a resume.
+    run_id: str | None = None
     # Consecutive steps lost to the endpoint (each after the client's own retries) before the
     # run stops: one more try rides out a blip, more would only burn backoff time.
     infra_patience: int = 2
     duplicate_retries: int = 2  # asks for different code when a proposal repeats evaluated code
+    # Fresh decisions a step may take when its strategy only repeated evaluated code (each
+    # leaves out what was found exhausted); after them the step is spent as a repeat.
+    redecisions: int = 3
 
     def __post_init__(self) -> None:
         self.steps = method_spec(self.method).steps_for(self.steps)
         if self.steps < 1:
             raise ValueError("steps must be at least 1")
+        if self.redecisions < 0:
+            raise ValueError("redecisions must be at least 0")
 
 
 StepCallback = Callable[[Step], None]
@@ -76,13 +82,14 @@ class Optimizer:
         self.policy_config = policy_config or PolicyConfig()
         self.on_step = on_step
         self.guide = make_guide(method_spec(config.method), bank, self.policy_config, config.flat_k)
+        self.asker = Asker(proposer, self.guide, config)
 
     # ------------------------------------------------------------------ one run
 
     def run(self, task: Task, out_dir, resume: bool = False) -> dict[str, Any]:
         cfg = self.config
-        run_id = cfg.run_id or f"{cfg.method}:{task.id}:s{cfg.seed}"
         rundir = RunDir(out_dir)
+        run_id = cfg.run_id or self._run_id(rundir, task, resume)
         size = self.evaluator.config.size  # the size the evaluator times
         spec = {"task_id": task.id, "task_digest": task.digest, "method": cfg.method}
         spec |= {"seed": cfg.seed, "steps": cfg.steps, "target": cfg.target}
@@ -142,6 +149,16 @@ class Optimizer:
         rundir.save_summary(result)
         return result
 
+    def _run_id(self, rundir: RunDir, task: Task, resume: bool) -> str:
+        """A new id for a new run; a resumed run keeps its own, so that the bank, which records
+        each (run id, task, step) once, does not count its replayed steps twice."""
+        cfg = self.config
+        recorded = rundir.recorded() if resume else None
+        if recorded is None:
+            return new_run_id(cfg.method, task.id, cfg.seed)
+        # run.json files older than the id kept none: their steps went under this one
+        return recorded.get("run_id", f"{cfg.method}:{task.id}:s{cfg.seed}")
+
     def _prefix(self, progress: Progress) -> list[str]:
         # The path moves only with the code the loop continues from (see Progress.lineage).
         return [d for d in progress.lineage if d != NO_DIRECTION][-self.policy_config.K :]
@@ -150,29 +167,14 @@ class Optimizer:
 
     def _step(self, task, sig, ctx: Context, progress: Progress, run_id: str):
         t0 = time.monotonic()
-        # 1-2. The state is ctx; decide a direction, unless the step repairs a failure: then
-        # the same direction and strategy, no decision.
-        repair = repair_target(progress, self.guide.repairs)
-        if repair is None:
-            direction, breakdown = self.guide.decide(ctx)
-        else:
-            direction = repair[1].direction
-            breakdown = {"method": self.config.method, "direction": direction}
-            breakdown["repair_of"] = repair[0]
-        # 3. A local strategy among the guide's candidates.
-        request = self._request(task, ctx, progress, direction)
-        candidates = self.guide.candidates(direction, ctx)
-        request.guidance = self.guide.choice_guidance(direction, candidates, ctx)
-        choice = self._choose(request, candidates, repair)
-        request.strategy = choice.strategy
-        if direction == FLAT_DIRECTION and choice.strategy:
-            direction = choice.strategy.direction
-        # 4. Code guided by the strategy and the memory; its feedback; the reward; learning.
-        request.guidance = self.guide.guidance(direction, choice, ctx)
         repeated_before = progress.duplicates
-        proposal, repeats, extra = propose_distinct(
-            self.proposer, request, progress, self.config.duplicate_retries
-        )
+        # 1-4. The state is ctx; a direction, a local strategy, code guided by them (decided
+        # again while the code only repeats evaluated code: see htam.agent.propose).
+        asked = self.asker.ask(task, ctx, progress)
+        direction, choice, proposal = asked.last.direction, asked.last.choice, asked.last.proposal
+        repeats, repair, usage = asked.last.repeats, asked.repair, asked.usage
+        progress.exhausted_strategies.update(asked.exhausted_strategies)
+        progress.exhausted_directions.update(asked.exhausted_directions)
         result = self._evaluate(task, proposal) if repeats is None else _repeat(repeats)
         value = self._reward(result, progress)
         applied = choice.strategy or proposal.strategy
@@ -184,11 +186,14 @@ class Optimizer:
             result,
             proposal.code,
             direction,
-            PathStep(direction, strategy_id, outcome_text(result), repair is not None),
+            PathStep(
+                direction,
+                strategy_id,
+                outcome_text(result),
+                repair is not None,
+                repeats is not None,
+            ),
         )
-        usage = Usage()
-        for part in (choice.usage, extra, proposal.usage):
-            usage.add(part)
         memory_record = StepRecord(
             run_id=run_id,
             task_id=task.id,
@@ -216,7 +221,7 @@ class Optimizer:
             strategy=strategy_id,
             prefix=ctx.prefix,
             repair_of=repair[0] if repair else None,
-            decision=breakdown,
+            decision=asked.breakdown,
             choice=ChoiceRecord.of(choice),
             proposal=ProposalRecord.of(proposal),
             feedback=result,
@@ -230,36 +235,10 @@ class Optimizer:
             wall_s=time.monotonic() - t0,
             state_text=ctx.state_text,
             memory_record=memory_record,
+            exhausted_strategies=asked.exhausted_strategies,
+            exhausted_directions=asked.exhausted_directions,
         )
         return step, proposal.code
-
-    def _request(self, task: Task, ctx: Context, progress: Progress, direction: str):
-        cfg = self.config
-        return ProposalRequest(
-            task=task,
-            target=cfg.target,
-            language=cfg.language,
-            base_code=progress.best_code,
-            feedback=progress.last_result,
-            last_code=progress.last_code,
-            direction=None if direction == NO_DIRECTION else direction,
-            state_summary=ctx.state_text,
-            step=ctx.step,
-            seed=cfg.seed,
-            tried=frozenset(progress.tried),
-        )
-
-    def _choose(self, request: ProposalRequest, candidates, repair) -> Choice:
-        if repair is not None:
-            local = repair[1].strategy
-            strategy = self.guide.strategy(local) if local else None
-            return Choice(strategy, rationale=f"repair of step {repair[0]}")
-        if not candidates:
-            return Choice(None)
-        choice = self.proposer.choose_strategy(request, candidates)
-        if choice.infrastructure:
-            raise InfrastructureError(choice.rationale.removeprefix("LLM error: "))
-        return choice
 
     def _reward(self, result: EvalResult, progress: Progress) -> float:
         # One unit on both sides (see comparable_times); a failure has no time.
@@ -281,6 +260,9 @@ class Optimizer:
 
     def _replay(self, step: Step, rundir: RunDir, progress: Progress, usage: Usage) -> None:
         """Rebuild the state from a persisted step; re-apply its (idempotent) memory update."""
+        # what it found exhausted, before its outcome (a new best clears them), as it ran
+        progress.exhausted_strategies.update(step.exhausted_strategies)
+        progress.exhausted_directions.update(step.exhausted_directions)
         progress.observe(
             step.feedback,
             rundir.step_code(step.step),
@@ -290,6 +272,7 @@ class Optimizer:
                 step.strategy,
                 outcome_text(step.feedback),
                 step.repair_of is not None,
+                step.repeats_step is not None,
             ),
         )
         usage.add(step.usage)

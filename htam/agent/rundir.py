@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -56,10 +57,22 @@ def latest_run_dir(stem: Path) -> Path | None:
     return max(runs, key=lambda p: (p / "run.json").stat().st_mtime, default=None)
 
 
+def new_run_id(method: str, task_id: str, seed: int) -> str:
+    """The memory's id of a new run: unique to it, so that the bank learns from every run of a
+    command (it records each (run id, task, step) once: newcomer, a second run of the same
+    command, another path, taught it nothing under the old ``method:task:s<seed>``)."""
+    return f"{method}:{task_id}:s{seed}:{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
+
+
 class RunDir:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.steps_dir = self.path / "steps"
+
+    def recorded(self) -> dict[str, Any] | None:
+        """What an existing run was started with (its run.json), None for a new directory."""
+        run_file = self.path / "run.json"
+        return json.loads(run_file.read_text()) if run_file.exists() else None
 
     def start(self, spec: dict[str, Any], resume: bool) -> None:
         """Create the run, or check that ``resume`` continues the same run."""

@@ -29,6 +29,10 @@ class Progress:
     tried: set[str] = field(default_factory=set)  # every source evaluated so far
     seen: dict[str, int] = field(default_factory=dict)  # normalized source -> step evaluated
     duplicates: int = 0  # proposals that repeated evaluated code (asked again, not evaluated)
+    # Strategies and directions that only repeated evaluated code when applied to best_code:
+    # left out of decisions until a new best changes the code they would be applied to.
+    exhausted_strategies: set[str] = field(default_factory=set)
+    exhausted_directions: set[str] = field(default_factory=set)
 
     @property
     def best_speedup(self) -> float:
@@ -52,6 +56,8 @@ class Progress:
         if better:
             self.best_code, self.best_result = code, result
             self.lineage.append(direction)
+            self.exhausted_strategies.clear()  # applied to the new code they write new code
+            self.exhausted_directions.clear()
         self.curve.append(self.best_speedup)
         return better
 
@@ -140,6 +146,8 @@ def repair_target(progress: Progress, repairs: int) -> tuple[int, PathStep] | No
     last = progress.last_result
     if repairs <= 0 or last is None or last.correct or progress.last_code is None:
         return None
+    if progress.path[-1].repeat:
+        return None  # its code was evaluated before: nothing failed here to repair
     chain = 0
     for step in reversed(progress.path):
         if not step.repair:

@@ -7,7 +7,7 @@ run directory's format, so files written before and after stay byte-compatible.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from htam.evaluate.result import EvalResult
@@ -64,6 +64,10 @@ class Step:
     wall_s: float
     state_text: str
     memory_record: StepRecord
+    # What this step found to have nothing new left for the code the loop continues from (a
+    # resumed run replays them, so it leaves them out as the uninterrupted run did).
+    exhausted_strategies: list[str] = field(default_factory=list)
+    exhausted_directions: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -87,6 +91,8 @@ class Step:
             "wall_s": self.wall_s,
             "state_text": self.state_text,
             "memory_record": self.memory_record.to_dict(),
+            "exhausted_strategies": self.exhausted_strategies,
+            "exhausted_directions": self.exhausted_directions,
         }
 
     @classmethod
@@ -113,4 +119,6 @@ class Step:
             wall_s=data.get("wall_s", 0.0),
             state_text=data["state_text"],
             memory_record=StepRecord.from_dict(data["memory_record"]),
+            exhausted_strategies=list(data.get("exhausted_strategies", [])),
+            exhausted_directions=list(data.get("exhausted_directions", [])),
         )

@@ -31,6 +31,7 @@ class PathStep:
     strategy: str | None
     outcome: str  # e.g. "ok 1.32x", "compile_error"
     repair: bool = False  # the step repaired the previous step's failed code
+    repeat: bool = False  # the step's code repeated an earlier step's (not evaluated again)
 
 
 @dataclass

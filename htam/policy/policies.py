@@ -108,9 +108,19 @@ class DirectionPolicy:
             "probabilities": probabilities,
         }
 
-    def decide(self, prefix: list[str], state: StateFeatures, rng: random.Random) -> Decision:
-        """Sample the next direction from pi(g) with ``rng`` (same seed, same memory: same pick)."""
-        breakdown = self.explain(prefix, state)
+    def decide(
+        self,
+        prefix: list[str],
+        state: StateFeatures,
+        rng: random.Random,
+        exclude: frozenset[str] = frozenset(),
+    ) -> Decision:
+        """Sample the next direction from pi(g) with ``rng`` (same seed, same memory: same pick).
+
+        ``exclude``: directions with nothing new left for the run's current code (every
+        candidate they lead to was evaluated already). pi is renormalized over the others, so
+        the memory still ranks what remains; when nothing remains, nothing is excluded."""
+        breakdown = _excluding(self.explain(prefix, state), exclude)
         probabilities = breakdown["probabilities"]
         return Decision(_sample(probabilities, rng), probabilities, breakdown)
 
@@ -137,14 +147,21 @@ class DirectionPolicy:
 
     # -- strategies and learning -----------------------------------------------------------
 
-    def candidates(self, direction: str, state: StateFeatures | None = None) -> list[Strategy]:
-        """Local strategies to rank: best learned value (plus trigger prior) first."""
+    def candidates(
+        self,
+        direction: str,
+        state: StateFeatures | None = None,
+        exclude: frozenset[str] = frozenset(),
+    ) -> list[Strategy]:
+        """Local strategies to rank: best learned value (plus trigger prior) first; none of
+        ``exclude`` (strategies whose code the run has evaluated already)."""
         if not self.variant.local:
             return []
         if not self.variant.hierarchy or direction == FLAT_DIRECTION:
             nodes = self.bank.all_locals()
         else:
             nodes = self.bank.locals_of(direction)
+        nodes = [node for node in nodes if node.id not in exclude]
         ranked = sorted(
             enumerate(nodes), key=lambda item: (-self._local_value(item[1], state), item[0])
         )
@@ -165,6 +182,22 @@ class DirectionPolicy:
         used, weights = self.weights([d for d in record.prefix if d != FLAT_DIRECTION])
         trimmed = type(record)(**{**record.__dict__, "prefix": used})
         return self.bank.record_step(trimmed, weights=weights, config=self.config)
+
+
+def _excluding(breakdown: dict[str, Any], exclude: frozenset[str]) -> dict[str, Any]:
+    """The breakdown with pi renormalized over the directions not in ``exclude`` (the same as
+    the softmax of their scores alone); unchanged when that would leave none."""
+    probabilities = breakdown["probabilities"]
+    excluded = sorted(g for g in probabilities if g in exclude)
+    kept = {g: p for g, p in probabilities.items() if g not in exclude}
+    if not excluded:
+        return breakdown
+    if not kept:
+        return {**breakdown, "excluded": [], "exhausted": excluded}
+    total = sum(kept.values())
+    # softmax underflow can leave every kept direction at 0: then uniform among them
+    kept = {g: (p / total if total > 0 else 1.0 / len(kept)) for g, p in kept.items()}
+    return {**breakdown, "excluded": excluded, "probabilities": kept}
 
 
 def _sample(probabilities: dict[str, float], rng: random.Random) -> str:

@@ -100,6 +100,7 @@ def _step() -> Step:
         reward=0.41, usage=Usage(10, 5, 0.001, 1, 0), new_best=True, repeats_step=None,
         repeated_proposals=0, best_speedup=2.0, memory_updated=True, wall_s=1.25,
         state_text="s", memory_record=record,
+        exhausted_strategies=["fusion.elementwise_chain_fusion"], exhausted_directions=["fusion"],
     )  # fmt: skip
 
 
@@ -112,7 +113,7 @@ def test_a_step_is_frozen_and_its_file_format_round_trips():
         "step", "method", "direction", "strategy", "prefix", "repair_of", "decision", "choice",
         "proposal", "feedback", "reward", "usage", "new_best", "repeats_step",
         "repeated_proposals", "best_speedup", "memory_updated", "wall_s", "state_text",
-        "memory_record",
+        "memory_record", "exhausted_strategies", "exhausted_directions",
     ]  # fmt: skip
     assert data["memory_record"]["status"] == "ok" and data["feedback"]["speedup"] == 2.0
     assert data["usage"] == {
@@ -121,6 +122,9 @@ def test_a_step_is_frozen_and_its_file_format_round_trips():
     }  # fmt: skip
     back = Step.from_dict(data)
     assert back == step
+    # a step written before exhaustion was recorded reads back with nothing exhausted
+    older = Step.from_dict({k: v for k, v in data.items() if not k.startswith("exhausted")})
+    assert older.exhausted_strategies == [] and older.exhausted_directions == []
     assert json.dumps(back.to_dict(), indent=2) == json.dumps(step.to_dict(), indent=2)
 
 

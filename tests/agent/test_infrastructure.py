@@ -85,11 +85,12 @@ def evaluator():
         yield ev
 
 
-def _optimizer(server, evaluator, bank, records, steps):
+def _optimizer(server, evaluator, bank, records, steps, redecisions=3):
     config = resolve_config(
         None, server.base_url, server.model, backoff_s=0.01, backoff_max_s=0.02, max_retries=1
     )
-    loop = OptimizeConfig(method="htam", steps=steps, seed=3, target="cpu", language="triton")
+    loop = OptimizeConfig(method="htam", steps=steps, seed=3, target="cpu", language="triton",
+                          redecisions=redecisions)  # fmt: skip
     proposer = LLMProposer(LLMClient(config))
     return Optimizer(
         proposer,
@@ -142,7 +143,8 @@ def test_a_repeated_candidate_is_asked_again_and_never_evaluated_twice(tmp_path,
         MemoryBank.open(tmp_path / "m.db", create=True) as bank,
     ):
         records: list[dict] = []
-        summary = _optimizer(server, evaluator, bank, records, steps=3).run(
+        # no fresh decision after the repeats (see the next test): the step is spent on them
+        summary = _optimizer(server, evaluator, bank, records, steps=3, redecisions=0).run(
             task_for(CHAIN + ".py"), tmp_path / "run"
         )
         asked_again = [r for r in server.chat_requests if "already evaluated at step" in r.text()]
@@ -156,6 +158,34 @@ def test_a_repeated_candidate_is_asked_again_and_never_evaluated_twice(tmp_path,
         assert summary["duplicates"] == 4
         codes = [p.read_text() for p in sorted((tmp_path / "run" / "steps").glob("*.py"))]
         assert len(set(codes[:2])) == 2
+
+
+def test_a_strategy_that_only_repeats_is_left_out_of_a_fresh_decision(tmp_path, evaluator, prices):
+    """Step 1 under the chosen strategy repeats step 0's code three times: the strategy has
+    nothing new left, so the step decides again without it, and its new code is evaluated."""
+    third = _code(old="* alpha + beta", new="* alpha + beta + 0.0")
+    replies = [Scripted(content=choice("x"), when="strategy_id", repeat=True), _code()]
+    replies += [_code(), _code(), _code(), third]  # step 1: three repeats, then new code
+    with (
+        ReplayServer(replies) as server,
+        MemoryBank.open(tmp_path / "m.db", create=True) as bank,
+    ):
+        records: list[dict] = []
+        summary = _optimizer(server, evaluator, bank, records, steps=2).run(
+            task_for(CHAIN + ".py"), tmp_path / "run"
+        )
+        assert [r["repeats_step"] for r in records] == [None, None]
+        [skipped] = records[1]["decision"]["skipped"]
+        exhausted = skipped["strategy"]
+        assert skipped["repeats_step"] == 0 and exhausted is not None
+        assert records[1]["exhausted_strategies"] == [exhausted]
+        assert records[1]["strategy"] != exhausted
+        # the fresh choice was asked without it among the candidates
+        choices = [r.text() for r in server.chat_requests if "strategy_id" in r.text()]
+        candidates = [text.split("## Candidate strategies", 1)[1] for text in choices]
+        assert any(exhausted in c for c in candidates) and exhausted not in candidates[-1]
+        assert records[1]["feedback"]["status"] == "ok" and records[1]["memory_updated"]
+        assert bank.step_count() == 2 and summary["duplicates"] == 3
 
 
 def test_a_failure_of_the_evaluator_stops_the_run_without_learning(tmp_path, evaluator):

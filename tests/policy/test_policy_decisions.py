@@ -175,3 +175,39 @@ def test_an_edge_whose_condition_fails_does_not_score(seed_bank):
     assert term["advantage"] == pytest.approx(0.15)  # the seed prior
     off = compute_bound["directions"]["memory_access"]["prefix_terms"][0]
     assert off["advantage"] == 0.0
+
+
+def test_exhausted_directions_are_left_out_and_the_memory_ranks_the_rest(toy_bank, make_record):
+    """A direction with nothing new left is excluded; pi over the rest is the softmax of their
+    own scores (the transition-aware score still decides among them)."""
+    for i in range(10):
+        toy_bank.record_step(make_record(i, ["d0"], "d1", 0.9), config=RULE)
+        toy_bank.record_step(make_record(10 + i, ["d0"], "d3", -0.9), config=RULE)
+    policy = make_policy("htam", CONFIG, toy_bank)
+    full = policy.explain(["d0"], StateFeatures())
+    assert max(full["probabilities"], key=full["probabilities"].get) == "d1"
+    rng = random.Random(0)
+    picks = [policy.decide(["d0"], StateFeatures(), rng, frozenset({"d1"})) for _ in range(300)]
+    assert {d.direction for d in picks} <= {"d0", "d2", "d3"}
+    kept = picks[0].probabilities
+    assert set(kept) == {"d0", "d2", "d3"} and sum(kept.values()) == pytest.approx(1.0)
+    scores = {g: full["directions"][g]["score"] for g in kept}
+    top = max(scores.values())
+    z = sum(math.exp((s - top) / CONFIG.T_g) for s in scores.values())
+    for g, s in scores.items():
+        assert kept[g] == pytest.approx(math.exp((s - top) / CONFIG.T_g) / z)
+    assert kept["d3"] < kept["d0"]  # the failing transition stays unlikely
+    assert picks[0].breakdown["excluded"] == ["d1"]
+    # every direction exhausted: nothing is left out (the step then repeats, as before)
+    everything = policy.decide(["d0"], StateFeatures(), random.Random(0), frozenset(IDS))
+    assert everything.probabilities == full["probabilities"]
+    assert everything.breakdown["excluded"] == [] and everything.breakdown["exhausted"] == IDS
+
+
+def test_exhausted_strategies_are_no_candidates(seed_bank):
+    policy = make_policy("htam", CONFIG, seed_bank)
+    every = [s.id for s in policy.candidates("fusion")]
+    left = [s.id for s in policy.candidates("fusion", None, frozenset(every[:2]))]
+    assert left == every[2:]
+    flat = make_policy("no-hierarchy", CONFIG, seed_bank)
+    assert every[0] not in [s.id for s in flat.candidates("fusion", None, frozenset(every[:1]))]
