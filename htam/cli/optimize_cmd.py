@@ -144,6 +144,8 @@ def optimize_command(
     from htam.tasks import TaskError, signature
 
     started = time.monotonic()
+    if quiet and verbose:
+        fail("--quiet and --verbose: give one of them")
     if verbose:
         logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
     quiet = quiet or as_json

@@ -347,3 +347,13 @@ def test_a_run_directory_without_a_finished_step_is_removed_one_with_a_step_is_k
     remove_if_nothing_ran(started)
     assert not empty.exists()
     assert (started / "run.json").exists() and (started / "steps" / "step_00.json").exists()
+
+
+def test_quiet_and_verbose_together_are_one_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    env = {"HTAM_CACHE_DIR": str(tmp_path / "cache")}
+    args = ["optimize", RELU, "--target", "cpu", "--steps", "1", "--quiet", "--verbose"]
+    result = runner.invoke(app, args, env=env)
+    assert result.exit_code == 2, (result.output, result.exception)
+    assert "--quiet and --verbose: give one of them" in result.output
+    assert not (tmp_path / "runs").exists()
