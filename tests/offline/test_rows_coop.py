@@ -79,7 +79,7 @@ def test_coop_kernel_combines_chunks_like_the_reference(name, cols):
     task = _task(name, cols=cols)
     for strategies in [CACHE, everything(task, "triton")]:
         code = solution(task, "triton", strategies)
-        assert "def htam_row_coop_shift(" in code and "coop[(n_rows * csplit,)]" in code
+        assert "def htam_row_coop_plain(" in code and "coop[(n_rows * csplit,)]" in code
         model, new, (x,) = build_pair(task, load_solution(_interpretable(code)), {})
         with torch.no_grad():
             expected = model(x)
@@ -103,7 +103,7 @@ def test_chunks_grow_until_a_row_has_one_per_sm_else_the_loop_runs(sms, chunk):
     assert shapes == ([(2, 3, -(-20000 // chunk))] if chunk else []), shapes
 
 
-@pytest.mark.parametrize("cols, kernel", [(24576, "full"), (20000, "plain"), (20001, "shift")])
+@pytest.mark.parametrize("cols, kernel", [(24576, "full"), (20000, "plain"), (20001, "plain")])
 def test_whole_chunks_take_the_unmasked_kernel(cols, kernel):
     """Softmax's rows of 393216 are 48 whole chunks: no masks, 128 registers a thread instead of
     140, and 75% of memory speed of light instead of 66% (H200, run 41)."""
@@ -160,3 +160,16 @@ def test_coop_path_on_gpu(name, shape):
         expected = model(x)
         for _ in range(3):  # repeated launches: fresh counters every call
             torch.testing.assert_close(new(x), expected, atol=2e-5, rtol=2e-4)
+
+
+@pytest.mark.parametrize("name, waits", [("softmax", 1), ("log_softmax", 1), ("layer_norm", 2)])
+def test_a_softmax_waits_once_and_rescales_its_kept_exps(name, waits):
+    """A softmax's chunk keeps exp(x - m) for its own max and rescales it after its one wait: 88%
+    of memory speed of light against 75% with a wait for the max and one for the sum (H200, run
+    43). Means and variances keep a wait each."""
+    code = solution(_task(name, cols=24576), "triton", CACHE)
+    full = code[code.index("def htam_row_coop_full(") : code.index("def htam_row_coop_plain(")]
+    assert full.count("while seen <") == waits
+    if name == "softmax":
+        assert len(re.findall(r"tl\.exp\((?:in_x|v\d+)", full)) == 1  # one exp an element
+        assert re.search(r"= ex(\d+) \* tl\.exp\(ml\1 - r\1\)\[:, None\]", full)
