@@ -20,7 +20,8 @@ Two kernels (``MODES``). A row cut into whole chunks (softmax's 393216 floats, 4
 8192) takes ``htam_row_coop_full``: nothing masked. Masks kept in registers through the waits
 cost registers, and a program's registers decide how many an SM holds (ptxas for sm_90: 128 a
 thread against 140 for softmax's chunk of 8192 on 4 warps, 128 against 246 for layer norm's).
-Other rows take ``htam_row_coop_plain``, masked. A chunk holds 8192 elements on 4 warps, 64 a
+Other rows take ``htam_row_coop_plain``, masked, its registers capped at 128 so that an SM
+holds 4 programs (L1Norm's would take 143: 3). A chunk holds 8192 elements on 4 warps, 64 a
 thread, whatever the block and warps of the other kernels (16384 on 4 warps, 128 a thread, was
 slower); 16384 on 8 warps where that gives a row at most one chunk per SM. A layer norm's
 weight and bias are loaded after the last wait.
@@ -36,7 +37,9 @@ took softmax from 66% of memory speed of light to 75% and instance norm from 77%
 41); the single wait took softmax from 75% to 88% and log-softmax from 74% to 88%; the masked
 kernel on rows of 65535 (8 chunks, loads of one float) was faster than a kernel shifting the
 chunks to 16-byte boundaries for vector loads (9 chunks, 230 registers: L1Norm 85% against 80%,
-L2Norm 83% against 80%, run 43). Polling the counter with a plain or acquire load instead of
+L2Norm 83% against 80%, run 43), and capping its registers took L1Norm from 82% to 87% and
+L2Norm from 79% to 87% (run 45; log-softmax's masked kernel spills 192 bytes under the cap,
+not measured). Polling the counter with a plain or acquire load instead of
 the atomic was slower (61% against 75% for softmax). Dropped earlier (runs 40-41): every pass
 reading a row's cut chunks again in masked tiles, and a layer-norm row of 4.2 M floats (512
 chunks) held by capping registers at 128 so that 4 programs fit an SM (39% against 45% for the
@@ -53,6 +56,7 @@ from htam.offline.backends.triton.split import SplitKernels, partial_states
 CHUNK, WARPS = 8192, 4  # a chunk's elements and warps: 64 elements a thread
 MODES = ("full", "plain")  # the kernels: see CoopKernels.kernel
 CHUNKS = (CHUNK, 2 * CHUNK)  # the chunk sizes tried, smallest first (warps grow with them)
+MASKED_REGS = 128  # the masked kernel's registers a thread, capped
 
 
 class CoopKernels(SplitKernels):
@@ -162,10 +166,12 @@ class CoopKernels(SplitKernels):
             "        csplit = triton.cdiv(R, cb)",
             *("        " + s for s in self._partials("csplit")),
             f"        sync = torch.zeros(n_rows + 1, dtype=torch.int32, device={dev})",
-            # whole chunks: nothing masked, fewer registers, more programs a SM
-            "        coop = htam_row_coop_full if R % cb == 0 else htam_row_coop_plain",
+            # whole chunks: nothing masked, fewer registers, more programs a SM; the masked
+            # kernel's registers capped (L1Norm's 143 would let an SM hold 3 programs, not 4)
+            "        coop, regs = ((htam_row_coop_full, {}) if R % cb == 0 else "
+            f"(htam_row_coop_plain, {{'maxnreg': {MASKED_REGS}}}))",
             f"        coop[(n_rows * csplit,)]({args}, csplit, cb, ROWS=1, "
             "SPLITP=triton.next_power_of_2(csplit), BLOCK=cb, "
-            f"num_warps=cb // {CHUNK // WARPS})",
+            f"num_warps=cb // {CHUNK // WARPS}, **regs)",
             "        return out",
         ]
