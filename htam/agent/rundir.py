@@ -72,23 +72,32 @@ class RunDir:
     def recorded(self) -> dict[str, Any] | None:
         """What an existing run was started with (its run.json), None for a new directory."""
         run_file = self.path / "run.json"
-        return json.loads(run_file.read_text()) if run_file.exists() else None
+        if not run_file.exists():
+            return None
+        try:
+            record = json.loads(run_file.read_text())
+        except (OSError, ValueError) as exc:
+            raise RunDirError(
+                f"cannot resume {self.path}: its run.json cannot be read: {exc}"
+            ) from exc
+        if not isinstance(record, dict):
+            raise RunDirError(f"cannot resume {self.path}: its run.json is not a run record")
+        return record
 
     def start(self, spec: dict[str, Any], resume: bool) -> None:
         """Create the run, or check that ``resume`` continues the same run."""
-        run_file = self.path / "run.json"
-        if run_file.exists():
+        old = self.recorded()
+        if old is not None:
             if not resume:
                 raise RunDirError(
                     f"{self.path} already holds a run; pass --resume to continue it or choose "
                     "another --out"
                 )
-            old = json.loads(run_file.read_text())
             changed = [k for k in spec if k in old and old[k] != spec[k]]
             if changed:
                 raise RunDirError(f"cannot resume {self.path}: {', '.join(changed)} changed")
             return
-        write_atomic(run_file, json.dumps(spec, indent=2))
+        write_atomic(self.path / "run.json", json.dumps(spec, indent=2))
 
     def finished_steps(self) -> list[dict[str, Any]]:
         if not self.steps_dir.exists():

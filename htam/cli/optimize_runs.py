@@ -4,8 +4,8 @@ command line that continues an interrupted run."""
 
 from __future__ import annotations
 
-import json
 import shlex
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -46,16 +46,12 @@ def steps_done(out: Path) -> int:
 
 def run_record(out: Path) -> dict | None:
     """The run.json of the run ``--resume`` continues (None: no run there yet, a new one)."""
-    path = out / "run.json"
-    if not path.exists():
-        return None
+    from htam.agent.rundir import RunDir, RunDirError
+
     try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        fail(f"cannot resume {out}: its run.json cannot be read: {exc}")
-    if not isinstance(record, dict):
-        fail(f"cannot resume {out}: its run.json is not a run record")
-    return record
+        return RunDir(out).recorded()
+    except RunDirError as exc:
+        fail(str(exc))
 
 
 def _given(ctx: typer.Context, name: str) -> bool:
@@ -66,15 +62,10 @@ def _given(ctx: typer.Context, name: str) -> bool:
 def resume_settings(ctx: typer.Context, out: Path, record: dict, config, size: str | None):
     """``--resume`` without ``--steps`` (or ``--size``) continues with the run's own values; a
     larger ``--steps`` extends the run; a smaller one is refused, naming both."""
-    from htam.agent import OptimizeConfig
-
     old = record.get("steps")
     if isinstance(old, int) and old != config.steps:
         if not _given(ctx, "steps"):
-            config = OptimizeConfig(
-                method=config.method, steps=old, seed=config.seed, target=config.target,
-                language=config.language,
-            )  # fmt: skip
+            config = replace(config, steps=old)
         elif config.steps < old:
             fail(
                 f"cannot resume {out}: --steps {config.steps} is fewer than the run's {old} "
