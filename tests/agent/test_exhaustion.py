@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
 
 import pytest
 
@@ -21,41 +20,16 @@ from htam.policy import PolicyConfig
 from htam.proposer import Choice, Proposal
 from htam.status import Status
 from tests.evaluate.conftest import task_for
+from tests.scripted_evaluator import ScriptedEvaluator
 
 RELU = "level1/1_ReLU.py"
 CHAIN = "level2/5_Elementwise_Chain.py"
 
 
-@dataclass
-class Reference:
-    flops: int = 10_000
-    nbytes: int = 400_000
-    dtypes: list[str] = field(default_factory=lambda: ["float32"])
-    timing: dict = field(default_factory=lambda: {"median_ms": 1.0})
-    compile_timing: dict | None = None
-    messages: list[str] = field(default_factory=list)
-
-
-@dataclass
-class FirstBestEvaluator:
+def first_best() -> ScriptedEvaluator:
     """Every candidate correct; the first one 2x faster than the reference, every later one
     1.5x: the code the loop continues from stays the first step's."""
-
-    evaluated: list[str] = field(default_factory=list)
-    config: object = field(default_factory=lambda: type("C", (), {"size": "small"})())
-
-    def reference(self, task, timed=True):
-        return Reference()
-
-    def peaks(self):
-        return {"bandwidth_gbs": 100.0, "tf32_tflops": 1.0, "fp32_tflops": 1.0, "bf16_tflops": 2.0}
-
-    def evaluate(self, task, code, language):
-        self.evaluated.append(code)
-        speedup = 2.0 if len(self.evaluated) == 1 else 1.5
-        ms = 1.0 / speedup
-        timing = Timing(ms, ms * 0.99, ms * 1.01, ms * 0.01, 10, "perf_counter")
-        return EvalResult(Status.OK, runtime_ms=ms, ref_runtime_ms=1.0, timing=timing)
+    return ScriptedEvaluator(lambda n, code: 2.0 if n == 0 else 1.5)
 
 
 class OneCodePerStrategy:
@@ -110,7 +84,7 @@ def optimize(bank, out, steps=5, on_step=None, resume=False, proposer=None, task
              evaluator=None, **cfg):  # fmt: skip
     config = OptimizeConfig(method="htam", steps=steps, seed=0, target="cpu", language="cpp",
                             **cfg)  # fmt: skip
-    evaluator = evaluator or FirstBestEvaluator()
+    evaluator = evaluator or first_best()
     optimizer = Optimizer(proposer or OneCodePerStrategy(), evaluator, bank, config,
                           on_step=on_step)  # fmt: skip
     return optimizer.run(task_for(task), out, resume=resume)
@@ -185,7 +159,7 @@ def test_a_resumed_run_leaves_out_what_the_interrupted_one_found_exhausted(tmp_p
             if step.step == 2:
                 raise KeyboardInterrupt
 
-        evaluator = FirstBestEvaluator()  # its results go on where they stopped
+        evaluator = first_best()  # its results go on where they stopped
         with pytest.raises(KeyboardInterrupt):
             optimize(bank, tmp_path / "cut", on_step=stop_after_step_2, evaluator=evaluator)
         assert len(step_files(tmp_path / "cut")) == 3
@@ -206,15 +180,15 @@ CHAIN_FACTORS = {
 }
 
 
-class ChainTimes(FirstBestEvaluator):
-    def evaluate(self, task, code, language):
-        header = code.split("\n", 1)[0].removeprefix("# htam-offline: ")
-        applied = json.loads(header)["applied"]  # the strategies the template applied
-        ms = 1.0 / (1.59 * math.prod(CHAIN_FACTORS[s] for s in applied))
-        timing = Timing(ms, ms * 0.75, ms * 1.3, ms * 0.15, 40, "perf_counter")
-        return EvalResult(
-            Status.OK, runtime_ms=ms, ref_runtime_ms=1.0, timing=timing, sol_fraction=0.05
-        )
+def chain_times(n: int, code: str) -> EvalResult:
+    """The chain's time from the strategies the template applied (its code's header)."""
+    header = code.split("\n", 1)[0].removeprefix("# htam-offline: ")
+    applied = json.loads(header)["applied"]
+    ms = 1.0 / (1.59 * math.prod(CHAIN_FACTORS[s] for s in applied))
+    timing = Timing(ms, ms * 0.75, ms * 1.3, ms * 0.15, 40, "perf_counter")
+    return EvalResult(
+        Status.OK, runtime_ms=ms, ref_runtime_ms=1.0, timing=timing, sol_fraction=0.05
+    )
 
 
 def test_the_newcomers_chain_decides_again_instead_of_repeating(tmp_path):
@@ -234,7 +208,7 @@ def test_the_newcomers_chain_decides_again_instead_of_repeating(tmp_path):
             bank.record_step(record, weights=[], config=config)
         assert bank.direction("fusion").stats.ema < -0.5
         summary = optimize(bank, tmp_path / "run", steps=6, proposer=OfflineProposer("cpu"),
-                           task=CHAIN, evaluator=ChainTimes())  # fmt: skip
+                           task=CHAIN, evaluator=ScriptedEvaluator(chain_times))  # fmt: skip
     steps = step_files(tmp_path / "run")
     assert [s["repeats_step"] for s in steps] == [None] * 6
     assert summary["statuses"] == ["ok"] * 6 and summary["duplicates"] > 0

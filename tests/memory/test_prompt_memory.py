@@ -5,17 +5,16 @@ rules can be asserted step by step."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from htam.agent import OptimizeConfig, Optimizer
-from htam.evaluate.result import EvalResult, Timing
 from htam.llm import LLMClient, LLMProposer, resolve_config
 from htam.llm.replay_server import ReplayServer, Scripted
 from htam.memory import MemoryBank, StepRecord, load_seed
 from htam.policy import PolicyConfig
 from htam.status import Status
 from htam.tasks import load_task
+from tests.scripted_evaluator import ScriptedEvaluator
 
 RULE = PolicyConfig()  # the policy's update rule: the bank keeps none
 
@@ -38,42 +37,6 @@ def two_direction_seed() -> dict:
     return seed
 
 
-@dataclass
-class ScriptedReference:
-    """What the loop reads of the reference (the evaluator's own type is being redesigned)."""
-
-    flops: int = 10_000
-    nbytes: int = 400_000
-    dtypes: list[str] = field(default_factory=lambda: ["float32"])
-    timing: dict = field(default_factory=lambda: {"median_ms": 1.0})
-    compile_timing: dict = field(default_factory=lambda: {"median_ms": 0.9})
-    messages: list[str] = field(default_factory=list)
-
-
-@dataclass
-class ScriptedEvaluator:
-    """Outcomes in order: a speedup (correct) or a failed status; the reference runs 1 ms."""
-
-    outcomes: list[float | Status]
-    calls: int = 0
-    config: object = field(default_factory=lambda: type("C", (), {"size": "small"})())
-
-    def reference(self, task, timed=True):
-        return ScriptedReference()
-
-    def peaks(self):
-        return {"bandwidth_gbs": 100.0, "tf32_tflops": 1.0, "fp32_tflops": 1.0, "bf16_tflops": 2.0}
-
-    def evaluate(self, task, code, language):
-        outcome = self.outcomes[self.calls]
-        self.calls += 1
-        if isinstance(outcome, Status):
-            return EvalResult(outcome, messages=[f"{outcome}: scripted"])
-        ms = 1.0 / outcome
-        timing = Timing(ms, ms * 0.99, ms * 1.01, ms * 0.01, 10, "perf_counter")
-        return EvalResult(Status.OK, runtime_ms=ms, ref_runtime_ms=1.0, timing=timing)
-
-
 def code_reply(n: int) -> Scripted:
     # distinct code every step: the loop never evaluates the same source twice
     source = f"import torch\n\n\nclass ModelNew(torch.nn.Module):\n    VERSION = {n}\n"
@@ -91,7 +54,7 @@ def run(tmp_path, outcomes, steps):
             None, server.base_url, server.model, timeout_s=5.0, cache_dir=tmp_path / "llm"
         )
         proposer = LLMProposer(LLMClient(config))
-        evaluator = ScriptedEvaluator(outcomes)
+        evaluator = ScriptedEvaluator(lambda n, code: outcomes[n])
         opt = OptimizeConfig(method="htam", steps=steps, seed=3, target="cuda", language="triton")
         Optimizer(
             proposer, evaluator, bank, opt, on_step=lambda step: records.append(step.to_dict())
