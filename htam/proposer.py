@@ -68,6 +68,10 @@ class Proposal:
     # offline proposer without a template): not evidence about the strategy either, so the
     # memory does not learn from it.
     unsupported: bool = False
+    # The task translated as it is, no strategy applied (the offline proposer's first code):
+    # it follows no direction, so the loop records the step under none and the memory credits
+    # no direction with it.
+    baseline: bool = False
 
 
 @dataclass

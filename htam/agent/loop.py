@@ -178,7 +178,9 @@ class Optimizer:
         result = self._evaluate(task, proposal) if repeats is None else _repeat(repeats)
         value = self._reward(result, progress)
         applied = choice.strategy or proposal.strategy
-        if applied is not None and direction not in (NO_DIRECTION, applied.direction):
+        if proposal.baseline:  # no strategy applied: no direction to credit or to extend the path
+            applied, direction = None, NO_DIRECTION
+        elif applied is not None and direction not in (NO_DIRECTION, applied.direction):
             direction = applied.direction  # nothing under the chosen one applied: say what did
         strategy_id = applied.id if applied else None
         speedup_before = progress.best_speedup or None

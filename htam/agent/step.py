@@ -36,10 +36,14 @@ class ProposalRecord:
     response: str = ""
     reasoning: str | None = None
     error: str | None = None
+    baseline: bool = False  # the task translated with no strategy (see Proposal.baseline)
 
     @classmethod
     def of(cls, proposal: Proposal) -> ProposalRecord:
-        return cls(proposal.prompt, proposal.response, proposal.reasoning, proposal.error)
+        return cls(
+            proposal.prompt, proposal.response, proposal.reasoning, proposal.error,
+            proposal.baseline,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -133,6 +133,7 @@ class OfflineProposer:
             prompt=f"offline template: {m.describe()}; {step}",
             response=code,
             strategy=own,
+            baseline=strategy is None,
         )
 
     def _own_choice(self, request: ProposalRequest, m: Match, lang: str) -> Strategy | None:

@@ -12,9 +12,9 @@ import pytest
 
 from htam.memory import MemoryBank
 from tests.agent.test_exhaustion import (
-    FirstBestEvaluator,
     OneCodePerStrategy,
     favour_d0,
+    first_best,
     optimize,
     step_files,
 )
@@ -57,7 +57,7 @@ def test_a_resumed_run_keeps_its_id_and_counts_no_step_twice(tmp_path):
             if step.step == 1:
                 raise KeyboardInterrupt
 
-        evaluator = FirstBestEvaluator()
+        evaluator = first_best()
         with pytest.raises(KeyboardInterrupt):
             optimize(
                 bank,

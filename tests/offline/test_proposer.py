@@ -51,6 +51,7 @@ def test_baseline_then_strategies_change_the_parameters_in_the_header():
         _request(task, "triton", base.code, _strategy("algorithmic_rewrite.welford_statistics"))
     )
     assert parse_header(nxt.code)["params"]["welford"] is True
+    assert base.baseline and not nxt.baseline  # the untouched translation follows no direction
     again = proposer.propose(
         _request(task, "triton", nxt.code, _strategy("algorithmic_rewrite.welford_statistics"))
     )
