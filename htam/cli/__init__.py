@@ -9,7 +9,11 @@ import sys
 import typer
 
 from htam import __version__
-from htam.cli.common import console, pipe_safe
+from htam.cli.common import (
+    console,
+    pipe_safe,
+)
+from htam.cli.json_errors import JsonErrorsCommand
 
 app = typer.Typer(
     name="htam",
@@ -35,10 +39,13 @@ for _name in COMMAND_MODULES:
 
 
 def _pipe_safe_commands(typer_app: typer.Typer) -> None:
-    """Every command, in sub-groups too, stops quietly (exit 141) when its stdout is closed."""
+    """Every command, in sub-groups too, stops quietly (exit 141) when its stdout is closed, and
+    with ``--json`` answers a usage error click finds with a JSON object too (JsonErrorsCommand)."""
     for info in typer_app.registered_commands:
         if info.callback is not None:
             info.callback = pipe_safe(info.callback)
+        if info.cls in (None, typer.core.TyperCommand):  # typer's default, unless one is set
+            info.cls = JsonErrorsCommand
     for group in typer_app.registered_groups:
         if group.typer_instance is not None:
             _pipe_safe_commands(group.typer_instance)

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from htam.cli.common import (
+    INFRASTRUCTURE_EXIT,
     LANGUAGE_HELP,
     MEMORY_LIMIT_HELP,
     METHOD_HELP,
@@ -20,7 +21,6 @@ from htam.cli.common import (
     LoadProgress,
     check_cache_dir,
     console,
-    default_size,
     err_console,
     fail,
     limit_overrides,
@@ -30,6 +30,11 @@ from htam.cli.common import (
     writable_dir,
 )
 from htam.cli.report_cmd import fmt, print_metrics
+from htam.cli.sizes import (
+    default_size,
+    over_memory_limit,
+    tensor_bytes,
+)
 
 RAY_HELP = "run the units on a Ray cluster (pip install 'htam\\[ray]'), see --ray-address"
 RAY_ADDRESS_HELP = (
@@ -111,6 +116,46 @@ def gpu_devices(gpus: str) -> list[str]:
     return [f"cuda:{g}" for g in chosen]
 
 
+def fitting_tasks(
+    tasks: list, suites: list[str], target: str, size: str, memory_limit_mb: int | None, ray
+) -> list:
+    """The tasks whose tensors at ``size`` fit the memory limit (see ``over_memory_limit``):
+    each other one is skipped with its reason on one line of stderr, since its reference could
+    only fail at the limit. Checked on local CPU workers only: on a GPU the tensors live in GPU
+    memory, and Ray's machines have memory of their own. None fitting exits 3, as one would."""
+    if target != "cpu" or ray is not None:
+        return tasks
+    kept = []
+    for task in tasks:
+        reason = over_memory_limit(task, target, size, tensor_bytes(task, size), memory_limit_mb)
+        if reason is None:
+            kept.append(task)
+        else:
+            err_console.print(f"skipped {reason}", highlight=False, soft_wrap=True, markup=False)
+    if tasks and not kept:
+        fail(
+            f"no task of {', '.join(suites)} fits the host memory allowed here (each is skipped "
+            "above)",
+            code=INFRASTRUCTURE_EXIT,
+        )
+    return kept
+
+
+def cap_workers(workers: int, units: int, what: str, counted: str = "") -> int:
+    """CPU workers for ``units`` units of work: one beyond a unit each would start (importing
+    torch) only to wait, and fewer units than ``--workers`` is said in one line on stderr."""
+    if units < 1 or workers <= units:
+        return workers
+    err_console.print(
+        f"note: --workers {workers}, but only {plural(units, what)} to run{counted}: "
+        f"starting {plural(units, 'worker')}",
+        highlight=False,
+        soft_wrap=True,
+        markup=False,
+    )
+    return units
+
+
 def worker_devices(target: str, gpus: str, workers: int) -> list[str]:
     """One worker per device: the GPUs ``--gpus`` names on CUDA, ``workers`` CPU slots else."""
     return gpu_devices(gpus) if target == "cuda" else [f"cpu{i}" for i in range(workers)]
@@ -175,7 +220,8 @@ def bench_command(
     ray_address: str = typer.Option("local", "--ray-address", help=RAY_ADDRESS_HELP),
     ray_slots: int | None = typer.Option(None, "--ray-slots", min=1, help=RAY_SLOTS_HELP),
 ) -> None:
-    """Run every (method, seed, task) unit; writes OUT/metrics.json, report.md and report.html."""
+    """Run every (method, seed, task) unit; writes OUT/metrics.json, report.md and report.html.
+    On the CPU a task whose tensors exceed the memory limit is skipped (one line each)."""
     from htam.bench import BenchConfig, BenchError, ProposerSpec, run_bench
 
     ray_spec = check_ray(ray, ray_address)
@@ -183,9 +229,14 @@ def bench_command(
     target, language = resolve_target(target, language, offline=offline)
     level_list = [int(x) for x in _csv(levels)] if levels else None
     the_tasks = load_tasks(suites, level_list, tasks)
+    bench_size = default_size(target, size)
+    the_tasks = fitting_tasks(the_tasks, suites, target, bench_size, memory_limit_mb, ray_spec)
     if ray_spec is not None:
         devices = ["ray"]  # placed by Ray
     else:
+        if target == "cpu":
+            units = len(the_tasks) * len(_csv(methods)) * seeds
+            workers = cap_workers(workers, units, "unit", " (tasks x methods x seeds)")
         devices = worker_devices(target, gpus, workers)
     spec = ProposerSpec(llm=llm, base_url=base_url, model=model, factory=proposer)
     _check_proposer(spec, target, language)
@@ -197,7 +248,7 @@ def bench_command(
             steps=steps,
             target=target,
             language=language,
-            size=default_size(target, size),
+            size=bench_size,
             devices=devices,
             memory=memory,
             memory_mode=memory_mode,
@@ -273,7 +324,9 @@ def optimize_many(
     """``htam optimize SUITE``: every task of SUITE through the bench's executor (local pool, or
     Ray), one unit per task, the memory accumulating from ``memory`` into OUT/memory; prints one
     table and returns the exit status (0: some task has a correct candidate, 1: none, 2: some
-    task file could not be loaded; it is reported on one line and the other tasks still run)."""
+    task file could not be loaded; it is reported on one line and the other tasks still run).
+    On the CPU a task whose tensors exceed the memory limit is skipped, one line each
+    (``fitting_tasks``), and there are no more workers than tasks."""
     from htam.agent.rundir import new_run_dir
     from htam.bench import BenchConfig, BenchError, load_rows, run_bench
     from htam.memory import MemoryBank
@@ -287,6 +340,9 @@ def optimize_many(
         )
     if not the_tasks:  # every task file is bad: each said why above
         raise typer.Exit(USAGE_EXIT)
+    size = default_size(target, size)
+    memory_limit_mb = eval_overrides.get("memory_limit_mb")
+    the_tasks = fitting_tasks(the_tasks, [suite], target, size, memory_limit_mb, ray)
     if out is None:
         if resume:
             fail("--resume of a batch needs its --out")
@@ -294,6 +350,8 @@ def optimize_many(
     writable_dir(out, "batch directory")
     if not memory.exists():
         MemoryBank.open(memory, create=True).close()
+    if ray is None and target == "cpu":
+        workers = cap_workers(workers, len(the_tasks), "task")
     devices = ["ray"] if ray is not None else worker_devices(target, "all", workers)
     try:
         config = BenchConfig(
@@ -302,7 +360,7 @@ def optimize_many(
             steps=steps,
             target=target,
             language=language,
-            size=default_size(target, size),
+            size=size,
             devices=devices,
             memory=memory,
             memory_mode="accumulate",

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import NoReturn
 
 import typer
+import typer.core
 from rich.console import Console
 
 from htam.vocab import LANGUAGES, METHOD_NAMES, check_target, languages_help, targets_help
@@ -43,9 +44,17 @@ USAGE_EXIT = 2
 INFRASTRUCTURE_EXIT = 3
 
 
-def fail(message: str, code: int = USAGE_EXIT) -> NoReturn:
-    """Print one unwrapped error line (paths in it stay copy-pastable) and exit with `code`."""
+def fail(message: str, code: int = USAGE_EXIT, **fields: object) -> NoReturn:
+    """Print one unwrapped error line (paths in it stay copy-pastable) and exit with `code`.
+
+    Under ``--json`` (``json_requested``) stdout also gets one JSON object, ``{"error": the
+    line without "error: ", "exit_code": code}`` and any ``fields`` (``optimize`` adds
+    ``"outcome": "stopped"``): a script reading stdout sees why there is no result."""
+    from htam.cli.json_errors import json_requested, plain, print_json_error
+
     err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    if json_requested():
+        print_json_error(plain(message), code, **fields)
     raise typer.Exit(code)
 
 
@@ -262,27 +271,6 @@ def fmt_bytes(n: int) -> str:
 # On the CPU, a task's large (GPU) size is timed when its tensors total at most this much: at the
 # small test sizes (tens of KB) a candidate's time is mostly call overhead, and speedups there
 # say little about the operator (a chain measured 2.5x small, 4.3x large).
-CPU_LARGE_MAX_BYTES = 300_000_000
-
-
-def timed_size(target: str, language: str, size: str | None, task) -> str:
-    """The size to time ``task`` at: as asked, large on a GPU, and on the CPU large for C++ when
-    it fits ``CPU_LARGE_MAX_BYTES``. Triton on the CPU runs in its interpreter, whose timings
-    mean nothing at any size: small keeps it quick."""
-    if size is not None or target != "cpu" or language != "cpp":
-        return default_size(target, size)
-    from htam.tasks import signature
-
-    return "large" if signature(task, "large").bytes <= CPU_LARGE_MAX_BYTES else "small"
-
-
-def default_size(target: str, size: str | None) -> str:
-    size = size or ("large" if target == "cuda" else "small")
-    if size not in ("small", "large"):
-        fail(f"unknown size {size!r}; choose small or large")
-    return size
-
-
 MEMORY_LIMIT_HELP = (
     "host memory a candidate or the reference may use, MB (default: half the machine)"
 )

@@ -24,6 +24,10 @@ from htam.cli.common import (
     reference_cannot_run,
     resolve_target,
     resolve_task,
+)
+from htam.cli.sizes import (
+    over_memory_limit,
+    tensor_bytes,
     timed_size,
 )
 from htam.evaluate.result import EvalResult
@@ -98,7 +102,8 @@ def eval_command(
     """Evaluate SOLUTION_FILE against TASK: correctness, timing, speed of light.
 
     Exit status: 0 correct, 1 not correct, 2 a usage error (a bad task, solution or option),
-    3 when the task's reference cannot run here (over the memory or time limit)."""
+    3 when the task's reference cannot run here (over the memory or time limit; on the CPU a
+    task whose tensors alone exceed the memory limit is refused before anything runs)."""
     from htam.evaluate import EvalConfig, Evaluator, EvaluatorError
     from htam.tasks import TaskError
 
@@ -107,7 +112,10 @@ def eval_command(
     task = resolve_task(task_spec)
     check_cache_dir()  # compiled extensions and the evaluation cache: a bad path is one line
     try:
-        size = timed_size(target, language, size, task)
+        size = timed_size(target, language, size, task, memory_limit_mb)
+        too_big = over_memory_limit(task, target, size, tensor_bytes(task, size), memory_limit_mb)
+        if too_big:  # known from the signature on the meta device: refused before it runs
+            fail(too_big, code=INFRASTRUCTURE_EXIT)
         limits = limit_overrides(memory_limit_mb, timeout_s, compile_reference)
         config = EvalConfig(size=size, allow_torch=allow_torch, **limits)
         with Evaluator(target, config) as evaluator:

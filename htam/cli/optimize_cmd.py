@@ -4,7 +4,8 @@ Exit status: 0 when the run ends with a correct candidate (faster or not: the la
 one the user keeps), 1 when no candidate was correct, 2 for a usage error (a bad path included;
 for a suite, any task file that could not be loaded, after the others ran), 3 when the LLM
 endpoint failed (before the first step or repeatedly during the run) or the task's reference
-cannot run here, 130 when interrupted (Ctrl-C; ``--resume`` continues), 141 when stdout was
+cannot run here (refused before anything runs when, on the CPU, its tensors alone exceed
+the memory limit), 130 when interrupted (Ctrl-C; ``--resume`` continues), 141 when stdout was
 closed (``| head``: it stops quietly, and a run directory with no finished step is removed).
 """
 
@@ -38,7 +39,6 @@ from htam.cli.common import (
     reference_cannot_run,
     resolve_target,
     resolve_task,
-    timed_size,
     writable_dir,
 )
 from htam.cli.optimize_runs import (
@@ -51,6 +51,10 @@ from htam.cli.optimize_runs import (
     steps_done,
 )
 from htam.cli.optimize_view import StepsView, final_line, stats_line, timed_line
+from htam.cli.sizes import (
+    over_memory_limit,
+    timed_size,
+)
 
 INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 
@@ -70,7 +74,7 @@ def make_proposer(
         fail(str(exc))
 
 
-def _preflight(proposer, quiet: bool, as_json: bool) -> None:
+def _preflight(proposer, quiet: bool) -> None:
     """An LLM endpoint that cannot serve the run stops it here, before the evaluator starts and
     before the memory bank is opened."""
     from htam.llm import LLMError
@@ -80,7 +84,7 @@ def _preflight(proposer, quiet: bool, as_json: bool) -> None:
     try:
         note = proposer.check()
     except LLMError as exc:
-        _stop(f"the LLM endpoint cannot be used: {exc}", as_json)
+        _stop(f"the LLM endpoint cannot be used: {exc}")
     if not quiet or note.startswith("warning"):
         err_console.print(f"LLM: {note}", highlight=False, soft_wrap=True, markup=False)
 
@@ -156,6 +160,13 @@ def optimize_command(
     # one line (exit 2), not a traceback at its first write.
     if seed < 0:
         fail(f"--seed {seed}: a seed is a whole number from 0")
+    many = is_many(task, tasks, levels)
+    if not many and (workers > 1 or ray):  # they run a suite's tasks side by side: one is alone
+        used = f"--workers {workers}" if workers > 1 else "--ray"
+        fail(
+            f"{used} runs the tasks of a suite side by side, and {task} is one task; leave it "
+            "out, or give a suite (builtin, a directory, or --tasks/--levels)"
+        )
     check_cache_dir()
     check_bank(memory or default_memory(), "--memory" if memory else "memory bank")
     out_is_new = out is None or not out.exists()  # a directory this command creates
@@ -168,7 +179,7 @@ def optimize_command(
             "directory or a task file), and this is no file or directory; for built-in tasks "
             f"give `builtin --tasks {Path(task).name}`, or leave --tasks/--levels out"
         )
-    if is_many(task, tasks, levels):  # a suite: every task through the bench's executor
+    if many:  # a suite: every task through the bench's executor
         from htam.bench import ProposerSpec
 
         if seed != 0:
@@ -200,27 +211,31 @@ def optimize_command(
     except ValueError as exc:
         fail(str(exc))
     proposer = make_proposer(llm, base_url, model, target, language)
-    _preflight(
-        proposer, quiet, as_json
-    )  # first: it fails in seconds, loading the tasks takes longer
+    _preflight(proposer, quiet)  # first: it fails in seconds, loading the tasks takes longer
     the_task = resolve_task(task)
     out = run_dir(out, Path("runs") / f"{the_task.name}-{method}-s{seed}", resume)
-    if out_is_new:
-        on_closed_stdout(lambda: remove_if_nothing_ran(out))
+    created = out if out_is_new and not resume else None  # not a run --resume found
+    if created is not None:
+        on_closed_stdout(lambda: remove_if_nothing_ran(created))
     memory = memory or default_memory()
     record = run_record(out) if resume else None
     if record is not None:  # what is not given again comes from the run's own record
         config, size = resume_settings(ctx, out, record, config, size)
     try:  # the large size's signature runs the reference (isolated) when it has no meta kernels
-        size = timed_size(target, language, size, the_task)
+        size = timed_size(target, language, size, the_task, memory_limit_mb)
         timed = signature(the_task, size)
     except TaskError as exc:
-        _stop(reference_cannot_run(exc, the_task, target, size), as_json)
+        _stop(reference_cannot_run(exc, the_task, target, size), created)
     # An unmodified KernelBench file has no HTAM_SMALL: its small size is its full size (read
     # from the source: the large signature may run the reference for real at full size).
     one_size = re.search(r"^HTAM_SMALL\s*=", the_task.source, re.MULTILINE) is None
     if record is not None:  # refused here, before anything is printed
         check_resume(out, record, the_task, config, proposer.name, size)
+    # Tensors that alone exceed the memory limit (known from the signature, on the meta device):
+    # refused now, not when the reference reaches the limit tens of seconds later.
+    too_big = over_memory_limit(the_task, target, size, timed.bytes, memory_limit_mb)
+    if too_big:
+        _stop(too_big, created)
     if not quiet:
         shapes = [f"{'x'.join(map(str, s))} {d}" for s, d in timed.inputs]
         other = "large" if size == "small" and not one_size else None
@@ -239,7 +254,7 @@ def optimize_command(
 
         write_atomic(out / "run.json", json.dumps({**record, "steps": config.steps}, indent=2))
     title = f"{the_task.id} · {method} · {proposer.name} · {target}/{language} · {size}"
-    view = StepsView(title, config.steps, quiet=quiet, verbose=verbose)
+    view = StepsView(title, config.steps, quiet=quiet, verbose=verbose, first=steps_done(out))
     try:
         with (
             MemoryBank.open(memory, create=True) as bank,
@@ -258,11 +273,10 @@ def optimize_command(
     except InfrastructureError as exc:
         _stop(
             f"stopped: {exc.what} failed: {exc} (the failed steps are not in the memory; "
-            f"--resume --out {out} continues)",
-            as_json,
+            f"--resume --out {out} continues)"
         )
     except TaskError as exc:  # the task loaded, but its reference cannot run here
-        _stop(reference_cannot_run(exc, the_task, target, size), as_json)
+        _stop(reference_cannot_run(exc, the_task, target, size))
     except (EvaluatorError, MemoryBankError, RunDirError) as exc:
         fail(str(exc))
     summary["bank"] = str(memory)
@@ -270,17 +284,21 @@ def optimize_command(
     _finish(summary, out, as_json, quiet)
 
 
-def _stop(message: str, as_json: bool) -> NoReturn:
-    if as_json:
-        typer.echo(json.dumps({"outcome": "stopped", "error": message}))
-    fail(message, code=INFRASTRUCTURE_EXIT)
+def _stop(message: str, unused_out: Path | None = None) -> NoReturn:
+    """The run cannot go on here (exit 3; with --json, ``{"outcome": "stopped", ...}``); a run
+    directory this command created, ``unused_out``, is removed when no step ran in it."""
+    if unused_out is not None:
+        remove_if_nothing_ran(unused_out)
+    fail(message, code=INFRASTRUCTURE_EXIT, outcome="stopped")
 
 
 def _interrupted(ctx: typer.Context, out: Path, as_json: bool) -> NoReturn:
     """Ctrl-C: every finished step is in the run directory; say how to continue."""
     message = f"interrupted at step {steps_done(out)}; `{resume_command(ctx, out)}` continues"
     if as_json:
-        typer.echo(json.dumps({"outcome": "interrupted", "error": message}))
+        typer.echo(
+            json.dumps({"outcome": "interrupted", "error": message, "exit_code": INTERRUPTED_EXIT})
+        )
     err_console.print(message, highlight=False, soft_wrap=True, markup=False)
     raise typer.Exit(INTERRUPTED_EXIT)
 

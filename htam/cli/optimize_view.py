@@ -2,7 +2,8 @@
 
 On a terminal: a live table of finished steps under a line that says which step is running and
 for how long. Elsewhere (a log, a pipe): one plain line per finished step, then the table. The
-last line always says what the user keeps.
+last line always says what the user keeps. Steps are numbered from 0 everywhere, as their files
+are (``steps/step_00.json``).
 """
 
 from __future__ import annotations
@@ -18,15 +19,35 @@ from rich.table import Table
 
 from htam.cli.common import console, fmt_bytes, fmt_speedup, plural
 
+# What the strategy column says of a step that applied none because it is the task translated as
+# it is (the offline proposer's first code: the record's ``proposal.baseline``).
+BASELINE = "baseline (the operator as written, no strategy)"
+
+
+def strategy_text(record: dict) -> str:
+    """A step record's strategy: its id, the baseline, or "(none)"."""
+    if record["strategy"]:
+        return record["strategy"]
+    return BASELINE if (record.get("proposal") or {}).get("baseline") else "(none)"
+
 
 class StepsView:
-    def __init__(self, title: str, steps: int, quiet: bool = False, verbose: bool = False):
+    def __init__(
+        self,
+        title: str,
+        steps: int,
+        quiet: bool = False,
+        verbose: bool = False,
+        first: int = 0,
+    ):
+        """``steps``: the run's steps in all; ``first``: the first step this process runs (the
+        steps a ``--resume`` found done are not shown again)."""
         self.table = Table(title=title)
         for name in ("step", "direction", "strategy", "status", "best speedup", "s", "cost $"):
             self.table.add_column(name, overflow="fold")
         self.steps, self.quiet, self.verbose = steps, quiet, verbose
         self.cost = 0.0
-        self.done = 0
+        self.done = first  # finished steps: the number of the one running
         self.started = self.step_started = time.monotonic()
         self.live = console.is_terminal and not quiet
 
@@ -35,8 +56,8 @@ class StepsView:
             return Group(self.table)
         now = time.monotonic()
         text = (
-            f"step {self.done + 1}/{self.steps} running · {now - self.step_started:.0f} s "
-            f"(total {now - self.started:.0f} s)"
+            f"step {self.done} running ({self.done + 1} of {self.steps}) · "
+            f"{now - self.step_started:.0f} s (total {now - self.started:.0f} s)"
         )
         return Group(self.table, Spinner("dots", text))
 
@@ -55,7 +76,7 @@ class StepsView:
         row = [
             str(record["step"]),
             record["direction"],
-            record["strategy"] or "(none)",
+            strategy_text(record),
             status,
             fmt_speedup(best) if best else "-",
             f"{record['wall_s']:.0f}",
@@ -104,11 +125,13 @@ def final_line(summary: dict, out: Path) -> str:
 
 
 def stats_line(summary: dict) -> str:
-    """Steps, cost and time; proposals that repeated a candidate of the run are named only when
-    there were some ("0 repeats not evaluated" read as a failure)."""
+    """Steps, cost and time; proposals that repeated code the run had evaluated are named only
+    when there were some ("0 repeats not evaluated" read as a failure). They are proposals, not
+    steps: the proposer is asked again, and a step may hold several."""
     steps = plural(summary["steps"], "step")
     if summary["duplicates"]:
-        steps += f" ({summary['duplicates']} repeated an earlier step's code: not evaluated again)"
+        repeated = plural(summary["duplicates"], "proposal")
+        steps += f" ({repeated} repeated code already evaluated: not evaluated again)"
     took = f"{summary['wall_s']:.1f} s"
     if summary.get("total_s"):  # the evaluator's start and the reference's timing besides
         took = f"{summary['total_s']:.1f} s in all ({took} in the steps)"

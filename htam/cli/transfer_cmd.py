@@ -20,9 +20,11 @@ from htam.cli.common import (
     LANGUAGE_HELP,
     TARGET_HELP,
     console,
-    default_size,
     fail,
     resolve_target,
+)
+from htam.cli.sizes import (
+    default_size,
 )
 
 

@@ -165,7 +165,8 @@ def test_the_stats_line_names_repeats_only_when_there_were_some():
         "6 steps · $0.0000 · 222.0 s in all (118.5 s in the steps)"
     )
     assert stats_line({**summary, "duplicates": 2}) == (
-        "6 steps (2 repeated an earlier step's code: not evaluated again) · $0.0000 · 118.5 s"
+        "6 steps (2 proposals repeated code already evaluated: not evaluated again) · $0.0000 · "
+        "118.5 s"
     )
 
 

@@ -1,0 +1,73 @@
+"""``--json`` on the way out of an error: one JSON object on stdout beside the error line on
+stderr, for the usage errors ``fail`` prints and for those click finds before a command runs."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+
+import typer
+import typer.core
+from rich.errors import MarkupError
+from rich.text import Text
+
+try:
+    from typer._click import ClickException  # a recent typer runs its own copy of click
+except ImportError:  # pragma: no cover - older typer: click itself
+    from click import ClickException
+
+
+# Whether the running command was given --json (each command names it ``as_json``): set by
+# JsonErrorsCommand for the time the command runs.
+_JSON_MODE: contextvars.ContextVar[bool] = contextvars.ContextVar("htam_json", default=False)
+
+
+def json_requested() -> bool:
+    return _JSON_MODE.get()
+
+
+def print_json_error(message: str, code: int, **fields: object) -> None:
+    """The JSON object a ``--json`` command prints on stdout when it stops without a result."""
+    line = " ".join(str(message).split())  # one line, as on stderr
+    typer.echo(json.dumps({**fields, "error": line, "exit_code": code}))
+
+
+def plain(message: str) -> str:
+    """The text the error line shows: rich markup (``htam\\[ray]``) rendered."""
+    try:
+        return Text.from_markup(message).plain
+    except MarkupError:
+        return message
+
+
+class JsonErrorsCommand(typer.core.TyperCommand):
+    """A command whose usage errors found by click itself (an unknown option, a bad or missing
+    value: before the command runs, so ``fail`` never sees them) also print the JSON object of
+    ``print_json_error`` on stdout when ``--json`` is on the command line; stderr keeps click's
+    own message. Commands without ``--json`` are unchanged."""
+
+    def _wants_json(self, args: list[str]) -> bool:
+        if not any("--json" in getattr(p, "opts", ()) for p in self.params):
+            return False
+        options = args[: args.index("--")] if "--" in args else args
+        return "--json" in options
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        raw = list(args)  # the parser consumes the list it is given
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except ClickException as exc:
+            if self._wants_json(raw):
+                print_json_error(exc.format_message(), exc.exit_code)
+            raise
+
+    def invoke(self, ctx: typer.Context):
+        token = _JSON_MODE.set(bool(ctx.params.get("as_json")))
+        try:
+            return super().invoke(ctx)
+        except ClickException as exc:  # typer.BadParameter raised by a command itself
+            if ctx.params.get("as_json"):
+                print_json_error(exc.format_message(), exc.exit_code)
+            raise
+        finally:
+            _JSON_MODE.reset(token)
