@@ -36,12 +36,10 @@ def tensor_bytes(task, size: str) -> int | None:
     """What ``task``'s tensors take at ``size`` (inputs, outputs, parameters and buffers), from
     its signature on the meta device: no data, no time, whatever the size. None when the
     reference cannot run there (an op without a meta kernel, code that reads its data)."""
-    from htam.tasks.signatures import compute_signature
+    from htam.tasks.signatures import meta_signature
 
-    try:
-        return compute_signature(task, size, "meta").bytes
-    except Exception:  # only running it for real would tell; the evaluator's limit still holds
-        return None
+    sig = meta_signature(task, size)
+    return None if sig is None else sig.bytes
 
 
 def _gb_pair(a: int, b: int) -> tuple[str, str]:

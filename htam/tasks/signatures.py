@@ -69,12 +69,21 @@ SIGNATURE_TIMEOUT_S = 300.0
 
 def signature(task: Task, size: Size = "small", device: str = "cpu") -> Signature:
     """The task's signature at ``size``, cached in-process by (task digest, size)."""
+    sig = meta_signature(task, size)
+    if sig is None:  # no meta kernel, or data-dependent code: run it for real, isolated
+        sig = _CACHE[(task.digest, size)] = isolated_signature(task, size, device)
+    return sig
+
+
+def meta_signature(task: Task, size: Size = "small") -> Signature | None:
+    """The signature as far as the meta device tells it (no data, no time, any size; cached
+    like ``signature``), or None when the reference cannot run there."""
     key = (task.digest, size)
     if key not in _CACHE:
         try:
             _CACHE[key] = compute_signature(task, size, "meta")
-        except Exception:  # no meta kernel, or data-dependent code: run it for real, isolated
-            _CACHE[key] = isolated_signature(task, size, device)
+        except Exception:
+            return None
     return _CACHE[key]
 
 

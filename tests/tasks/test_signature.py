@@ -170,9 +170,14 @@ def test_a_reference_without_meta_kernels_runs_isolated(tmp_path):
     isolation, never in the caller's (no environment change here, no file written outside)."""
     from htam.tasks.task import Task
 
+    from htam.tasks.signatures import meta_signature
+
     marker = tmp_path / "marker"
     source = NO_META.replace("MARKER", repr(str(marker)))
-    sig = signature(Task("own/no_meta", "no_meta", source), "small")
+    task = Task("own/no_meta", "no_meta", source)
+    assert meta_signature(task, "small") is None  # the meta device alone cannot tell
+    sig = signature(task, "small")
+    assert meta_signature(task, "small") is sig  # the isolated run's, cached
     assert sig.outputs == [((3, 5), "float32")] and sig.ops[:1] == ["relu"]
     assert "HTAM_SIGNATURE_RAN_HERE" not in os.environ
     assert not marker.exists()
