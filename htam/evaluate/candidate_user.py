@@ -12,7 +12,6 @@ UID_BASE = 2_100_000  # candidate user ids: far above any real account
 # A stopper's real and saved user id: candidate uid + this, above every candidate id (pids go
 # up to 2**22, so candidate ids stay below 2_100_000 + 2**25).
 GUARD_OFFSET = 1 << 30
-_PAGE = os.sysconf("SC_PAGE_SIZE")
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -72,11 +71,17 @@ def activity(uid: int) -> dict[int, tuple[str, int]]:
 
 
 def rss_mb(pids: list[int]) -> float:
+    """The memory ``pids`` hold: their anonymous and shared-memory resident pages. Pages of
+    mapped files (torch's and CUDA's libraries, some 1 GiB a process on the H200) are the page
+    cache's, shared and reclaimable, and are not counted; a private mapping written to becomes
+    anonymous and is."""
     total = 0
     for pid in pids:
         try:
-            with open(f"/proc/{pid}/statm", "rb") as f:
-                total += int(f.read().split()[1]) * _PAGE
+            with open(f"/proc/{pid}/status", "rb") as f:
+                for line in f:
+                    if line.startswith((b"RssAnon:", b"RssShmem:")):
+                        total += int(line.split()[1]) << 10
         except (OSError, ValueError, IndexError):
             continue
     return total / (1 << 20)

@@ -1,0 +1,53 @@
+"""What the watchdog counts as a candidate's host memory: what it allocated (anonymous and shared
+memory), not the pages of files it maps (torch's and CUDA's libraries in every process)."""
+
+import mmap
+import os
+
+from htam.evaluate.candidate_user import rss_mb
+
+MB = 1 << 20
+
+
+def _child(r_go: int, w_ready: int, body) -> int:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            keep = body()  # noqa: F841 - held while the parent measures
+            os.write(w_ready, b"x")
+            os.read(r_go, 1)
+        finally:
+            os._exit(0)
+    return pid
+
+
+def _measured(body) -> float:
+    """rss_mb of a child process once ``body`` has run in it (and before it exits)."""
+    r_go, w_go = os.pipe()
+    r_ready, w_ready = os.pipe()
+    pid = _child(r_go, w_ready, body)
+    try:
+        os.read(r_ready, 1)
+        return rss_mb([pid])
+    finally:
+        os.write(w_go, b"x")
+        os.waitpid(pid, 0)
+
+
+def test_mapped_file_pages_do_not_count_and_allocations_do(tmp_path):
+    big = tmp_path / "big.bin"
+    with open(big, "wb") as f:
+        f.truncate(256 * MB)
+
+    def map_file():
+        with open(big, "rb") as f:
+            m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+        sum(m[i] for i in range(0, len(m), mmap.PAGESIZE))  # every page resident
+        return m
+
+    def allocate():
+        return bytearray(os.urandom(MB)) * 256
+
+    base = _measured(lambda: None)
+    assert _measured(map_file) - base < 32
+    assert _measured(allocate) - base > 200
