@@ -81,6 +81,7 @@ def figures(rounds: Rounds, job: dict, method: str, extra: dict) -> tuple[dict, 
         "escaped_ms": min(r.hidden) - least,
         "candidate_hidden_ms": min(r.hidden),
         "reference_hidden_ms": least,
+        "hidden_medians_ms": [statistics.median(r.hidden), statistics.median(r.ref_hidden)],
         "slack_ms": slack,
         "busy_probes": sum(p > job["busy_probe_ms"] for p in r.probes),
         "rounds": len(r.cand_ms),
@@ -99,7 +100,9 @@ def charge(escape: dict, job: dict) -> Verdict | None:
             f"work escaped the timed stream: {escape['escaped_ms']:.3f} ms of each call ran "
             f"outside its events ({median:.3f} ms inside), by the judge's clock (beyond the "
             f"{escape['reference_hidden_ms']:.3f} ms the reference's runner shows; slack "
-            f"{escape['slack_ms']:.3f} ms)",
+            f"{escape['slack_ms']:.3f} ms; median outside the events: candidate "
+            f"{escape['hidden_medians_ms'][0]:.3f} ms, reference {escape['hidden_medians_ms'][1]:.3f} "
+            f"ms, over {escape['rounds']} calls)",
         )
     if escape["busy_probes"] > max(1, escape["rounds"] // 5):
         return Verdict(

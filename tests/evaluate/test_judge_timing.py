@@ -61,6 +61,7 @@ def test_work_that_escapes_both_passes_is_rejected():
         judge.timed(None)
     assert got.value.status == "rejected"
     assert "work escaped the timed stream: 0.320 ms" in got.value.message
+    assert "median outside the events: candidate 0.330 ms" in got.value.message
 
 
 def test_a_busy_device_after_most_calls_is_rejected():
