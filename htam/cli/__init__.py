@@ -7,19 +7,21 @@ import os
 import sys
 
 import typer
+from typer.models import DefaultPlaceholder
 
 from htam import __version__
 from htam.cli.common import (
     console,
     pipe_safe,
 )
-from htam.cli.json_errors import JsonErrorsCommand
+from htam.cli.json_errors import JsonErrorsCommand, JsonErrorsGroup
 
 app = typer.Typer(
     name="htam",
     help="HTAM: LLM-driven GPU operator optimization guided by a Hierarchical Transition Graph.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
+    cls=JsonErrorsGroup,
 )
 
 # Command modules, each registering its commands on ``app``. Add a module here to add commands.
@@ -40,13 +42,16 @@ for _name in COMMAND_MODULES:
 
 def _pipe_safe_commands(typer_app: typer.Typer) -> None:
     """Every command, in sub-groups too, stops quietly (exit 141) when its stdout is closed, and
-    with ``--json`` answers a usage error click finds with a JSON object too (JsonErrorsCommand)."""
+    with ``--json`` answers a usage error click finds with a JSON object too (JsonErrorsCommand;
+    a sub-group's own, an unknown command, JsonErrorsGroup as ``htam``'s)."""
     for info in typer_app.registered_commands:
         if info.callback is not None:
             info.callback = pipe_safe(info.callback)
         if info.cls in (None, typer.core.TyperCommand):  # typer's default, unless one is set
             info.cls = JsonErrorsCommand
     for group in typer_app.registered_groups:
+        if isinstance(group.cls, DefaultPlaceholder):  # typer's default, unless one is set
+            group.cls = JsonErrorsGroup
         if group.typer_instance is not None:
             _pipe_safe_commands(group.typer_instance)
 

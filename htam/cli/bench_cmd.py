@@ -3,12 +3,11 @@ report (``htam report``, ``htam compare``: :mod:`htam.cli.report_cmd`) in Markdo
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
+from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from htam.cli.common import (
     INFRASTRUCTURE_EXIT,
@@ -17,7 +16,6 @@ from htam.cli.common import (
     METHOD_HELP,
     TARGET_HELP,
     TIMEOUT_HELP,
-    USAGE_EXIT,
     LoadProgress,
     check_cache_dir,
     console,
@@ -25,16 +23,16 @@ from htam.cli.common import (
     fail,
     limit_overrides,
     no_tasks,
-    plural,
     resolve_target,
     writable_dir,
 )
-from htam.cli.report_cmd import fmt, print_metrics
+from htam.cli.report_cmd import print_metrics
 from htam.cli.sizes import (
     default_size,
     over_memory_limit,
     tensor_bytes,
 )
+from htam.cli.workers import WORKERS_HELP, csv, plan_workers
 
 RAY_HELP = "run the units on a Ray cluster (pip install 'htam\\[ray]'), see --ray-address"
 RAY_ADDRESS_HELP = (
@@ -54,10 +52,6 @@ def check_ray(ray: bool, address: str) -> str | None:
     if importlib.util.find_spec("ray") is None:
         fail("--ray needs Ray: pip install 'htam\\[ray]' (or 'ray\\[default]>=2.9')")
     return address
-
-
-def _csv(text: str) -> list[str]:
-    return [p.strip() for p in text.split(",") if p.strip()]
 
 
 def check_suites(suites: list[str]) -> None:
@@ -95,27 +89,6 @@ def load_tasks(
     return tasks
 
 
-def gpu_devices(gpus: str) -> list[str]:
-    """Worker devices for ``--gpus``: indices into the GPUs this process sees."""
-    visible_env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible_env is not None:
-        visible = _csv(visible_env)
-    else:
-        import torch
-
-        visible = [str(i) for i in range(torch.cuda.device_count())]
-    if not visible:
-        fail("no GPU is visible; use --target cpu")
-    if gpus == "all":
-        chosen = visible
-    else:
-        try:
-            chosen = [visible[int(i)] for i in _csv(gpus)]
-        except (ValueError, IndexError):
-            fail(f"--gpus {gpus!r}: give 'all' or indices among the {len(visible)} visible GPUs")
-    return [f"cuda:{g}" for g in chosen]
-
-
 def fitting_tasks(
     tasks: list, suites: list[str], target: str, size: str, memory_limit_mb: int | None, ray
 ) -> list:
@@ -141,31 +114,13 @@ def fitting_tasks(
     return kept
 
 
-def cap_workers(workers: int, units: int, what: str, counted: str = "") -> int:
-    """CPU workers for ``units`` units of work: one beyond a unit each would start (importing
-    torch) only to wait, and fewer units than ``--workers`` is said in one line on stderr."""
-    if units < 1 or workers <= units:
-        return workers
-    err_console.print(
-        f"note: --workers {workers}, but only {plural(units, what)} to run{counted}: "
-        f"starting {plural(units, 'worker')}",
-        highlight=False,
-        soft_wrap=True,
-        markup=False,
-    )
-    return units
-
-
-def worker_devices(target: str, gpus: str, workers: int) -> list[str]:
-    """One worker per device: the GPUs ``--gpus`` names on CUDA, ``workers`` CPU slots else."""
-    return gpu_devices(gpus) if target == "cuda" else [f"cpu{i}" for i in range(workers)]
-
-
-def _progress(kind: str, record: dict) -> None:
+def print_progress(kind: str, record: dict, where: Console = console) -> None:
+    """The bench's ``on_event``: a line per finished, lost or fatal unit on ``where`` (stdout;
+    stderr when stdout carries JSON)."""
     if kind == "unit_end":
         speed = record.get("best_speedup")
         extra = f" {speed:.3g}x" if speed else ""
-        console.print(
+        where.print(
             escape(
                 f"[{record.get('device') or '-'}] {record['unit']}: {record['status']}"
                 f" ({record.get('best_status', record.get('error', ''))}{extra})"
@@ -173,11 +128,11 @@ def _progress(kind: str, record: dict) -> None:
             highlight=False,
         )
     elif kind == "unit_lost":
-        console.print(
+        where.print(
             f"[yellow]{escape(record['error'])}[/]: {escape(record['unit'])} -> {record['status']}"
         )
     elif kind == "worker_fatal":
-        console.print(f"[red]worker {record['worker']}:[/] {escape(record['error'])}")
+        where.print(f"[red]worker {record['worker']}:[/] {escape(record['error'])}")
 
 
 def bench_command(
@@ -203,7 +158,7 @@ def bench_command(
         "bench runs many tasks; optimize times a C++ task at large when it fits 300 MB)",
     ),
     gpus: str = typer.Option("all", help="all, or indices of visible GPUs: 0,1 (one worker each)"),
-    workers: int = typer.Option(1, min=1, help="worker processes when --target cpu"),
+    workers: int | None = typer.Option(None, min=1, help=WORKERS_HELP),
     tasks: str | None = typer.Option(
         None, help="fnmatch globs on task id or name, comma-separated"
     ),
@@ -225,25 +180,25 @@ def bench_command(
     from htam.bench import BenchConfig, BenchError, ProposerSpec, run_bench
 
     ray_spec = check_ray(ray, ray_address)
+    if ray_spec is not None and workers is not None and ray_slots is not None:
+        fail("--workers and --ray-slots both give the number of Ray workers: give one of them")
     offline = llm is None and base_url is None and proposer is None
     target, language = resolve_target(target, language, offline=offline)
-    level_list = [int(x) for x in _csv(levels)] if levels else None
+    level_list = [int(x) for x in csv(levels)] if levels else None
     the_tasks = load_tasks(suites, level_list, tasks)
     bench_size = default_size(target, size)
     the_tasks = fitting_tasks(the_tasks, suites, target, bench_size, memory_limit_mb, ray_spec)
-    if ray_spec is not None:
-        devices = ["ray"]  # placed by Ray
-    else:
-        if target == "cpu":
-            units = len(the_tasks) * len(_csv(methods)) * seeds
-            workers = cap_workers(workers, units, "unit", " (tasks x methods x seeds)")
-        devices = worker_devices(target, gpus, workers)
+    units = len(the_tasks) * len(csv(methods)) * seeds
+    plan = plan_workers(
+        target, workers, units, "unit", " (tasks x methods x seeds)", gpus=gpus, ray=ray_spec
+    )
+    devices, ray_slots = plan.devices, ray_slots or plan.ray_slots
     spec = ProposerSpec(llm=llm, base_url=base_url, model=model, factory=proposer)
     _check_proposer(spec, target, language)
     try:
         config = BenchConfig(
             out=out,
-            methods=_csv(methods),
+            methods=csv(methods),
             seeds=seeds,
             steps=steps,
             target=target,
@@ -261,8 +216,9 @@ def bench_command(
         fail(str(exc))
     check_cache_dir()  # before the first line: a bad path is one line, not a traceback
     writable_dir(out, "--out")
+    slots = f", {ray_slots} workers" if ray_slots else ""
     where = (
-        f"Ray ({ray_spec})"
+        f"Ray ({ray_spec}{slots})"
         if ray_spec is not None
         else f"{len(devices)} worker(s) ({', '.join(devices)})"
     )
@@ -272,7 +228,7 @@ def bench_command(
         f"{target}/{language} · memory {memory_mode}"
     )
     try:
-        outcome = run_bench(config, the_tasks, resume=resume, on_event=_progress)
+        outcome = run_bench(config, the_tasks, resume=resume, on_event=print_progress)
     except BenchError as exc:
         fail(str(exc))
     files = outcome.report
@@ -296,105 +252,3 @@ def _check_proposer(spec, target: str, language: str) -> None:
 
 def register(app: typer.Typer) -> None:
     app.command("bench")(bench_command)
-
-
-def is_many(task: str, pattern: str | None, levels: str | None) -> bool:
-    """``htam optimize`` runs a batch when given a suite (builtin, a directory) or a filter."""
-    return pattern is not None or levels is not None or task == "builtin" or Path(task).is_dir()
-
-
-def optimize_many(
-    suite: str,
-    pattern: str | None,
-    levels: str | None,
-    *,
-    method: str,
-    steps: int,
-    target: str,
-    language: str,
-    size: str | None,
-    memory: Path,
-    out: Path | None,
-    resume: bool,
-    workers: int,
-    ray: str | None,
-    spec,
-    eval_overrides: dict,
-) -> int:
-    """``htam optimize SUITE``: every task of SUITE through the bench's executor (local pool, or
-    Ray), one unit per task, the memory accumulating from ``memory`` into OUT/memory; prints one
-    table and returns the exit status (0: some task has a correct candidate, 1: none, 2: some
-    task file could not be loaded; it is reported on one line and the other tasks still run).
-    On the CPU a task whose tensors exceed the memory limit is skipped, one line each
-    (``fitting_tasks``), and there are no more workers than tasks."""
-    from htam.agent.rundir import new_run_dir
-    from htam.bench import BenchConfig, BenchError, load_rows, run_bench
-    from htam.memory import MemoryBank
-
-    level_list = [int(x) for x in _csv(levels)] if levels else None
-    errors: list = []  # bad task files: one line each, as `htam tasks list`; the rest still run
-    the_tasks = load_tasks([suite], level_list, pattern, errors)
-    for error in errors:
-        err_console.print(
-            f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True
-        )
-    if not the_tasks:  # every task file is bad: each said why above
-        raise typer.Exit(USAGE_EXIT)
-    size = default_size(target, size)
-    memory_limit_mb = eval_overrides.get("memory_limit_mb")
-    the_tasks = fitting_tasks(the_tasks, [suite], target, size, memory_limit_mb, ray)
-    if out is None:
-        if resume:
-            fail("--resume of a batch needs its --out")
-        out = new_run_dir(Path("runs") / f"batch-{method}")
-    writable_dir(out, "batch directory")
-    if not memory.exists():
-        MemoryBank.open(memory, create=True).close()
-    if ray is None and target == "cpu":
-        workers = cap_workers(workers, len(the_tasks), "task")
-    devices = ["ray"] if ray is not None else worker_devices(target, "all", workers)
-    try:
-        config = BenchConfig(
-            out=out,
-            methods=[method],
-            steps=steps,
-            target=target,
-            language=language,
-            size=size,
-            devices=devices,
-            memory=memory,
-            memory_mode="accumulate",
-            proposer=spec,
-            eval_overrides=eval_overrides,
-            ray=ray,
-        )
-        outcome = run_bench(config, the_tasks, resume=resume, on_event=_progress)
-    except (ValueError, BenchError) as exc:
-        fail(str(exc))
-    rows = sorted(load_rows(out), key=lambda r: r.task_id)
-    table = Table(title=f"{len(rows)} tasks · {method} · {target}/{language}")
-    for name in ("task", "state", "best candidate vs eager", "kept vs eager", "error"):
-        table.add_column(name)
-    for r in rows:
-        table.add_row(
-            r.task_id,
-            r.state if not r.correct else "correct",
-            fmt(r.speedup, "x"),
-            fmt(r.kept_speedup, "x"),
-            escape((r.error or "").splitlines()[0] if r.error else ""),
-        )
-    console.print(table)
-    console.print(
-        f"{len(outcome.done)} done, {len(outcome.failed)} failed, {len(outcome.skipped)} already "
-        f"finished · {outcome.wall_s:.1f} s · runs {out}/runs · learned bank "
-        f"{config.out / 'memory' / f'{method}.db'} (from {memory}, which is not changed)",
-        highlight=False,
-        soft_wrap=True,
-    )
-    if errors:
-        err_console.print(
-            f"{plural(len(errors), 'task file')} could not be loaded (above); exit {USAGE_EXIT}",
-            highlight=False,
-        )
-        return USAGE_EXIT
-    return 0 if any(r.correct for r in rows) else 1

@@ -32,6 +32,12 @@ def print_json_error(message: str, code: int, **fields: object) -> None:
     typer.echo(json.dumps({**fields, "error": line, "exit_code": code}))
 
 
+def json_in(args: list[str]) -> bool:
+    """Whether ``--json`` is among ``args`` as an option (not after ``--``, where it is a value)."""
+    options = args[: args.index("--")] if "--" in args else args
+    return "--json" in options
+
+
 def plain(message: str) -> str:
     """The text the error line shows: rich markup (``htam\\[ray]``) rendered."""
     try:
@@ -49,8 +55,7 @@ class JsonErrorsCommand(typer.core.TyperCommand):
     def _wants_json(self, args: list[str]) -> bool:
         if not any("--json" in getattr(p, "opts", ()) for p in self.params):
             return False
-        options = args[: args.index("--")] if "--" in args else args
-        return "--json" in options
+        return json_in(args)
 
     def make_context(self, info_name, args, parent=None, **extra):
         raw = list(args)  # the parser consumes the list it is given
@@ -71,3 +76,27 @@ class JsonErrorsCommand(typer.core.TyperCommand):
             raise
         finally:
             _JSON_MODE.reset(token)
+
+
+class JsonErrorsGroup(typer.core.TyperGroup):
+    """A group (``htam``, ``htam tasks``, ``htam memory``) whose own usage errors, an unknown
+    option or command (``htam optimise x --json``, ``htam --json``), also print the JSON object
+    of ``print_json_error`` on stdout when ``--json`` is anywhere on the command line. Errors of
+    the command it runs are that command's (JsonErrorsCommand): they are not printed twice."""
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        raw = list(args)  # the parser consumes the list it is given
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except ClickException as exc:
+            if json_in(raw):
+                print_json_error(exc.format_message(), exc.exit_code)
+            raise
+
+    def resolve_command(self, ctx: typer.Context, args: list[str]):
+        try:  # typer's own adds "Did you mean 'optimize'?" to the message
+            return super().resolve_command(ctx, args)
+        except ClickException as exc:
+            if json_in(args):
+                print_json_error(exc.format_message(), exc.exit_code)
+            raise

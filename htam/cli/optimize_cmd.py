@@ -51,10 +51,8 @@ from htam.cli.optimize_runs import (
     steps_done,
 )
 from htam.cli.optimize_view import StepsView, final_line, stats_line, timed_line
-from htam.cli.sizes import (
-    over_memory_limit,
-    timed_size,
-)
+from htam.cli.sizes import over_memory_limit, timed_size
+from htam.cli.workers import WORKERS_HELP
 
 INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 
@@ -127,7 +125,7 @@ def optimize_command(
         None, help="many tasks: fnmatch globs on task id or name within TASK (a suite)"
     ),
     levels: str | None = typer.Option(None, help="many tasks: comma list of levels"),
-    workers: int = typer.Option(1, min=1, help="many tasks: worker processes on the CPU"),
+    workers: int | None = typer.Option(None, min=1, help=f"many tasks: {WORKERS_HELP}"),
     ray: bool = typer.Option(False, "--ray", help="many tasks: run them on a Ray cluster"),
     ray_address: str = typer.Option(
         "local", "--ray-address", help="with --ray: local, auto, or an address"
@@ -141,7 +139,7 @@ def optimize_command(
     """Optimize TASK for T steps; writes best.py (when faster than PyTorch), summary.json and
     every step to a run directory. TASK may also be a suite (builtin, a KernelBench checkout or
     a directory of tasks; --tasks/--levels filter it, and make a task file a suite of one): then
-    every task runs, on --workers or --ray, and one table ends."""
+    every task runs, on --workers or --ray, and one table ends (--json: one JSON object)."""
     from htam.agent import InfrastructureError, OptimizeConfig, Optimizer, RunDirError
     from htam.evaluate import CachedEvaluator, EvalConfig, Evaluator, EvaluatorError
     from htam.memory import MemoryBank, MemoryBankError
@@ -154,15 +152,16 @@ def optimize_command(
         logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
     quiet = quiet or as_json
     target, language = resolve_target(target, language, offline=llm is None and base_url is None)
-    from htam.cli.bench_cmd import check_ray, is_many, optimize_many
+    from htam.cli.bench_cmd import check_ray
+    from htam.cli.optimize_suite import is_many, optimize_many
 
     # Every path the run writes to, created or opened before anything is printed: a bad one is
     # one line (exit 2), not a traceback at its first write.
     if seed < 0:
         fail(f"--seed {seed}: a seed is a whole number from 0")
     many = is_many(task, tasks, levels)
-    if not many and (workers > 1 or ray):  # they run a suite's tasks side by side: one is alone
-        used = f"--workers {workers}" if workers > 1 else "--ray"
+    if not many and ((workers or 1) > 1 or ray):  # they run a suite's tasks side by side
+        used = f"--workers {workers}" if (workers or 1) > 1 else "--ray"
         fail(
             f"{used} runs the tasks of a suite side by side, and {task} is one task; leave it "
             "out, or give a suite (builtin, a directory, or --tasks/--levels)"
@@ -202,6 +201,7 @@ def optimize_command(
                 ray=check_ray(ray, ray_address),
                 spec=spec,
                 eval_overrides=limit_overrides(memory_limit_mb, timeout_s, compile_reference),
+                as_json=as_json,
             )
         )
     try:

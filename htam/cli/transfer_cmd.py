@@ -11,10 +11,9 @@ from rich.table import Table
 
 from htam.cli.bench_cmd import (
     _check_proposer,
-    _progress,
     check_suites,
     load_tasks,
-    worker_devices,
+    print_progress,
 )
 from htam.cli.common import (
     LANGUAGE_HELP,
@@ -26,6 +25,7 @@ from htam.cli.common import (
 from htam.cli.sizes import (
     default_size,
 )
+from htam.cli.workers import LOCAL_WORKERS_HELP, plan_workers
 
 
 def transfer_command(
@@ -48,7 +48,7 @@ def transfer_command(
     language: str | None = typer.Option(None, help=LANGUAGE_HELP),
     size: str | None = typer.Option(None, help="task size: small (CPU) or large (GPU)"),
     gpus: str = typer.Option("all", help="all, or indices of visible GPUs (one worker each)"),
-    workers: int = typer.Option(1, min=1, help="worker processes when --target cpu"),
+    workers: int | None = typer.Option(None, min=1, help=LOCAL_WORKERS_HELP),
     out: Path = typer.Option(Path("runs/transfer"), help="experiment directory"),
     resume: bool = typer.Option(False, "--resume", help="continue the experiment in --out"),
 ) -> None:
@@ -71,7 +71,11 @@ def transfer_command(
         )
     if not target_list:
         fail(f"no task in {target_suite} matches")
-    devices = worker_devices(target, gpus, workers)
+    # Its phases run one after another on the same workers: the largest one counts.
+    units = seeds * max(len(source_list), len(target_list))
+    devices = plan_workers(
+        target, workers, units, "unit", " (tasks x seeds, in its largest phase)", gpus=gpus
+    ).devices
     spec = ProposerSpec(llm=llm, base_url=base_url, model=model, factory=proposer)
     _check_proposer(spec, target, language)
     if (out / "build" / "bench.json").exists() and not resume:
@@ -94,7 +98,7 @@ def transfer_command(
             target_list,
             resume=resume,
             on_phase=lambda text: console.print(f"[bold]{escape(text)}[/]"),
-            on_event=_progress,
+            on_event=print_progress,
         )
     except (BenchError, ValueError, FileNotFoundError) as exc:
         fail(str(exc))

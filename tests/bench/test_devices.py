@@ -5,7 +5,7 @@ import pytest
 import typer
 
 from htam.bench.local_worker import device_env
-from htam.cli.bench_cmd import gpu_devices
+from htam.cli.workers import gpu_devices
 
 
 def test_gpus_are_indices_into_the_visible_ones(monkeypatch):

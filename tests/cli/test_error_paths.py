@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from htam.cli import app
+from tests.cli.tasks_src import relu_task
 
 RELU = "level1/1_ReLU"
 runner = CliRunner()
@@ -65,26 +66,7 @@ def test_bench_and_check_bad_out_is_one_line(tmp_path, monkeypatch):
     assert f"--out {a_file}" in line
 
 
-NO_SMALL = """
-import torch
-import torch.nn as nn
-
-ROWS = 16384
-COLS = 16384
-
-
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.relu(x)
-
-
-def get_inputs():
-    return [torch.randn(ROWS, COLS)]
-
-
-def get_init_inputs():
-    return []
-"""
+NO_SMALL = relu_task("16384", "16384")  # no HTAM_SMALL: 2.15 GB at any size
 
 
 def test_task_without_htam_small_on_cpu_says_so_and_exits_3(tmp_path):

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from htam.cli import app
+from tests.cli.tasks_src import SMALL_RELU
 from tests.cli.test_error_paths import NO_SMALL
 
 RELU = "level1/1_ReLU"
@@ -134,24 +135,6 @@ def test_resume_with_fewer_steps_or_another_seed_is_one_line_before_resuming(tmp
 
 
 # ---------------------------------------------------------------- 3. a folder with a bad file
-
-SMALL_RELU = """
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.relu(x)
-
-
-def get_inputs():
-    return [torch.randn(8, 16)]
-
-
-def get_init_inputs():
-    return []
-"""
 
 
 def test_optimize_a_folder_reports_a_bad_file_on_one_line_and_runs_the_rest(tmp_path, monkeypatch):

@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from htam.cli import app
+from tests.cli.tasks_src import SMALL_RELU, relu_task
 
 RELU = "level1/1_ReLU"
 runner = CliRunner()
@@ -23,43 +24,11 @@ def _lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
 
-def _task(rows: str, cols: str, small: str = "") -> str:
-    """A KernelBench-format ReLU whose input is ``rows x cols`` float32 (``small``: an
-    HTAM_SMALL line). Its signature is taken on the meta device: any size costs nothing."""
-    return f"""
-import torch
-import torch.nn as nn
-
-ROWS = {rows}
-COLS = {cols}
-{small}
-
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.relu(x)
-
-
-def get_inputs():
-    return [torch.randn(ROWS, COLS)]
-
-
-def get_init_inputs():
-    return []
-"""
-
-
 # 4 TB in and out: more than any machine has. 1.07 GB: more than 256 MB, less than a machine.
-ENORMOUS = _task("1 << 20", "1 << 19")
-GIGABYTE = _task("16384", "8192")
-SMALL_RELU = _task("8", "16")
+ENORMOUS = relu_task("1 << 20", "1 << 19")
+GIGABYTE = relu_task("16384", "8192")
 # its large size 1.07 GB, its small one 2 KB
-TWO_SIZES = _task("16384", "8192", small='HTAM_SMALL = {"ROWS": 8, "COLS": 32}')
-
-
-@pytest.fixture
-def env(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return {"HTAM_CACHE_DIR": str(tmp_path / "cache")}
+TWO_SIZES = relu_task("16384", "8192", small='HTAM_SMALL = {"ROWS": 8, "COLS": 32}')
 
 
 def _write(tmp_path: Path, name: str, source: str) -> Path:

@@ -168,9 +168,8 @@ def get_init_inputs():
 def test_a_reference_without_meta_kernels_runs_isolated(tmp_path):
     """The fallback on real data is user code: it runs in a child process under the evaluator's
     isolation, never in the caller's (no environment change here, no file written outside)."""
-    from htam.tasks.task import Task
-
     from htam.tasks.signatures import meta_signature
+    from htam.tasks.task import Task
 
     marker = tmp_path / "marker"
     source = NO_META.replace("MARKER", repr(str(marker)))

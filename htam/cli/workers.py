@@ -1,0 +1,105 @@
+"""How many workers a suite runs on, and where, for ``optimize SUITE``, ``bench`` and
+``transfer``: ``--workers N`` on the CPU (worker processes), on a GPU (one worker per GPU, at most
+N GPUs) and on Ray (N Ray workers). Never more workers than units of work; each limit that
+starts fewer workers than asked is said in one line on stderr."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from htam.cli.common import err_console, fail, plural
+
+# --workers N: what it counts where (transfer has no --ray).
+LOCAL_WORKERS_HELP = (
+    "worker processes (default: 1 on the CPU; on a GPU one per GPU, N takes N GPUs)"
+)
+WORKERS_HELP = (
+    f"{LOCAL_WORKERS_HELP}; with --ray, N Ray workers (default: one per GPU, or per CPU with "
+    "--target cpu, of the cluster)"
+)
+
+
+def csv(text: str) -> list[str]:
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def gpu_devices(gpus: str) -> list[str]:
+    """Worker devices for ``--gpus``: indices into the GPUs this process sees."""
+    visible_env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible_env is not None:
+        visible = csv(visible_env)
+    else:
+        import torch
+
+        visible = [str(i) for i in range(torch.cuda.device_count())]
+    if not visible:
+        fail("no GPU is visible; use --target cpu")
+    if gpus == "all":
+        chosen = visible
+    else:
+        try:
+            chosen = [visible[int(i)] for i in csv(gpus)]
+        except (ValueError, IndexError):
+            fail(f"--gpus {gpus!r}: give 'all' or indices among the {len(visible)} visible GPUs")
+    return [f"cuda:{g}" for g in chosen]
+
+
+def _note(text: str) -> None:
+    err_console.print(f"note: {text}", highlight=False, soft_wrap=True, markup=False)
+
+
+def cap_workers(workers: int, units: int, what: str, counted: str = "") -> int:
+    """Workers for ``units`` units of work: one beyond a unit each would start (importing torch,
+    holding a GPU or a Ray slot) only to wait, and fewer units than ``--workers`` is said in one
+    line on stderr."""
+    if units < 1 or workers <= units:
+        return workers
+    _note(
+        f"--workers {workers}, but only {plural(units, what)} to run{counted}: "
+        f"starting {plural(units, 'worker')}"
+    )
+    return units
+
+
+@dataclass(frozen=True)
+class Workers:
+    """BenchConfig's ``devices`` (one worker each; ``["ray"]`` on Ray) and ``ray_slots``."""
+
+    devices: list[str]
+    ray_slots: int | None = None
+
+
+def plan_workers(
+    target: str,
+    workers: int | None,
+    units: int,
+    what: str,
+    counted: str = "",
+    *,
+    gpus: str = "all",
+    ray: str | None = None,
+) -> Workers:
+    """The workers of ``units`` units of work (``what``; ``counted`` says how they are counted).
+    ``workers`` is ``--workers`` (None: not given). On Ray it is the number of Ray workers (one
+    GPU each on CUDA, one CPU else; not given: every one of the cluster, as Ray decides). On CUDA
+    a worker has a GPU of its own, since two workers timing kernels on one GPU disturb each
+    other's timings: N takes the first N GPUs of ``--gpus`` (not given: all of them). On the CPU
+    it is the number of worker processes (default 1). Every way, at most one worker per unit."""
+    if ray is not None:
+        slots = None if workers is None else cap_workers(workers, units, what, counted)
+        return Workers(["ray"], slots)
+    if target != "cuda":
+        count = cap_workers(workers or 1, units, what, counted)
+        return Workers([f"cpu{i}" for i in range(count)])
+    devices = gpu_devices(gpus)
+    if workers is None:
+        return Workers(devices)
+    if workers > len(devices) and (units < 1 or len(devices) <= units):
+        where = "visible" if gpus == "all" else f"in --gpus {gpus}"
+        _note(
+            f"--workers {workers}, but only {plural(len(devices), 'GPU')} {where} (one worker "
+            f"per GPU): starting {plural(len(devices), 'worker')}"
+        )
+        return Workers(devices)
+    return Workers(devices[: cap_workers(workers, units, what, counted)])
