@@ -34,7 +34,14 @@ def cpu_evaluator():
         yield evaluator
 
 
+def gpu_config() -> EvalConfig:
+    """The GPU arena's: building a CUDA extension (nvcc and g++ on torch's headers, beside the
+    candidate's process) peaked at 2.5 GiB of anonymous memory on the H200 (run 49), and its
+    /tmp counts too, so 3 GiB killed honest CUDA candidates while they compiled."""
+    return fast_config(size="large", timing_budget_ms=300.0, min_timed=10, memory_limit_mb=8192)
+
+
 @pytest.fixture(scope="module")
 def gpu_evaluator():
-    with Evaluator("cuda", fast_config(size="large", timing_budget_ms=300.0, min_timed=10)) as ev:
+    with Evaluator("cuda", gpu_config()) as ev:
         yield ev

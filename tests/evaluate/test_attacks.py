@@ -22,7 +22,7 @@ import pytest
 from htam.evaluate import Evaluator
 from tests.evaluate.attacks import ATTACKS_CPU, ATTACKS_GPU, Attack
 from tests.evaluate.cases import FIXTURES, RELU
-from tests.evaluate.conftest import fast_config, task_for
+from tests.evaluate.conftest import fast_config, gpu_config, task_for
 
 REPO = Path(__file__).resolve().parents[2]
 PORT = 47391  # the fixtures connect here
@@ -283,7 +283,7 @@ def gpu_arena():
     saved = os.environ.get("OPENAI_API_KEY")
     key = "sk-redteam-" + secrets.token_hex(12)
     os.environ["OPENAI_API_KEY"] = key
-    ev = Evaluator("cuda", fast_config(size="large", timing_budget_ms=300.0, min_timed=10))
+    ev = Evaluator("cuda", gpu_config())
     try:
         yield ev, key
     finally:
