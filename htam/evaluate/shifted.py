@@ -15,10 +15,11 @@ where it returned a finite one), there is no such trial. The judge decides this 
 the reference before either runner sees the inputs.
 
 A candidate that counted its calls could do the work on the trials and take the shortcut on the
-timed calls, whose inputs come from the task's distribution. So each timed call's fresh inputs
-are shifted with probability 1/2, drawn in secret, each time with fresh a and b (checked on the
-judge's copy again): the comparison of every timed output then catches a shortcut on any of
-them, and no one shift can be learned from one call and reused. What remains possible: a candidate that samples its
+timed calls, whose inputs come from the task's distribution. So every timed call's fresh inputs
+are shifted, each time with fresh a and b (checked on the judge's copy again): the comparison of
+every timed output then catches a shortcut on any of them, and no one shift can be learned from
+one call and reused. (Shifting half of them in secret left the other half to a candidate that
+told shifted inputs apart: red team 6.) What remains possible: a candidate that samples its
 inputs to estimate their distribution before taking the shortcut (docs/evaluator.md).
 """
 

@@ -138,14 +138,15 @@ def test_what_a_job_directory_holds_unseen_counts_against_its_limits(
         ("honest_hinge_triton.py", "ok", ""),
         ("cheat_input_distribution.py", "incorrect", "the trial on scaled and shifted inputs, "),
         ("cheat_count_calls.py", "incorrect", "timed call "),
+        ("cheat_detect_shift.py", "ok", ""),
     ],
 )
 def test_a_shortcut_from_the_inputs_distribution_fails_on_shifted_inputs(fixture, status, where):
     """Red team 5: a loss computed from the targets alone passes every draw of get_inputs (the
     predictions' mean is always 0.5). The trial on scaled and shifted inputs tells it apart from
     the honest kernel, which passes it; a candidate honest on the trials and not after them
-    meets the shift again in the timed calls (each shifted with probability 1/2: 14 calls here,
-    so it goes unseen once in 16,384 runs)."""
+    meets the shift again in the timed calls, every one of them shifted: one that tells shifted
+    inputs apart and takes the shortcut on the others (red team 6) finds none to take it on."""
     from tests.evaluate.cases import FIXTURES
     from tests.evaluate.conftest import fast_config, task_for
 
