@@ -6,7 +6,9 @@ resumes. Stops starting new tasks after SECONDS. RECHECK (comma-separated parts 
 names tasks done before that are checked again, first, their earlier speedup kept as "before"
 (a task the time left no recheck for keeps its earlier row).
 
-    [RECHECK=level1/47_,level1/4_] python3 scripts/gpu_offline_check.py OUT SECONDS [PREVIOUS.jsonl]
+    [RECHECK=level1/47_,level1/4_] [KB_TASKS=GLOB,GLOB] python3 scripts/gpu_offline_check.py OUT SECONDS [PREVIOUS.jsonl]
+
+KB_TASKS (fnmatch globs on task ids, as gpu_run.sh's kbbench takes) checks only those tasks.
 
 The reference is timed eagerly only (torch.compile of 120 references would take the whole
 device budget); speedups are the baseline's, before any strategy of an optimization run.
@@ -14,6 +16,7 @@ device budget); speedups are the baseline's, before any strategy of an optimizat
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import statistics
@@ -43,6 +46,9 @@ def main(out: Path, seconds: float, previous: Path | None) -> None:
     t_end = time.time() + seconds
     config = EvalConfig(size="large", time_compile_reference=False)
     paths = sorted(kb_paths(), key=lambda p: kb_task(p).id not in before)  # stable: in order
+    globs = [g for g in os.environ.get("KB_TASKS", "").split(",") if g]
+    if globs:
+        paths = [p for p in paths if any(fnmatch.fnmatch(kb_task(p).id, g) for g in globs)]
     with Evaluator("cuda", config) as ev, log.open("a") as f:
         for path in paths:
             task = kb_task(path)

@@ -48,7 +48,7 @@ class Judge:
         self.copy_ms = 0.0
         self.grad_specs: list | None = None  # a backward task's grad_output shapes
         self.probes: list[float] = []
-        self.shifter: shifted.Shifter | None = None  # shifted.py, for tasks with small outputs
+        self.shifter: shifted.Shifter | None = None  # shifted.py, for floating outputs
         self.model_args: tuple = ()  # the configuration's module, constructor args and seed
         self.notes: dict[int | str, str] = {}  # what the result should say: float64, retimed
         self.exact_budget = exact.byte_budget(job.get("memory_limit_mb"))  # float64 copies
@@ -270,7 +270,8 @@ class Judge:
             self.shifter = shifted.Shifter(*self.model_args, self.device, _secret())
             x = self.shifter.first(self.inputs(module))
             if x is not None:
-                self.round(x, "the trial on scaled and shifted inputs", self.call_timeout_s, True)
+                where = f"the trial on {self.shifter.inputs()}"
+                self.round(x, where, self.call_timeout_s, True)
         self.marks["trials_done"] = _clock()
         timing, paired, escape = self.timed(module)
         self.marks["timed"] = _clock()
@@ -316,7 +317,7 @@ class Judge:
             where = f"timed call {i}"
             moved = self.shifter.next(x) if self.shifter else None
             if moved is not None:
-                x, where = moved, f"{where} (on scaled and shifted inputs)"
+                x, where = moved, f"{where} (on {self.shifter.inputs()})"
             (c, ch), (r, rh) = self.round(x, where, self.call_timeout_s, i % 2 == 0)
             rounds.cand_ms.append(c)
             rounds.hidden.append(ch)

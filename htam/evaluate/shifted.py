@@ -6,13 +6,18 @@ A loss over a billion elements is concentrated: on every draw of KernelBench's 1
 a C++ candidate that read only the targets passed every trial at 86x (red team 5; 95_CrossEntropy
 too, at 168x). Fresh draws of the same distribution cannot tell such a shortcut from the work.
 
-So when the outputs are small (a loss, a reduction to a few values), the judge runs one trial on
-inputs scaled and shifted per tensor (``x * a + b * std(x)``: a in [1/3, 3], b in [-1, 1]), which
-moves every such statistic. A task whose reference cannot take them (a probability input that
-must stay in [0, 1], a logarithm of a shifted value) gets a milder shift, scaling only (a in
-[0.5, 1]); where the reference cannot take that either (it raises, or returns a non-finite value
-where it returned a finite one), there is no such trial. The judge decides this on its own copy of
-the reference before either runner sees the inputs.
+So the judge runs one trial on inputs scaled and shifted per tensor (``x * a + b * std(x)``, a
+in [1/3, 3], b in [-1, 1], zeros left as they are: a triangular or sparse input keeps its
+structure), which moves every such statistic. A task whose reference cannot take them (a
+probability input that must stay in [0, 1], a logarithm of a shifted value) gets a milder shift,
+scaling only (a in [0.5, 1]); where the reference cannot take that either (it raises, or returns
+a non-finite value where it returned a finite one), there is no such trial. The judge decides
+this on its own copy of the reference before either runner sees the inputs. Outputs of every
+size, the large ones (more than 65,536 elements) scaled only: a normalization's statistic is a
+shortcut too (``x / ||x||`` with ``x`` uniform in [0, 1)
+has ``||x|| = sqrt(n / 3)`` to 1e-4, and a layer norm over rand rows has mean 1/2 and variance
+1/12), so large outputs are no proof of each element's own work (red team 6: a Frobenius norm
+that never read x for its norm, 2.3x against the honest kernel's 1.23x).
 
 A candidate that counted its calls could do the work on the trials and take the shortcut on the
 timed calls, whose inputs come from the task's distribution. So every timed call's fresh inputs
@@ -29,19 +34,14 @@ import math
 
 import torch
 
+from htam.evaluate import needles
 from htam.evaluate.trusted_jobs import as_list, build
-
-MAX_OUTPUT = 1 << 16  # elements over all outputs
 
 
 def applies(outputs: list) -> bool:
-    """Small floating outputs only: elementwise outputs carry each element's own work."""
+    """Floating outputs (a statistic of the inputs can stand in for the work of any size)."""
     tensors = [t for t in outputs if torch.is_tensor(t)]
-    return (
-        bool(tensors)
-        and all(t.is_floating_point() for t in tensors)
-        and sum(t.numel() for t in tensors) <= MAX_OUTPUT
-    )
+    return bool(tensors) and all(t.is_floating_point() for t in tensors)
 
 
 Shift = list  # per input: (a, b) for a floating tensor, None for anything else
@@ -64,8 +64,17 @@ def _params(x: list, gen: torch.Generator, mild: bool) -> Shift:
 
 
 def apply(shift: Shift, x: list) -> list:
-    """``x`` with each floating tensor scaled and shifted as ``shift`` says (new tensors)."""
-    return [v if ab is None else v * ab[0] + ab[1] for ab, v in zip(shift, x, strict=True)]
+    """``x`` with each floating tensor scaled and shifted as ``shift`` says, zeros kept (new
+    tensors)."""
+    return [v if ab is None else _moved(v, *ab) for ab, v in zip(shift, x, strict=True)]
+
+
+def _moved(v: torch.Tensor, a: float, b: float) -> torch.Tensor:
+    out = v * a
+    if b:
+        out += b
+        out.masked_fill_(v == 0, 0.0)
+    return out
 
 
 class Shifter:
@@ -78,24 +87,42 @@ class Shifter:
         self.gen = torch.Generator().manual_seed(secret)
         self.made = (module, init_args, seed, device)
         self.model = None
-        self.base: list = []  # the reference's outputs on the first unshifted inputs
+        # where the reference's outputs on the first unshifted inputs were finite (None: all)
+        self.base: list = []
         self.mild: bool | None = None  # the kind that the reference takes
+        self.scale: float | None = None  # of the outliers planted (needles.py), if any
+        self.small = False  # outputs small enough for the strong shift and the outliers
 
     def first(self, x: list) -> list | None:
         """``x`` shifted, deciding the kind; None when the reference takes neither."""
         try:
             module, init_args, seed, device = self.made
             self.model = build(module.Model, init_args, seed, device)
-            self.base = self._run(x)
+            self.base = [_finite(o) for o in self._run(x)]
         except Exception:  # noqa: BLE001 - the runners' own calls say what is wrong
             return None
-        for mild in (False, True):
+        # A large output is scaled only: a shift of the mean turned a TF32 GEMM's cancellations
+        # into errors beyond the tolerance (level2/9 on the H200, run 51), and scaling alone
+        # moves a normalization's statistic as well.
+        self.small = needles.small([b[0] for b in self.base if b is not None])
+        for mild in (False, True) if self.small else (True,):
             self.mild = mild
             shifted = self.next(x)
             if shifted is not None:
-                return shifted
+                return self._with_outliers(x, shifted)
         self.mild = None
         return None
+
+    def _with_outliers(self, x: list, shifted: list) -> list:
+        """``x`` shifted afresh with outliers planted, when the outputs are small and the
+        reference shows them (needles.py); else ``shifted`` as it is."""
+        if not self.small:
+            return shifted
+        try:
+            self.scale = needles.calibrate(self._run, shifted, self.gen)
+        except Exception:  # noqa: BLE001 - no outliers for a reference that cannot take them
+            self.scale = None
+        return (self.next(x) if self.scale else None) or shifted
 
     def next(self, x: list) -> list | None:
         """``x`` under a fresh shift of the kind decided, or None where the reference does not
@@ -103,24 +130,43 @@ class Shifter:
         if self.mild is None:
             return None
         shifted = apply(_params(x, self.gen, self.mild), x)
+        if self.scale:
+            needles.plant(shifted, self.scale, self.gen)
         try:
             out = self._run(shifted)
         except Exception:  # noqa: BLE001 - not a domain this reference takes
             return None
         return shifted if _takes(self.base, out) else None
 
+    def inputs(self) -> str:
+        """What the shifted calls run on, for their messages."""
+        return "scaled and shifted inputs" + (" with outliers planted" if self.scale else "")
+
     def _run(self, x: list) -> list:
         with torch.no_grad():
             return as_list(self.model(*x))
 
 
+def _finite(out) -> tuple | None:
+    """What ``_takes`` needs of an output: None for a non-tensor, else its shape and True when
+    all of it is finite (the usual case: no copy of a large output is kept), else where it is."""
+    if not torch.is_tensor(out):
+        return None
+    finite = torch.isfinite(out)
+    return out.shape, True if bool(finite.all()) else finite
+
+
 def _takes(base: list, out: list) -> bool:
+    """The shifted outputs have the shapes of the first ones, and are finite wherever those
+    were."""
     if len(base) != len(out):
         return False
     for b, o in zip(base, out, strict=True):
-        if torch.is_tensor(b):
-            if not torch.is_tensor(o) or o.shape != b.shape:
-                return False
-            if bool((torch.isfinite(b) & ~torch.isfinite(o)).any()):
-                return False
+        if b is None:
+            continue
+        shape, finite = b
+        if not torch.is_tensor(o) or o.shape != shape:
+            return False
+        if bool((finite & ~torch.isfinite(o)).any()):
+            return False
     return True

@@ -136,7 +136,7 @@ def test_what_a_job_directory_holds_unseen_counts_against_its_limits(
     ("fixture", "status", "where"),
     [
         ("honest_hinge_triton.py", "ok", ""),
-        ("cheat_input_distribution.py", "incorrect", "the trial on scaled and shifted inputs, "),
+        ("cheat_input_distribution.py", "incorrect", "the trial on scaled and shifted inputs"),
         ("cheat_count_calls.py", "incorrect", "timed call "),
         ("cheat_detect_shift.py", "ok", ""),
     ],
@@ -157,3 +157,42 @@ def test_a_shortcut_from_the_inputs_distribution_fails_on_shifted_inputs(fixture
     if status == "incorrect":
         assert result.messages[0].startswith(where)
         assert "on scaled and shifted inputs" in result.messages[0]
+
+
+
+@pytest.mark.parametrize(
+    ("fixture", "status"),
+    [("honest_norm_triton.py", "ok"), ("cheat_norm_distribution.py", "incorrect")],
+)
+def test_a_large_output_gets_the_shifted_inputs_too(fixture, status):
+    """Red team 6: x / ||x|| written as x * sqrt(3 / n), the norm of uniform inputs, passes
+    every draw of get_inputs; the outputs are large, and the shifted inputs were only for small
+    ones. The honest kernel passes them."""
+    from tests.evaluate.cases import FIXTURES
+    from tests.evaluate.conftest import fast_config, task_for
+
+    code = (FIXTURES / fixture).read_text()
+    with Evaluator("cpu", fast_config()) as evaluator:
+        result = evaluator.evaluate(task_for(FIXTURES / "frobenius_task.py"), code, "triton")
+    assert result.status == status, result.messages
+    if status == "incorrect":
+        assert "on scaled and shifted inputs" in result.messages[0]
+
+
+@pytest.mark.parametrize(
+    ("fixture", "status"),
+    [("honest_hinge_triton.py", "ok"), ("cheat_subsample_loss.py", "incorrect")],
+)
+def test_a_loss_over_a_sample_misses_the_planted_outliers(fixture, status):
+    """Red team 6: the mean over every other row is inside the tolerance on every input, shifted
+    or not; outliers planted at secret places in each shifted call are not."""
+    from tests.evaluate.cases import FIXTURES
+    from tests.evaluate.conftest import fast_config, task_for
+
+    code = (FIXTURES / fixture).read_text()
+    # the honest kernel takes 4,096 programs a call under the interpreter
+    with Evaluator("cpu", fast_config(run_timeout_s=120.0)) as evaluator:
+        result = evaluator.evaluate(task_for(FIXTURES / "hinge_big_task.py"), code, "triton")
+    assert result.status == status, result.messages
+    if status == "incorrect":
+        assert "scaled and shifted inputs with outliers planted" in result.messages[0]
