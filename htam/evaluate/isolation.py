@@ -25,6 +25,7 @@ import sys
 from dataclasses import dataclass, field
 
 from htam.evaluate.eval_config import cache_root
+from htam.evaluate.syscall_filter import check_filter, restrict_syscalls
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWUSER = (
     0x00020000,
@@ -254,98 +255,6 @@ def _rlimits(limits: Limits) -> None:
         cap(resource.RLIMIT_AS, limits.address_space_bytes)
 
 
-# ---------------------------------------------------------------- the syscall filter
-
-
-class _Filter(ctypes.Structure):
-    _fields_ = [
-        ("code", ctypes.c_ushort),
-        ("jt", ctypes.c_ubyte),
-        ("jf", ctypes.c_ubyte),
-        ("k", ctypes.c_uint),
-    ]
-
-
-class _Program(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_Filter))]
-
-
-_LD, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
-_ALLOW, _EACCES, _ENOSYS = 0x7FFF0000, 0x00050000 | 13, 0x00050000 | 38
-_KILL = 0x80000000  # the whole process
-_X86_64, _SYS_SECCOMP = 0xC000003E, 317
-_X32 = 0x40000000  # the x32 ABI's numbers: x86_64's with this bit
-_CLONE, _CLONE3, _UNSHARE, _SETNS = 56, 435, 272, 308
-# CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
-_NEW_NAMESPACES = (
-    0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
-)
-_SOCKETS = (41, 53)  # socket, socketpair
-_KEYRINGS = (248, 249, 250)  # add_key, request_key, keyctl
-# io_uring_setup, _enter, _register: its SOCKET and CONNECT operations never pass the filter
-_IO_URING = (425, 426, 427)
-_SYSV_IPC = (29, 68)  # shmget, msgget: kernel memory in no process's resident set
-_SYS_MEMFD_CREATE = 319
-
-
-def restrict_syscalls(memfd: bool = True) -> None:
-    """No new socket of any family, and no kernel keyring, in every thread of the process and
-    its descendants (seccomp, synchronized across threads); the harness keeps the one socket it
-    was given. A network namespace keeps the network out, but not a unix socket file that some
-    other program left world-writable, and a socket's queued data is kernel memory in no
-    resident set: red team 5 held 4 GiB under a 2 GiB limit in socket pairs, then 3 GiB in
-    netlink sockets once pairs were refused, so every family is. No io_uring: its operations
-    make and connect sockets without the socket syscall (red team 4 reached a host socket file
-    that way). A user's keyring outlives its processes, and candidate user ids are reused: a key
-    one job added, a later job of the same id read (red team). No System V shared memory or
-    message queue: a detached segment is in no resident set (red team 4 held 6 GiB under a 3
-    GiB limit). Without ``memfd`` no memfd either, for the same reason (4.5 GiB).
-
-    No new namespace (unshare, setns, clone with a CLONE_NEW* flag; clone3, whose flags the
-    filter cannot read, answers ENOSYS and the C library falls back to clone): in a user and
-    mount namespace of its own a candidate mounted a tmpfs and held 6 GiB under a 2 GiB limit
-    (red team 6). And only x86_64's own numbers: a 32-bit syscall (``int $0x80``) or an x32 one
-    kills the process, since their numbers differ and the list above would miss them (red team
-    6 reached a host socket file, hoarded socket buffers and planted a key that way)."""
-    denied = _SOCKETS + _KEYRINGS + _IO_URING + _SYSV_IPC + (() if memfd else (_SYS_MEMFD_CREATE,))
-    denied += (_UNSHARE, _SETNS)
-    prog = [
-        (_LD, None, None, 4),  # arch
-        (_JEQ, None, "kill", _X86_64),
-        (_LD, None, None, 0),  # the syscall number
-        (_JGE, "kill", None, _X32),
-        *[(_JEQ, "deny", None, nr) for nr in denied],
-        (_JEQ, "nosys", None, _CLONE3),
-        (_JEQ, None, "allow", _CLONE),
-        (_LD, None, None, 16),  # clone's flags (the low half of its first argument)
-        (_JSET, "deny", None, _NEW_NAMESPACES),
-        ("allow", _RET, _ALLOW),
-        ("deny", _RET, _EACCES),
-        ("nosys", _RET, _ENOSYS),
-        ("kill", _RET, _KILL),
-    ]
-    filters = _assemble(prog)
-    program = _Program(len(filters), (_Filter * len(filters))(*filters))
-    set_filter, tsync = 1, 1
-    ret = _libc.syscall(_SYS_SECCOMP, set_filter, tsync, ctypes.byref(program))
-    _check(ret, "seccomp")
-
-
-def _assemble(prog: list[tuple]) -> list[_Filter]:
-    """BPF from (code, jump if true, jump if false, k) with labels for the jumps (None: the next
-    instruction), and labelled returns (label, code, k)."""
-    at = {ins[0]: i for i, ins in enumerate(prog) if isinstance(ins[0], str)}
-    out = []
-    for i, ins in enumerate(prog):
-        if isinstance(ins[0], str):
-            out.append(_Filter(ins[1], 0, 0, ins[2]))
-            continue
-        code, jt, jf, k = ins
-        hop = [0 if j is None else at[j] - i - 1 for j in (jt, jf)]
-        out.append(_Filter(code, hop[0], hop[1], k))
-    return out
-
-
 # --------------------------------------------------------------------------- what the machine offers
 
 
@@ -367,27 +276,9 @@ def probe() -> Plan:
 
 
 def _probe_socket_filter() -> None:
-    import socket
-
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     restrict_syscalls()
-    for name, nr in (
-        ("keyctl", _KEYRINGS[2]),
-        ("io_uring_setup", _IO_URING[0]),
-        ("socketpair", _SOCKETS[1]),
-        ("unshare", _UNSHARE),
-    ):
-        if _libc.syscall(nr, 0, 0) != -1 or ctypes.get_errno() != errno.EACCES:
-            raise IsolationError(0, f"the syscall filter let {name} through")
-    for family, kind in (
-        (socket.AF_UNIX, socket.SOCK_STREAM),
-        (socket.AF_NETLINK, socket.SOCK_RAW),
-    ):
-        try:
-            socket.socket(family, kind)
-        except PermissionError:
-            continue
-        raise IsolationError(0, f"the socket filter let a {family.name} socket through")
+    check_filter()
 
 
 def _probe_namespaces() -> None:

@@ -1,4 +1,4 @@
-"""The candidate's syscall filter (isolation.restrict_syscalls), in a throwaway child: no new
+"""The candidate's syscall filter (syscall_filter.restrict_syscalls), in a throwaway child: no new
 namespace, no 32-bit or x32 syscall (red team 6 went round the filter through ``int $0x80``),
 while what torch, Triton and compilers do (threads, fork, exec) still works."""
 
@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from htam.evaluate import isolation
+from htam.evaluate import isolation, syscall_filter
 
 CLONE_NEWUSER, CLONE_NEWNS, SIGCHLD = 0x10000000, 0x00020000, 17
 libc = ctypes.CDLL(None, use_errno=True)
@@ -36,7 +36,7 @@ def _filtered(body) -> int:
         code = 99
         try:
             isolation.prctl(isolation.PR_SET_NO_NEW_PRIVS, 1)
-            isolation.restrict_syscalls()
+            syscall_filter.restrict_syscalls()
             code = body()
         finally:
             os._exit(code)
