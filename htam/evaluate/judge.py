@@ -266,8 +266,9 @@ class Judge:
         self.grad_specs, self.model_args = base[6:]
         if len(configs(self.job)) > 1:
             self.both({"op": "use", "config": index}, self.call_timeout_s)
-        if self.grad_specs is None and shifted.applies(self.ref.slots):
-            self.shifter = shifted.Shifter(*self.model_args, self.device, _secret())
+        if shifted.applies(self.ref.slots):
+            grads = len(self.grad_specs or ())
+            self.shifter = shifted.Shifter(*self.model_args, self.device, grads)
             x = self.shifter.first(self.inputs(module))
             if x is not None:
                 where = f"the trial on {self.shifter.inputs()}"

@@ -20,8 +20,11 @@ it, and a sample of every other row stayed inside the tolerance.
 from __future__ import annotations
 
 import math
+import random
 
 import torch
+
+RNG = random.SystemRandom()  # the places: nothing a candidate can recover (shifted.py)
 
 PLANTED = 8  # outliers a floating input, each call
 MAX_OUTPUT = 1 << 16  # elements over all outputs: a reduction, where a sample could stand in
@@ -35,30 +38,32 @@ def small(shapes: list) -> bool:
     return sum(math.prod(s) for s in shapes) <= MAX_OUTPUT
 
 
-def plant(x: list, scale: float, gen: torch.Generator, count: int = PLANTED) -> list:
+def plant(x: list, scale: float, count: int = PLANTED) -> list:
     """``x`` with ``count`` elements of each floating input (new tensors of the judge's own)
-    moved ``scale`` spreads away from zero, at places drawn from ``gen``; zeros stay zeros, and
-    signs stay as they were (a positive input stays positive)."""
+    moved ``scale`` spreads away from zero, at places drawn from the operating system's
+    generator; zeros stay zeros, and signs stay as they were (a positive input stays
+    positive)."""
     for v in x:
         if not (torch.is_tensor(v) and v.is_floating_point() and v.numel() >= MIN_INPUT):
             continue
         spread = float(v.float().std())
         spread = spread if math.isfinite(spread) and spread > 0 else 1.0
-        flat = torch.randint(v.numel(), (count,), generator=gen).to(v.device)
+        flat = torch.tensor([RNG.randrange(v.numel()) for _ in range(count)], device=v.device)
         where = torch.unravel_index(flat, v.shape)
         picked = v[where]
         v[where] = picked + torch.sign(picked) * (scale * spread)
     return x
 
 
-def calibrate(run, x: list, gen: torch.Generator) -> float | None:
+def calibrate(run, x: list, grads: int = 0) -> float | None:
     """The largest scale up to ``REACH`` times the largest floating input's size at which a
-    call's outliers in the floating inputs of ``x`` keep the outputs of ``run`` finite and move
-    one of their elements by ``MOVES`` of its size; None when none does."""
+    call's outliers in the floating inputs of ``x`` (less its last ``grads``: a backward task's
+    grad_outputs) keep the outputs of ``run`` finite and move one of their elements by
+    ``MOVES`` of its size; None when none does."""
     n = max((v.numel() for v in x if torch.is_tensor(v) and v.is_floating_point()), default=0)
-    base = run(x)
+    base, keep = run(x), len(x) - grads
     for scale in sorted((s for s in SCALES if s <= max(REACH * n, SCALES[0])), reverse=True):
-        out = run(plant([_copy(v) for v in x], scale, gen))
+        out = run(plant([_copy(v) for v in x[:keep]], scale) + x[keep:])
         if _finite_where(base, out) and moved(base, out) >= MOVES:
             return scale
     return None

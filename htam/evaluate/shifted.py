@@ -26,16 +26,28 @@ every timed output then catches a shortcut on any of them, and no one shift can 
 one call and reused. (Shifting half of them in secret left the other half to a candidate that
 told shifted inputs apart: red team 6.) What remains possible: a candidate that samples its
 inputs to estimate their distribution before taking the shortcut (docs/evaluator.md).
+
+A backward task's shifts move its inputs, not the ``grad_outputs`` drawn for the call, and the
+judge's copy takes the whole training step: without them a forward that returned its inputs'
+mean as a constant passed with an exact gradient (red team 7, 1.5x against the honest 1.1x).
+
+Every draw (a, b, and the places of the outliers) comes from the operating system's generator,
+not from a seeded one: torch's CPU generator keeps 32 bits of its seed, so one generator seeded
+per job could be recovered from the outliers of the untimed trial (2^32 seeds, a second of a
+GPU) and then told every timed call's shift and outliers (red team 7).
 """
 
 from __future__ import annotations
 
 import math
+import random
 
 import torch
 
-from htam.evaluate import needles
+from htam.evaluate import gradients, needles
 from htam.evaluate.trusted_jobs import as_list, build
+
+RNG = random.SystemRandom()  # os.urandom: nothing a candidate can recover and replay
 
 
 def applies(outputs: list) -> bool:
@@ -47,13 +59,13 @@ def applies(outputs: list) -> bool:
 Shift = list  # per input: (a, b) for a floating tensor, None for anything else
 
 
-def _params(x: list, gen: torch.Generator, mild: bool) -> Shift:
+def _params(x: list, mild: bool) -> Shift:
     out = []
     for v in x:
         if not (torch.is_tensor(v) and v.is_floating_point() and v.numel()):
             out.append(None)
             continue
-        u = torch.rand(2, generator=gen).tolist()
+        u = [RNG.random(), RNG.random()]
         if mild:
             out.append((0.5 + 0.5 * u[0], 0.0))
             continue
@@ -83,9 +95,9 @@ class Shifter:
     for the job was learned from the shifted trial and answered without the work: red team
     5b, 223x)."""
 
-    def __init__(self, module, init_args: list, seed: int, device: str, secret: int):
-        self.gen = torch.Generator().manual_seed(secret)
+    def __init__(self, module, init_args: list, seed: int, device: str, grads: int = 0):
         self.made = (module, init_args, seed, device)
+        self.grads = grads  # a backward task's grad_outputs, last in a call's inputs: not moved
         self.model = None
         # where the reference's outputs on the first unshifted inputs were finite (None: all)
         self.base: list = []
@@ -119,7 +131,7 @@ class Shifter:
         if not self.small:
             return shifted
         try:
-            self.scale = needles.calibrate(self._run, shifted, self.gen)
+            self.scale = needles.calibrate(self._run, shifted, self.grads)
         except Exception:  # noqa: BLE001 - no outliers for a reference that cannot take them
             self.scale = None
         return (self.next(x) if self.scale else None) or shifted
@@ -129,9 +141,11 @@ class Shifter:
         take it."""
         if self.mild is None:
             return None
-        shifted = apply(_params(x, self.gen, self.mild), x)
+        n = len(x) - self.grads
+        shifted = apply(_params(x[:n], self.mild), x[:n])
         if self.scale:
-            needles.plant(shifted, self.scale, self.gen)
+            needles.plant(shifted, self.scale)
+        shifted += x[n:]
         try:
             out = self._run(shifted)
         except Exception:  # noqa: BLE001 - not a domain this reference takes
@@ -143,6 +157,9 @@ class Shifter:
         return "scaled and shifted inputs" + (" with outliers planted" if self.scale else "")
 
     def _run(self, x: list) -> list:
+        if self.grads:
+            n = len(x) - self.grads
+            return gradients.training_step(self.model, x[:n], x[n:])
         with torch.no_grad():
             return as_list(self.model(*x))
 

@@ -196,3 +196,21 @@ def test_a_loss_over_a_sample_misses_the_planted_outliers(fixture, status):
     assert result.status == status, result.messages
     if status == "incorrect":
         assert "scaled and shifted inputs with outliers planted" in result.messages[0]
+
+
+@pytest.mark.parametrize(
+    ("fixture", "status"),
+    [("honest_backward_mean.py", "ok"), ("cheat_backward_distribution.py", "incorrect")],
+)
+def test_a_backward_task_gets_the_shifted_inputs_too(fixture, status):
+    """Red team 7: a backward task had no shifted inputs, so a forward returning the inputs'
+    mean as a constant passed with an exact gradient (1.5x against the honest 1.1x)."""
+    from tests.evaluate.cases import FIXTURES
+    from tests.evaluate.conftest import fast_config, task_for
+
+    code = (FIXTURES / fixture).read_text()
+    with Evaluator("cpu", fast_config()) as evaluator:
+        result = evaluator.evaluate(task_for(FIXTURES / "mean_backward_task.py"), code, "cpp")
+    assert result.status == status, result.messages
+    if status == "incorrect":
+        assert "on scaled" in result.messages[0]

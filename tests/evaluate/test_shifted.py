@@ -1,0 +1,39 @@
+"""The judge's shifted inputs (shifted.py, needles.py) drawn from the operating system's
+generator, and a backward task's shift (its grad_outputs left as drawn)."""
+
+import types
+
+import torch
+import torch.nn as nn
+
+from htam.evaluate import needles, shifted
+
+
+def test_the_draws_do_not_follow_any_seed():
+    """Red team 7: one torch generator seeded per job keeps 32 bits of its seed, recoverable
+    from the untimed trial's outliers, and then tells every timed call's shift and outliers."""
+    x = torch.rand(64, 64)
+    draws = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        planted = needles.plant([x.clone()], 1e3)[0]
+        draws.append((shifted._params([x], False), torch.nonzero(planted != x).tolist()))
+    assert draws[0][0] != draws[1][0]
+    assert draws[0][1] != draws[1][1]
+    assert len(draws[0][1]) == needles.PLANTED
+
+
+class _Mean(nn.Module):
+    def forward(self, x):
+        return torch.mean(x)
+
+
+def test_a_backward_tasks_shift_moves_the_inputs_and_not_the_grad_outputs():
+    module = types.SimpleNamespace(Model=_Mean)
+    x, grad = torch.rand(64, 64), torch.randn(())
+    shifter = shifted.Shifter(module, [], 0, "cpu", grads=1)
+    moved = shifter.first([x, grad])
+    assert moved is not None and moved[1] is grad
+    assert not torch.equal(moved[0], x)
+    # the judge's copy took the whole step: its outputs are the mean and its gradient
+    assert [b[0] for b in shifter.base] == [torch.Size([]), torch.Size([64, 64])]
