@@ -4,17 +4,30 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import sys
+import threading
 
-import typer
-from typer.models import DefaultPlaceholder
+from htam.cli.interrupts import exit_at_start
 
-from htam import __version__
-from htam.cli.common import (
+# Ctrl-C while the commands load (seconds: they import torch) exits 130 without a traceback;
+# Python's own handler is back once they are loaded (a command's Ctrl-C: pipe_safe).
+_AT_START = (
+    threading.current_thread() is threading.main_thread()
+    and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+)
+if _AT_START:
+    signal.signal(signal.SIGINT, exit_at_start)
+
+import typer  # noqa: E402
+from typer.models import DefaultPlaceholder  # noqa: E402
+
+from htam import __version__  # noqa: E402
+from htam.cli.common import (  # noqa: E402
     console,
     pipe_safe,
 )
-from htam.cli.json_errors import JsonErrorsCommand, JsonErrorsGroup
+from htam.cli.json_errors import JsonErrorsCommand, JsonErrorsGroup  # noqa: E402
 
 app = typer.Typer(
     name="htam",
@@ -57,6 +70,8 @@ def _pipe_safe_commands(typer_app: typer.Typer) -> None:
 
 
 _pipe_safe_commands(app)
+if _AT_START:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Off a terminal (a pipe, a file) rich would fit tables into 80 columns, or the width of a
 # terminal still attached to stdin, cutting ids to "builtin/level1…"; output there is plain and

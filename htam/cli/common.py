@@ -72,13 +72,19 @@ def on_closed_stdout(hook: Callable[[], None]) -> None:
 
 def pipe_safe(command: Callable) -> Callable:
     """``command`` with a closed stdout (BrokenPipeError) ending it with CLOSED_STDOUT_EXIT and
-    no message, as a Unix tool does; click itself would exit 1."""
+    no message, as a Unix tool does; click itself would exit 1. Ctrl-C ends it with exit 130
+    and one line (``htam.cli.interrupts``), where click would say "Aborted!" and exit 1."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
+        from htam.cli import interrupts
+
         _closed_stdout_hooks.clear()
+        interrupts.clear_hooks()
         try:
             return command(*args, **kwargs)
+        except KeyboardInterrupt:  # Ctrl-C where the command has no handler of its own
+            interrupts.interrupted()
         except BrokenPipeError:
             for hook in reversed(_closed_stdout_hooks):
                 try:
@@ -93,6 +99,7 @@ def pipe_safe(command: Callable) -> Callable:
             raise typer.Exit(CLOSED_STDOUT_EXIT) from None
         finally:
             _closed_stdout_hooks.clear()
+            interrupts.clear_hooks()
 
     return wrapper
 
@@ -199,9 +206,10 @@ def reference_cannot_run(error: Exception, task, target: str, size: str | None) 
     once the task loaded: over the memory or time limit, a crash at the size timed), with the
     usual cause named for an unmodified KernelBench file timed small on the CPU. Every command exits
     ``INFRASTRUCTURE_EXIT`` (3) with it: the task is fine, this machine cannot judge it."""
+    from htam.tasks.module import has_small_size
+
     hint = ""
-    one_size = re.search(r"^HTAM_SMALL\s*=", task.source or "", re.MULTILINE) is None
-    if one_size and target == "cpu" and size != "large":
+    if not has_small_size(task.source) and target == "cpu" and size != "large":
         hint = (
             "; this task has no HTAM_SMALL size, so it runs at its full size on the CPU: "
             "add one (see docs/tasks.md)"
@@ -260,12 +268,36 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def fmt_bytes(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.3g} {unit}"
-        n /= 1000
-    return f"{n} B"
+_BYTE_UNITS = {"GB": 1e9, "MB": 1e6, "KB": 1e3, "B": 1}
+
+
+def _byte_unit(n: float) -> str:
+    return next(unit for unit, scale in _BYTE_UNITS.items() if n >= scale or unit == "B")
+
+
+def fmt_bytes(n: float) -> str:
+    """A byte count in decimal units, three significant digits: 268 MB, 1.07 GB, 34.3 KB. Every
+    byte count HTAM prints goes through this or ``fmt_bytes_alike``."""
+    unit = _byte_unit(n)
+    return f"{n:.0f} B" if unit == "B" else f"{n / _BYTE_UNITS[unit]:.3g} {unit}"
+
+
+def fmt_bytes_alike(*counts: float) -> list[str]:
+    """Byte counts that one line compares, in one unit (the largest's) with as many decimals
+    as tell them apart (12.90 GB, 12.88 GB): never 1.07 GB beside 268 MB. A count too small to
+    show in that unit (2 KB beside GBs) keeps its own (``fmt_bytes``)."""
+    unit = _byte_unit(max(counts))
+    if unit == "B":
+        return [fmt_bytes(n) for n in counts]
+    scale = _BYTE_UNITS[unit]
+    for digits in (2, 3, 4):
+        shown = [f"{n / scale:.{digits}f}" for n in counts]
+        if len(set(shown)) == len(set(counts)):
+            break
+    return [
+        f"{text} {unit}" if float(text) > 0 or n == 0 else fmt_bytes(n)
+        for text, n in zip(shown, counts, strict=True)
+    ]
 
 
 # On the CPU, a task's large (GPU) size is timed when its tensors total at most this much: at the
@@ -278,8 +310,8 @@ TIMEOUT_HELP = "time limit after the build, seconds (default 120; raised with th
 
 
 COMPILE_HELP = (
-    "also time the reference under torch.compile (default: on a GPU only; on the CPU it adds "
-    "1-3 minutes to a task's first reference job, once: inductor compiles C++)"
+    "also time the reference under torch.compile (on by default on a GPU, off on the CPU: give "
+    "--compile-reference there to get it, at 1-3 extra minutes once per task and size)"
 )
 
 

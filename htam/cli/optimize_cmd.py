@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 from pathlib import Path
 from typing import NoReturn
@@ -41,6 +40,7 @@ from htam.cli.common import (
     resolve_task,
     writable_dir,
 )
+from htam.cli.interrupts import interrupted, on_interrupt
 from htam.cli.optimize_runs import (
     check_resume,
     remove_if_nothing_ran,
@@ -51,10 +51,8 @@ from htam.cli.optimize_runs import (
     steps_done,
 )
 from htam.cli.optimize_view import StepsView, final_line, stats_line, timed_line
-from htam.cli.sizes import over_memory_limit, timed_size
+from htam.cli.sizes import check_size, over_memory_limit, timed_size
 from htam.cli.workers import WORKERS_HELP
-
-INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 
 
 def make_proposer(
@@ -152,6 +150,7 @@ def optimize_command(
         logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
     quiet = quiet or as_json
     target, language = resolve_target(target, language, offline=llm is None and base_url is None)
+    check_size(size)  # before the run directory exists: a bad value leaves nothing behind
     from htam.cli.bench_cmd import check_ray
     from htam.cli.optimize_suite import is_many, optimize_many
 
@@ -214,6 +213,10 @@ def optimize_command(
     _preflight(proposer, quiet)  # first: it fails in seconds, loading the tasks takes longer
     the_task = resolve_task(task)
     out = run_dir(out, Path("runs") / f"{the_task.name}-{method}-s{seed}", resume)
+    on_interrupt(  # from here on Ctrl-C says how to continue the run
+        lambda: f"interrupted at step {steps_done(out)}; `{resume_command(ctx, out)}` continues",
+        outcome="interrupted",
+    )
     created = out if out_is_new and not resume else None  # not a run --resume found
     if created is not None:
         on_closed_stdout(lambda: remove_if_nothing_ran(created))
@@ -226,9 +229,6 @@ def optimize_command(
         timed = signature(the_task, size)
     except TaskError as exc:
         _stop(reference_cannot_run(exc, the_task, target, size), created)
-    # An unmodified KernelBench file has no HTAM_SMALL: its small size is its full size (read
-    # from the source: the large signature may run the reference for real at full size).
-    one_size = re.search(r"^HTAM_SMALL\s*=", the_task.source, re.MULTILINE) is None
     if record is not None:  # refused here, before anything is printed
         check_resume(out, record, the_task, config, proposer.name, size)
     # Tensors that alone exceed the memory limit (known from the signature, on the meta device):
@@ -238,8 +238,7 @@ def optimize_command(
         _stop(too_big, created)
     if not quiet:
         shapes = [f"{'x'.join(map(str, s))} {d}" for s, d in timed.inputs]
-        other = "large" if size == "small" and not one_size else None
-        console.print(timed_line(size, shapes, timed.bytes, other), highlight=False)
+        console.print(timed_line(size, shapes, timed.bytes, the_task.source), highlight=False)
         console.print(f"memory bank: {memory}", highlight=False, soft_wrap=True)
         if record is not None:
             console.print(
@@ -268,8 +267,8 @@ def optimize_command(
         ):
             optimizer = Optimizer(proposer, CachedEvaluator(evaluator), bank, config, on_step=view)
             summary = optimizer.run(the_task, out, resume=resume)
-    except KeyboardInterrupt:
-        _interrupted(ctx, out, as_json)
+    except KeyboardInterrupt:  # every finished step is in the run directory
+        interrupted()
     except InfrastructureError as exc:
         _stop(
             f"stopped: {exc.what} failed: {exc} (the failed steps are not in the memory; "
@@ -290,17 +289,6 @@ def _stop(message: str, unused_out: Path | None = None) -> NoReturn:
     if unused_out is not None:
         remove_if_nothing_ran(unused_out)
     fail(message, code=INFRASTRUCTURE_EXIT, outcome="stopped")
-
-
-def _interrupted(ctx: typer.Context, out: Path, as_json: bool) -> NoReturn:
-    """Ctrl-C: every finished step is in the run directory; say how to continue."""
-    message = f"interrupted at step {steps_done(out)}; `{resume_command(ctx, out)}` continues"
-    if as_json:
-        typer.echo(
-            json.dumps({"outcome": "interrupted", "error": message, "exit_code": INTERRUPTED_EXIT})
-        )
-    err_console.print(message, highlight=False, soft_wrap=True, markup=False)
-    raise typer.Exit(INTERRUPTED_EXIT)
 
 
 def _finish(summary: dict, out: Path, as_json: bool, quiet: bool) -> None:

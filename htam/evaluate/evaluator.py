@@ -54,8 +54,12 @@ class Evaluator:
         self._jobs = 0
         self._references: dict[str, Reference] = {}
         self.server: ForkServer | None = None
-        self._start_server()
-        outcome = self._trusted(self._job("probe"))
+        try:
+            self._start_server()
+            outcome = self._trusted(self._job("probe"))
+        except BaseException:  # Ctrl-C while it starts: the server goes before its folder
+            self.close()
+            raise
         probe = outcome.result or {}
         if "device" not in probe:
             self.close()

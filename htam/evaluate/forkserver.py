@@ -114,9 +114,16 @@ class ForkServer:
         )
         theirs.close()
         self._sock = ours
-        send_frame(ours, config)
-        ready = self._ask(None, timeout_s=300.0)
+        try:
+            send_frame(ours, config)
+            ready = self._ask(None, timeout_s=300.0)
+        except BaseException:
+            # Ctrl-C while it imports torch: it leads a session of its own, so nothing else
+            # stops it, and its home is removed next; it must be gone first
+            self.kill()
+            raise
         if ready.get("op") != "ready":
+            self.kill()
             raise ForkServerError(f"fork server failed to start: {ready}")
         self.plan: isolation.Plan = ready["plan"]
 
@@ -192,7 +199,14 @@ class ForkServer:
                 self.process.wait(timeout=10)
             except (OSError, subprocess.TimeoutExpired):
                 pass
+        self.kill()
+
+    def kill(self) -> None:
+        """The server and every process of its session gone (a stopped server too), now."""
         if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)  # a stopped server too
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             self.process.wait()
         self._sock.close()

@@ -43,6 +43,17 @@ def _stdio_to(log: str) -> None:
     os.close(fd)
 
 
+# What the server meets when its client went away: the channel closed, Ctrl-C.
+_GONE = (EOFError, BrokenPipeError, ConnectionError, KeyboardInterrupt)
+
+
+def _abandoned(exc: BaseException, *folders: str) -> bool:
+    """Whether ``exc`` only says that the client went away (closed its end, was interrupted, or
+    removed the folders it gave: the work root, the server's home) rather than a fault worth a
+    traceback. Such an end is quiet: the client reports its own interruption."""
+    return isinstance(exc, _GONE) or any(not os.path.isdir(folder) for folder in folders)
+
+
 def _finish(fn, *args) -> None:
     code = 0
     try:
@@ -262,7 +273,10 @@ def _judge_main(control: socket.socket, warm_cuda: bool) -> None:
 
 
 def _candidate_main(control: socket.socket, job_dir: str, uid: int, plan, limits, warm) -> None:
-    _stdio_to(os.path.join(job_dir, "output.log"))
+    try:
+        _stdio_to(os.path.join(job_dir, "output.log"))
+    except FileNotFoundError:  # the client removed the work root: nothing will come
+        os._exit(0)
     seen_at = isolation.enter(job_dir, uid, plan, limits)
     _warm(warm)
     if plan.socket_filter:  # after CUDA has made its threads: the filter covers them too
@@ -290,16 +304,32 @@ def _candidate_main(control: socket.socket, job_dir: str, uid: int, plan, limits
 
 
 def serve(fd: int) -> None:
-    isolation.not_dumpable()
-    sock = socket.socket(fileno=fd)
-    config, _ = recv_frame(sock)
-    for name in PRELOAD + OPTIONAL_PRELOAD:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            if name in PRELOAD:
-                raise
-    Server(sock, config).serve()
+    """Serve the client on ``fd`` until it says exit or goes away. A client that goes away early
+    (Ctrl-C while this process still imports torch: it closes its end, or removes the folders it
+    gave) ends it quietly, exit status 0; any other failure keeps its traceback on stderr."""
+    try:
+        home = os.getcwd()
+    except FileNotFoundError:  # the client removed it before this process even started
+        os._exit(0)
+    workroot: list[str] = []  # known once the config came
+    try:
+        isolation.not_dumpable()
+        sock = socket.socket(fileno=fd)
+        config, _ = recv_frame(sock)
+        workroot.append(config["workroot"])
+        for name in PRELOAD + OPTIONAL_PRELOAD:
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                if name in PRELOAD:
+                    raise
+        Server(sock, config).serve()
+    except BaseException as exc:
+        if isinstance(exc, SystemExit) or not _abandoned(exc, home, *workroot):
+            raise
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,51 @@
+"""Ctrl-C, whenever it comes: every command stops with exit status 130 and one line on stderr
+(``--json``: one JSON object on stdout too), never a traceback. (The evaluator's fork server,
+in a session of its own, is killed by the Evaluator before its folder goes, also when Ctrl-C
+comes while it starts: ``ForkServer.kill``.)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import NoReturn
+
+import typer
+
+INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
+
+_said: list[tuple[Callable[[], str], dict]] = []
+
+
+def on_interrupt(message: Callable[[], str], **fields: object) -> None:
+    """What an interruption of this command says from now on (``optimize``: the ``--resume``
+    command that continues), and the fields its JSON object adds."""
+    _said[:] = [(message, fields)]
+
+
+def clear_hooks() -> None:
+    _said.clear()
+
+
+def interrupted() -> NoReturn:
+    """Say what ``on_interrupt`` set (else "interrupted") on one line of stderr (and as a JSON
+    object on stdout under ``--json``), and exit ``INTERRUPTED_EXIT``."""
+    from htam.cli.common import err_console
+    from htam.cli.json_errors import json_requested, print_json_error
+
+    message, fields = "interrupted", {}
+    if _said:
+        say, fields = _said[0]
+        message = say()
+    _said.clear()
+    if json_requested():
+        print_json_error(message, INTERRUPTED_EXIT, **fields)
+    err_console.print(message, highlight=False, soft_wrap=True, markup=False)
+    raise typer.Exit(INTERRUPTED_EXIT)
+
+
+def exit_at_start(signum: int, frame: object) -> None:
+    """SIGINT while ``htam`` itself starts (its imports take seconds: torch): nothing ran yet,
+    so there is nothing to clean up or to resume; no traceback, exit 130."""
+    os.write(2, b"interrupted\n")
+    os._exit(INTERRUPTED_EXIT)

@@ -1,0 +1,86 @@
+"""Ctrl-C in the first seconds of `htam optimize`: exit 130, one line, and no traceback, neither
+from htam itself (still importing torch) nor from the evaluator's fork server, which used to
+find its home removed, or its channel closed, while it still imported torch."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+ARGS = ["optimize", "level2/5_Elementwise_Chain", "--target", "cpu", "--steps", "1"]
+
+
+def _start(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    env |= {"HOME": str(tmp_path), "HTAM_CACHE_DIR": str(tmp_path / "cache")}
+    return subprocess.Popen(
+        [sys.executable, "-m", "htam.cli", *ARGS],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group: Ctrl-C reaches the group, as a shell's
+    )
+
+
+def fork_servers(parent: int) -> list[int]:
+    """The pids of the evaluator's fork servers that are children of ``parent``."""
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+            ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
+            if ppid != parent:
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if b"htam.evaluate.serve" in f.read().split(b"\0"):
+                    found.append(int(entry))
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile, or not ours to read
+    return found
+
+
+def _interrupt(proc) -> tuple[int, str]:
+    os.killpg(proc.pid, signal.SIGINT)
+    # communicate() reads to EOF: the output of a fork server that outlived htam is read too
+    _, stderr = proc.communicate(timeout=60)
+    return proc.returncode, stderr
+
+
+def test_ctrl_c_while_htam_imports_is_exit_130_without_a_traceback(tmp_path):
+    proc = _start(tmp_path)
+    time.sleep(0.5)  # importing typer, torch
+    code, stderr = _interrupt(proc)
+    assert code == 130, (code, stderr)
+    assert "Traceback" not in stderr, stderr
+    assert not (tmp_path / "runs").exists()  # nothing had started
+
+
+def test_ctrl_c_while_the_fork_server_starts_is_exit_130_without_a_traceback(tmp_path):
+    """SIGINT as soon as the fork server exists (it then imports torch for seconds), and again
+    half a second later: both used to print the server's traceback (4 times in 6)."""
+    for delay in (0.0, 0.5):
+        proc = _start(tmp_path)
+        deadline = time.monotonic() + 60
+        while not fork_servers(proc.pid) and proc.poll() is None:
+            assert time.monotonic() < deadline, "no fork server started"
+            time.sleep(0.02)
+        time.sleep(delay)
+        server = fork_servers(proc.pid)
+        code, stderr = _interrupt(proc)
+        assert code == 130, (delay, code, stderr)
+        assert "Traceback" not in stderr, (delay, stderr)
+        assert stderr.strip().splitlines()[-1].startswith("interrupted at step 0; `htam optimize")
+        for pid in server:  # killed by the Evaluator before it removed the server's home
+            assert not os.path.exists(f"/proc/{pid}"), pid
