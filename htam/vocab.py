@@ -131,10 +131,8 @@ def check_target(target: str, language: str | None = None) -> tuple[Target, Lang
     if language is None:
         return the_target, allowed[0]
     if language not in allowed:
-        names = tuple(str(lang) for lang in allowed)
-        raise ValueError(
-            f"language {language!r} does not run on target {target}; choose one of {names}"
-        )
+        names = " or ".join(str(lang) for lang in allowed)
+        raise ValueError(f"language {language!r} does not run on target {target}; choose {names}")
     return the_target, Language(language)
 
 

@@ -18,6 +18,7 @@ from rich.spinner import Spinner
 from rich.table import Table
 
 from htam.cli.common import console, fmt_bytes, fmt_speedup, plural
+from htam.tasks.module import has_small_size, size_label
 
 # What the strategy column says of a step that applied none because it is the task translated as
 # it is (the offline proposer's first code: the record's ``proposal.baseline``).
@@ -97,10 +98,15 @@ class StepsView:
             console.print(f"  {fb['messages'][0]}", highlight=False, soft_wrap=True, markup=False)
 
 
-def timed_line(size: str, shapes: list[str], nbytes: int, other: str | None) -> str:
-    """Which shapes are timed (and what the other size would time)."""
-    line = f"timing at size {size}: {', '.join(shapes)} ({fmt_bytes(nbytes)} in and out)"
-    return line + (f"; --size {other} times the {other} size" if other else "")
+def timed_line(size: str, shapes: list[str], nbytes: int, source: str) -> str:
+    """Which shapes are timed, named by where they come from (``size_label``), and what the
+    other size would time. A task without HTAM_SMALL (an unmodified KernelBench file) has one
+    size, its own: the line says so rather than "size small"."""
+    timed = f"{', '.join(shapes)} ({fmt_bytes(nbytes)} in and out"
+    if not has_small_size(source):
+        return f"timing at {size_label(source, size)}: {timed})"
+    line = f"timing at size {size}: {timed}; {size_label(source, size)})"
+    return line + ("; --size large times the full size" if size == "small" else "")
 
 
 def final_line(summary: dict, out: Path) -> str:

@@ -4,9 +4,9 @@ candidate or the reference may use (the CPU refuses what cannot fit before anyth
 from __future__ import annotations
 
 import math
-import re
 
-from htam.cli.common import fail, fmt_bytes
+from htam.cli.common import fail, fmt_bytes_alike
+from htam.tasks.module import SIZES, has_small_size, size_label
 
 CPU_LARGE_MAX_BYTES = 300_000_000
 
@@ -42,15 +42,6 @@ def tensor_bytes(task, size: str) -> int | None:
     return None if sig is None else sig.bytes
 
 
-def _gb_pair(a: int, b: int) -> tuple[str, str]:
-    """Two byte counts in GB with enough decimals to tell them apart (12.90 GB, 12.88 GB)."""
-    for digits in (2, 3, 4):
-        first, second = f"{a / 1e9:.{digits}f}", f"{b / 1e9:.{digits}f}"
-        if first != second:
-            break
-    return f"{first} GB", f"{second} GB"
-
-
 def over_memory_limit(
     task, target: str, size: str, nbytes: int | None, memory_limit_mb: int | None
 ) -> str | None:
@@ -68,37 +59,43 @@ def over_memory_limit(
     limit = memory_limit_bytes(memory_limit_mb)
     if nbytes <= limit:
         return None
-    need, allowed = _gb_pair(nbytes, limit)
     machine = machine_memory_mb() << 20
+    need, allowed, has = fmt_bytes_alike(nbytes, limit, machine)
     origin = (
         f"--memory-limit-mb {memory_limit_mb}"
         if memory_limit_mb
-        else f"the default for this machine's {machine / 1e9:.1f} GB"
+        else f"the default for this machine's {has}"
     )
     message = (
         f"{task.id}: the reference needs more host memory than allowed here: its tensors at "
-        f"size {size} take {need} (inputs, outputs and parameters), over the {allowed} a "
-        f"reference or a candidate may use ({origin})"
+        f"{size_words(task, size)} take {need} (inputs, outputs and parameters), over the "
+        f"{allowed} a reference or a candidate may use ({origin})"
     )
     remedies = []
     if nbytes < machine:
         remedies.append(f"raise --memory-limit-mb above {math.ceil(nbytes / 2**20)}")
     small = tensor_bytes(task, "small") if size == "large" else None
-    one_size = re.search(r"^HTAM_SMALL\s*=", task.source or "", re.MULTILINE) is None
     if small is not None and small < nbytes and small <= limit:
-        remedies.append(f"time --size small ({fmt_bytes(small)})")
-    elif one_size and size != "large":
-        remedies.append(
-            "time a smaller copy of the task (it has no HTAM_SMALL size, so the CPU runs it at "
-            "its full size: add one, see docs/tasks.md)"
-        )
+        remedies.append(f"time --size small ({fmt_bytes_alike(nbytes, small)[1]})")
+    elif not has_small_size(task.source) and size != "large":
+        remedies.append("add a reduced size to the task (HTAM_SMALL, see docs/tasks.md)")
     else:
         remedies.append("time a smaller copy of the task (smaller shapes in its file)")
     return f"{message}; {', or '.join(remedies)}"
 
 
+def size_words(task, size: str) -> str:
+    """``size small``; for a file without HTAM_SMALL, whose sizes are one and the same, ``the
+    KernelBench size (...)``: where its shapes come from, not a "small" they are not."""
+    return f"size {size}" if has_small_size(task.source) else size_label(task.source, size)
+
+
+def check_size(size: str | None) -> None:
+    """A ``--size`` value, checked before anything is created (a run directory included)."""
+    if size is not None and size not in SIZES:
+        fail(f"--size {size}: unknown size; choose {' or '.join(SIZES)}")
+
+
 def default_size(target: str, size: str | None) -> str:
-    size = size or ("large" if target == "cuda" else "small")
-    if size not in ("small", "large"):
-        fail(f"unknown size {size!r}; choose small or large")
-    return size
+    check_size(size)
+    return size or ("large" if target == "cuda" else "small")

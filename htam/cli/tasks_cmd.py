@@ -10,10 +10,23 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from htam.cli.common import LoadProgress, console, err_console, fail, no_tasks
+from htam.cli.common import (
+    USAGE_EXIT,
+    LoadProgress,
+    console,
+    err_console,
+    fail,
+    fmt_bytes,
+    no_tasks,
+)
 from htam.tasks import Task, TaskError, load_suite, signature
 from htam.tasks.runtime import num_extra
-from htam.tasks.signatures import format_specs, human
+from htam.tasks.signatures import Signature, format_specs, human
+
+# FLOPs come from torch.utils.flop_counter, which counts matrix multiplications, convolutions and
+# attention only: an elementwise or reduction task counts 0, which is not its work. Such a task
+# shows "-" (and JSON "flops_counted": false); its bytes, the figure that bounds it, are shown.
+FLOPS_NOTE = "FLOPs: matmul, conv and attention only (torch's flop counter); - where it counts none"
 
 tasks_app = typer.Typer(
     help="Task suites: list and inspect reference operators.", no_args_is_help=True
@@ -49,10 +62,11 @@ def list_tasks(
         bool, typer.Option("--json", help='One JSON object on stdout: {"tasks": [...], ...}.')
     ] = False,
 ) -> None:
-    """List tasks with level, op families, small-size FLOPs and bytes, and shapes.
+    """List tasks with level, op families, FLOPs and bytes at size small, and shapes.
 
-    Bad task files are reported one line each; the others are still listed, and the exit code
-    is 1 if any failed. A path that holds no task at all is a usage error (exit 2).
+    Bad task files are reported one line each on stderr; the others are still listed, and the
+    exit code is 2 (a usage error, as for any bad task file) if any failed. A path that holds no
+    task at all is a usage error too.
     """
     errors: list[TaskError] = []
     try:
@@ -73,7 +87,7 @@ def list_tasks(
             f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True
         )
     if errors:
-        raise typer.Exit(1)
+        raise typer.Exit(USAGE_EXIT)
 
 
 def _listing(path: str, tasks: list[Task], errors: list[TaskError]) -> dict:
@@ -82,6 +96,7 @@ def _listing(path: str, tasks: list[Task], errors: list[TaskError]) -> dict:
     return {
         "suite": path,
         "size": "small",  # the size the signatures are computed at
+        "flops_note": FLOPS_NOTE,
         "count": len(tasks),
         "tasks": [_task_dict(t) for t in tasks],
         "errors": [str(error) for error in errors],
@@ -98,11 +113,20 @@ def _task_dict(task: Task) -> dict:
         "kind": task.kind,
         "configs": 1 + num_extra(task),  # the timed one and those checked for correctness
         "signature": signature(task, "small").to_dict(),
+        "flops_counted": flops_counted(signature(task, "small")),
     }
 
 
+def flops_counted(sig: Signature) -> bool:
+    """Whether the flop counter counted anything: 0 means "not counted", not "no work"."""
+    return sig.flops > 0
+
+
 def _table(tasks: list[Task], title: str) -> Table:
-    table = Table(title=f"{len(tasks)} tasks from {title} (small size)")
+    table = Table(
+        title=f"{len(tasks)} tasks from {title}, at size small (HTAM_SMALL, else the file's own)",
+        caption=FLOPS_NOTE,
+    )
     table.add_column("id")
     table.add_column("level", justify="right")
     table.add_column("families")
@@ -116,8 +140,8 @@ def _table(tasks: list[Task], title: str) -> Table:
             task.id,
             "" if task.level is None else str(task.level),
             ", ".join(sig.families),
-            human(sig.flops),
-            human(sig.bytes, "B"),
+            human(sig.flops) if flops_counted(sig) else "-",
+            fmt_bytes(sig.bytes),
             f"{format_specs(sig.inputs)} -> {format_specs(sig.outputs)}",
             str(1 + num_extra(task)),
         )

@@ -44,7 +44,7 @@ class OfflineProposer:
     def __init__(self, target: str = "cpu", language: str | None = None):
         targets = sorted(str(t) for t in Target)
         if target not in targets:
-            raise ValueError(f"target must be one of {targets}, not {target!r}")
+            raise ValueError(f"target must be {' or '.join(targets)}, not {target!r}")
         # The target's first language that has a backend (cuda's own, CUDA C++, has none).
         language = language or next(lang for lang in LANGUAGES[target] if lang in BACKENDS)
         if language not in BACKENDS:

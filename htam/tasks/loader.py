@@ -17,8 +17,8 @@ from typing import Any
 import torch
 
 from htam.tasks import robust
-from htam.tasks.module import exec_task_source
-from htam.tasks.runtime import instantiate
+from htam.tasks.module import exec_task_source, size_label
+from htam.tasks.runtime import StageError, instantiate
 from htam.tasks.signatures import signature
 from htam.tasks.task import Task, TaskError
 
@@ -37,8 +37,8 @@ def load_task(path: str | Path, suite: str | None = None, *, validate: bool = Tr
     """Load and check one task; raises ``TaskError`` (one line: file and problem).
 
     ``suite`` prefixes the id (default: "builtin" for HTAM's own files, "kernelbench" for files
-    of a KernelBench checkout, else "local"). With ``validate`` the reference runs once at the
-    small size.
+    of a KernelBench checkout, else "local"). With ``validate`` the reference runs once at size
+    small (``_validate``).
     """
     path = Path(path)
     if not path.exists():
@@ -162,14 +162,24 @@ def _check_module(module: types.ModuleType, path: Path) -> None:
 
 
 def _validate(task: Task, path: Path) -> None:
+    """Run the task once at size small. A failure names what failed (``get_inputs()``, the
+    model's construction, or the reference's forward) and the shapes it ran at (``size_label``:
+    the reduced size, or the KernelBench size of a file without HTAM_SMALL)."""
+    at = size_label(task.source, "small")
     try:
         sig = signature(task, "small")
         if sig.flops <= REAL_RUN_MAX_FLOPS and sig.bytes <= REAL_RUN_MAX_BYTES:
-            model, inputs = instantiate(task, "small")
+            model, inputs = instantiate(task, "small", staged=True)
             with torch.no_grad():
                 model(*inputs)
     except TaskError as error:  # from the isolated run (no meta kernels): already one line
-        cause = error.problem.removeprefix("the reference failed to run: ")
-        raise TaskError(path, f"reference fails at the small size: {cause}") from error
+        cause = error.problem
+        if cause.startswith("the reference failed to run: "):
+            cause = f"the reference failed at {at}: {cause.split(': ', 1)[1]}"
+        else:  # "get_inputs() failed: ...", from the child's StageError
+            cause = cause.replace(" failed: ", f" failed at {at}: ", 1)
+        raise TaskError(path, cause) from error
+    except StageError as error:
+        raise TaskError(path, f"{error.stage} failed at {at}: {error.cause}") from error
     except Exception as error:  # the reference's own failure, reported as the task's problem
-        raise TaskError(path, f"reference fails at the small size: {one_line(error)}") from error
+        raise TaskError(path, f"the reference failed at {at}: {one_line(error)}") from error

@@ -21,10 +21,27 @@ function that reads a constant at call time sees the chosen size.
 from __future__ import annotations
 
 import ast
+import re
 import types
 from typing import Any, Literal
 
 Size = Literal["small", "large"]
+SIZES: tuple[Size, ...] = ("small", "large")
+_HAS_SMALL = re.compile(r"^HTAM_SMALL\s*=", re.MULTILINE)
+
+
+def has_small_size(source: str) -> bool:
+    """Whether the task gives a reduced size (``HTAM_SMALL``); an unmodified KernelBench file
+    does not, and runs at its own shapes at both sizes. Read from the source: no code runs."""
+    return _HAS_SMALL.search(source or "") is not None
+
+
+def size_label(source: str, size: Size) -> str:
+    """What the shapes at ``size`` are, named by where they come from (messages say this, not
+    "small": an unmodified KernelBench file is as large at size small as at size large)."""
+    if not has_small_size(source):
+        return "the KernelBench size (the file's own shapes; it has no HTAM_SMALL)"
+    return "the reduced size (HTAM_SMALL)" if size == "small" else "the full size"
 
 
 def exec_task_source(source: str, name: str = "htam_task") -> types.ModuleType:

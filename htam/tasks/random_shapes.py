@@ -231,6 +231,6 @@ def random_tasks(
 ) -> list[GeneratedTask]:
     """``n`` tasks cycling through ``families``, shapes drawn from ``random.Random(seed)``."""
     if size not in CAPS:
-        raise ValueError(f"size must be one of {sorted(CAPS)}, not {size!r}")
+        raise ValueError(f"size must be {' or '.join(sorted(CAPS))}, not {size!r}")
     rng = random.Random(seed)
     return [make_task(rng, families[i % len(families)], size, i) for i in range(n)]

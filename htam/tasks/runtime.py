@@ -2,13 +2,33 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import traceback
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
 from htam.tasks.module import Size, exec_task_source, extra_configs, load_task_module
 from htam.tasks.task import Task
+
+
+class StageError(Exception):
+    """A task's own code failed before its forward: building the model (``get_init_inputs()``
+    and ``Model(...)``) or its inputs (``get_inputs()``), so that a message names which."""
+
+    def __init__(self, stage: str, error: BaseException):
+        text = traceback.format_exception_only(type(error), error)[-1]
+        self.stage, self.cause = stage, " ".join(text.split())[:300]
+        super().__init__(f"{stage} failed: {self.cause}")
+
+
+def _staged(stage: str, staged: bool, build: Callable[[], Any]) -> Any:
+    if not staged:
+        return build()
+    try:
+        return build()
+    except Exception as error:  # the task's own code, whatever it raised
+        raise StageError(stage, error) from error
 
 
 def num_extra(task: Task) -> int:
@@ -22,21 +42,27 @@ def instantiate(
     extra: int | None = None,
     seed: int = 0,
     device: str = "cpu",
+    staged: bool = False,
 ) -> tuple[torch.nn.Module, list[Any]]:
     """The reference ``Model`` and its inputs for ``size`` (and extra configuration ``extra``).
 
     Weights come from ``get_init_inputs``/``Model`` under ``torch.manual_seed(seed)`` and inputs
     from ``get_inputs`` under the same seed, both built on the CPU (so values do not depend on
     the device's random generator) and then moved to ``device``. On ``"meta"`` they are built
-    there directly: only shapes matter, and large sizes then cost no memory.
+    there directly: only shapes matter, and large sizes then cost no memory. With ``staged``
+    a failure of the task's code is a ``StageError`` naming the function that failed.
     """
     module = load_task_module(task.source, size, extra, name=_module_name(task))
     build_device = "meta" if device == "meta" else "cpu"
     with torch.device(build_device):
         torch.manual_seed(seed)
-        model = module.Model(*module.get_init_inputs())
+        model = _staged(
+            "building the model (get_init_inputs(), Model(...))",
+            staged,
+            lambda: module.Model(*module.get_init_inputs()),
+        )
         torch.manual_seed(seed)
-        inputs = list(module.get_inputs())
+        inputs = _staged("get_inputs()", staged, lambda: list(module.get_inputs()))
     if device != build_device:
         model = model.to(device)
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]

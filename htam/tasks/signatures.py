@@ -25,7 +25,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from htam.tasks.families import families, op_family
 from htam.tasks.module import Size
-from htam.tasks.runtime import instantiate, nbytes, tensors
+from htam.tasks.runtime import StageError, instantiate, nbytes, tensors
 from htam.tasks.task import Task, TaskError
 
 TensorSpec = tuple[tuple[int, ...], str]  # (shape, dtype name such as "float32")
@@ -64,6 +64,7 @@ class Signature:
 
 
 _CACHE: dict[tuple[str, str], Signature] = {}
+STAGE_MARK = "htam-stage: "  # the isolated child's last line when a StageError stopped it
 SIGNATURE_TIMEOUT_S = 300.0
 
 
@@ -113,6 +114,8 @@ def isolated_signature(task: Task, size: Size, device: str) -> Signature:
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
         cause = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+        if cause.startswith(STAGE_MARK):  # get_inputs() or the model's construction failed
+            raise TaskError(task.id, cause.removeprefix(STAGE_MARK))
         raise TaskError(task.id, f"the reference failed to run: {cause}")
     return Signature.from_dict(json.loads(lines[-1]))
 
@@ -124,13 +127,17 @@ def _isolated_main(job: str) -> None:
     uid = candidate_user.candidate_uid(os.getpid(), 7)
     isolation.enter(job, uid, isolation.probe(), isolation.Limits())
     task = Task(request["id"], request["name"], request["source"])
-    sig = compute_signature(task, request["size"], request["device"])
+    try:
+        sig = compute_signature(task, request["size"], request["device"])
+    except StageError as error:  # one line, that says which of the task's functions failed
+        print(f"{STAGE_MARK}{error}", file=sys.stderr)
+        sys.exit(1)
     print(json.dumps(sig.to_dict()))
 
 
 def compute_signature(task: Task, size: Size, device: str) -> Signature:
     """Uncached: build the reference on ``device`` and run it once under the counters."""
-    model, inputs = instantiate(task, size, device=device)
+    model, inputs = instantiate(task, size, device=device, staged=True)
     fx_ops = fx_op_names(model)
     capture = _OpCapture()
     counter = FlopCounterMode(display=False)

@@ -93,8 +93,11 @@ def test_task_without_htam_small_on_cpu_says_so_and_exits_3(tmp_path):
     assert "Traceback" not in run.stderr
     (line,) = [line for line in run.stderr.splitlines() if line.strip()]
     assert line.startswith("error: ") and "--memory-limit-mb" in line
-    assert "at size small take 2.15 GB" in line  # 16384x16384 float32, in and out
-    assert "no HTAM_SMALL size" in line and "docs/tasks.md" in line
+    # 16384x16384 float32, in and out; "size small" would say small of a file that has one size
+    assert (
+        "at the KernelBench size (the file's own shapes; it has no HTAM_SMALL) take 2.15 GB" in line
+    )
+    assert "add a reduced size to the task (HTAM_SMALL, see docs/tasks.md)" in line
 
 
 def test_usage_errors_of_every_command_are_exit_2_with_one_line(tmp_path):

@@ -49,7 +49,7 @@ def test_eval_exits_3_like_optimize_when_the_reference_needs_more_memory(tmp_pat
     (line,) = _lines(result.stderr)
     assert line.startswith("error: ") and "more host memory" in line
     assert "--memory-limit-mb" in line
-    assert "HTAM_SMALL" not in line  # --size large was asked: a small size would not help
+    assert "add a reduced size" not in line  # --size large was asked: it would not help
 
 
 # ---------------------------------------------------------------- 2. --resume and --steps
@@ -313,9 +313,14 @@ def test_negative_seed_and_a_memory_bank_in_a_missing_folder_are_one_line(tmp_pa
 def test_the_timing_line_says_what_the_other_size_is():
     from htam.cli.optimize_view import timed_line
 
-    line = timed_line("small", ["33x257 float32"], 67_800, "large")
-    assert line.endswith("(67.8 KB in and out); --size large times the large size")
-    assert timed_line("small", ["33x257 float32"], 67_800, None).endswith("in and out)")
+    two_sizes = "N = 4096\nHTAM_SMALL = {'N': 33}\n"
+    line = timed_line("small", ["33x257 float32"], 67_800, two_sizes)
+    assert line == (
+        "timing at size small: 33x257 float32 (67.8 KB in and out; the reduced size "
+        "(HTAM_SMALL)); --size large times the full size"
+    )
+    line = timed_line("large", ["4096x8192 float32"], 268_435_456, two_sizes)
+    assert line == "timing at size large: 4096x8192 float32 (268 MB in and out; the full size)"
 
 
 def test_a_run_directory_without_a_finished_step_is_removed_one_with_a_step_is_kept(tmp_path):

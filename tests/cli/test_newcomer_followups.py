@@ -54,10 +54,10 @@ def test_a_task_whose_tensors_exceed_the_memory_limit_is_refused_up_front(tmp_pa
     (line,) = _lines(result.stderr)
     assert line == (
         "error: local/huge: the reference needs more host memory than allowed here: its tensors "
-        "at size small take 1.07 GB (inputs, outputs and parameters), over the 0.27 GB a "
-        "reference or a candidate may use (--memory-limit-mb 256); raise --memory-limit-mb "
-        "above 1024, or time a smaller copy of the task (it has no HTAM_SMALL size, so the CPU "
-        "runs it at its full size: add one, see docs/tasks.md)"
+        "at the KernelBench size (the file's own shapes; it has no HTAM_SMALL) take 1.07 GB "
+        "(inputs, outputs and parameters), over the 0.27 GB a reference or a candidate may use "
+        "(--memory-limit-mb 256); raise --memory-limit-mb above 1024, or add a reduced size to "
+        "the task (HTAM_SMALL, see docs/tasks.md)"
     )
     runs = tmp_path / "runs"
     assert not (runs.exists() and any(runs.iterdir()))  # the run directory it made is removed
@@ -77,14 +77,18 @@ def test_eval_refuses_it_too_and_offers_the_small_size_when_there_is_one(tmp_pat
     (line,) = _lines(result.stderr)
     assert "its tensors at size large take 1.07 GB" in line and "(--memory-limit-mb 256)" in line
     assert line.endswith("raise --memory-limit-mb above 1024, or time --size small (2.05 KB)")
+    assert "GB" in line and "MB (" not in line  # the sizes it compares share one unit
     # more than the machine has: raising the limit is not offered
     task = _write(tmp_path, "enormous.py", ENORMOUS)
     result = runner.invoke(app, ["eval", str(task), str(solution), "--target", "cpu"], env=env)
     assert result.exit_code == 3, (result.exit_code, result.output, result.exception)
     (line,) = _lines(result.stderr)
-    assert "its tensors at size small take 4398.05 GB" in line
+    assert (
+        "its tensors at the KernelBench size (the file's own shapes; it has no HTAM_SMALL) "
+        "take 4398.05 GB" in line
+    )
     assert "(the default for this machine's" in line and "raise --memory-limit-mb" not in line
-    assert line.endswith("add one, see docs/tasks.md)")
+    assert line.endswith("add a reduced size to the task (HTAM_SMALL, see docs/tasks.md)")
 
 
 def test_the_memory_check_holds_on_the_cpu_only_and_for_what_exceeds_the_limit():
@@ -313,6 +317,7 @@ def test_a_task_with_one_size_offers_no_other_size_in_the_timing_line(tmp_path, 
     args = ["optimize", str(task), "--target", "cpu", "--steps", "2", "--size", "small"]
     result = runner.invoke(app, [*args, "--out", str(tmp_path / "r")], env=env)
     assert result.exit_code == 0, (result.exit_code, result.output, result.exception)
-    assert (
-        result.stdout.splitlines()[0] == "timing at size small: 8x16 float32 (1.02 KB in and out)"
+    assert result.stdout.splitlines()[0] == (  # not "size small": the file has one size
+        "timing at the KernelBench size (the file's own shapes; it has no HTAM_SMALL): "
+        "8x16 float32 (1.02 KB in and out)"
     )

@@ -25,7 +25,7 @@ def test_list_levels_as_json():
     assert result.exit_code == 0, result.output
     # one labelled object, parsed whole: nothing else on stdout
     listing = json.loads(result.stdout)
-    assert set(listing) == {"suite", "size", "count", "tasks", "errors"}
+    assert set(listing) == {"suite", "size", "count", "tasks", "errors", "flops_note"}
     assert listing["suite"] == "builtin" and listing["size"] == "small"
     assert listing["errors"] == []
     rows = listing["tasks"]
@@ -44,7 +44,7 @@ def test_bad_files_are_reported_and_the_rest_listed(tmp_path):
     write(folder / "broken.py", "def f(:\n")
     write(folder / "empty.py", "import torch\n")
     result = runner.invoke(app, ["tasks", "list", str(folder), "--json"])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a bad task file is a usage error, as README says
     listing = json.loads(result.stdout)
     assert [row["id"] for row in listing["tasks"]] == ["mixed/good"]
     assert len(listing["errors"]) == 2

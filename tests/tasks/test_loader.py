@@ -18,11 +18,12 @@ BAD = {
     ),
     "raises.py": (
         GOOD.replace("return torch.relu(x) * 2.0", "raise ValueError('reference exploded')"),
-        "reference fails at the small size: ValueError: reference exploded",
+        "the reference failed at the reduced size (HTAM_SMALL): ValueError: reference exploded",
     ),
     "shapes.py": (
         GOOD.replace("torch.relu(x) * 2.0", "x @ x"),
-        "reference fails at the small size: RuntimeError: mat1 and mat2 shapes cannot be multiplied",
+        "the reference failed at the reduced size (HTAM_SMALL): RuntimeError: mat1 and mat2 "
+        "shapes cannot be multiplied",
     ),
     "module_code.py": ("import torch\nN = 1 / 0\n", "module fails to execute: ZeroDivisionError"),
     "unknown_override.py": (
