@@ -15,7 +15,7 @@ import time
 import traceback
 from dataclasses import dataclass, replace
 
-from htam.evaluate import candidate_user, isolation
+from htam.evaluate import candidate_user, isolation, syscall_filter
 from htam.evaluate.forkserver import OPTIONAL_PRELOAD, PRELOAD, recv_frame, send_frame
 
 
@@ -280,7 +280,7 @@ def _candidate_main(control: socket.socket, job_dir: str, uid: int, plan, limits
     seen_at = isolation.enter(job_dir, uid, plan, limits)
     _warm(warm)
     if plan.socket_filter:  # after CUDA has made its threads: the filter covers them too
-        isolation.restrict_syscalls(limits.memfd)
+        syscall_filter.restrict_syscalls(limits.memfd)
     try:
         request, fds = recv_frame(control, with_fds=True)
     except (EOFError, OSError):
