@@ -32,9 +32,19 @@ def not_evidence(result: EvalResult) -> bool:
     )
 
 
-# Bumped whenever a rule of the verdict or the timing changes (2: the float64 second opinion, a
-# charge of escaped work timed twice, a secret per call): results of older rules are not served.
-RULES = 2
+
+
+def _rules() -> str:
+    """The evaluator's own code, hashed: a result judged under other rules is not served. (A
+    number bumped by hand was not, for several rule changes, and served a cheat the new rules
+    reject its old ``ok``: red team 8's candidates, run again after their holes were closed.)"""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+RULES = _rules()
 
 
 class CachedEvaluator:

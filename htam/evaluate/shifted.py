@@ -8,7 +8,8 @@ too, at 168x). Fresh draws of the same distribution cannot tell such a shortcut 
 
 So the judge runs one trial on inputs scaled and shifted per tensor (``x * a + b * std(x)``, a
 in [1/3, 3], b in [-1, 1], zeros left as they are: a triangular or sparse input keeps its
-structure), which moves every such statistic. A task whose reference cannot take them (a
+structure), with 10-30% of each integer input's elements set to one of its values, which
+moves every such statistic. A task whose reference cannot take them (a
 probability input that must stay in [0, 1], a logarithm of a shifted value) gets a milder shift,
 scaling only (a in [0.5, 1]); where the reference cannot take that either (it raises, or returns
 a non-finite value where it returned a finite one), there is no such trial. The judge decides
@@ -51,17 +52,22 @@ RNG = random.SystemRandom()  # os.urandom: nothing a candidate can recover and r
 
 
 def applies(outputs: list) -> bool:
-    """Floating outputs (a statistic of the inputs can stand in for the work of any size)."""
-    tensors = [t for t in outputs if torch.is_tensor(t)]
-    return bool(tensors) and all(t.is_floating_point() for t in tensors)
+    """A floating output (a statistic of the inputs can stand in for the work of any size);
+    integer outputs beside it are compared exactly on the same inputs (a loss that also
+    returned a count had no shifted inputs at all: red team 8, 357x)."""
+    return any(torch.is_tensor(t) and t.is_floating_point() for t in outputs)
 
 
-Shift = list  # per input: (a, b) for a floating tensor, None for anything else
+Shift = list  # per input: (a, b) for a floating tensor, a share to skew for an integer one, None
 
 
 def _params(x: list, mild: bool) -> Shift:
     out = []
     for v in x:
+        if torch.is_tensor(v) and not v.is_floating_point() and v.numel() >= needles.MIN_INPUT:
+            # the strong kind skews an integer input's values (labels, indices, counts)
+            out.append(None if mild else 0.1 + 0.2 * RNG.random())
+            continue
         if not (torch.is_tensor(v) and v.is_floating_point() and v.numel()):
             out.append(None)
             continue
@@ -76,9 +82,25 @@ def _params(x: list, mild: bool) -> Shift:
 
 
 def apply(shift: Shift, x: list) -> list:
-    """``x`` with each floating tensor scaled and shifted as ``shift`` says, zeros kept (new
-    tensors)."""
-    return [v if ab is None else _moved(v, *ab) for ab, v in zip(shift, x, strict=True)]
+    """``x`` with each floating tensor scaled and shifted as ``shift`` says, zeros kept, and
+    each integer one skewed (new tensors)."""
+    return [
+        v if how is None else _skewed(v, how) if isinstance(how, float) else _moved(v, *how)
+        for how, v in zip(shift, x, strict=True)
+    ]
+
+
+def _skewed(v: torch.Tensor, share: float) -> torch.Tensor:
+    """``v`` with a secret ``share`` of its elements set to one of its own values, drawn in
+    secret: still in the task's domain (a label stays a label, an index an index), while a
+    histogram of the values no longer looks like the task's draws (red team 8: a frequency of
+    uniform labels answered as 1/C without reading them, 534x)."""
+    flat = v.flatten()
+    gen = torch.Generator().manual_seed(RNG.getrandbits(63))
+    mask = torch.rand(flat.shape, generator=gen) < share
+    out = flat.clone()
+    out[mask.to(v.device)] = flat[RNG.randrange(flat.numel())]
+    return out.view(v.shape)
 
 
 def _moved(v: torch.Tensor, a: float, b: float) -> torch.Tensor:
@@ -151,6 +173,12 @@ class Shifter:
         except Exception:  # noqa: BLE001 - not a domain this reference takes
             return None
         return shifted if _takes(self.base, out) else None
+
+    def unplanted(self, x: list) -> bool:
+        """Whether the outputs are small and floating inputs ``x`` had room for outliers, yet
+        none were planted: a sample of those inputs can stand in for them all."""
+        floating = any(torch.is_tensor(v) and v.is_floating_point() for v in x)
+        return self.small and not self.scale and floating
 
     def inputs(self) -> str:
         """What the shifted calls run on, for their messages."""

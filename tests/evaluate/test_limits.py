@@ -214,3 +214,38 @@ def test_a_backward_task_gets_the_shifted_inputs_too(fixture, status):
     assert result.status == status, result.messages
     if status == "incorrect":
         assert "on scaled" in result.messages[0]
+
+
+@pytest.mark.parametrize(
+    ("task", "fixture"),
+    [
+        ("labels_freq_task.py", "cheat_labels_prior.py"),
+        ("hinge_count_task.py", "cheat_mixed_output_hinge.py"),
+    ],
+)
+def test_integer_inputs_and_outputs_do_not_spare_a_task_the_shifted_inputs(task, fixture):
+    """Red team 8: a task whose inputs were all integers had nothing shifted (the uniform prior
+    of its labels passed at 534x), and one with an integer output beside its loss had no
+    shifted inputs at all (a loss from the targets alone, 357x). Integer inputs are skewed now,
+    and one floating output is enough."""
+    from tests.evaluate.cases import FIXTURES
+    from tests.evaluate.conftest import fast_config, task_for
+
+    code = (FIXTURES / fixture).read_text()
+    with Evaluator("cpu", fast_config()) as evaluator:
+        result = evaluator.evaluate(task_for(FIXTURES / task), code, "cpp")
+    assert result.status == "incorrect", result.messages
+    assert "on scaled and shifted inputs" in result.messages[0]
+
+
+def test_work_done_while_the_harness_takes_the_outputs_is_timed():
+    """Red team 8: a list subclass whose __iter__ finished the work did it after the clock; the
+    items are taken inside it now, so the fixture's 40 ms wait is in its own time."""
+    from tests.evaluate.cases import FIXTURES, RELU
+    from tests.evaluate.conftest import fast_config, task_for
+
+    code = (FIXTURES / "cheat_late_iter_list.py").read_text()
+    with Evaluator("cpu", fast_config()) as evaluator:
+        result = evaluator.evaluate(task_for(RELU), code, "triton")
+    assert result.status == "ok", result.messages
+    assert result.runtime_ms >= 40.0
