@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import threading
 import time
 import traceback
@@ -51,6 +52,8 @@ def _watch_parent(parent: int) -> None:
 
 
 def worker_main(slot: int, device: str, config: BenchConfig, inbox, outbox) -> None:
+    # a terminal's Ctrl-C reaches the whole group: the parent reports it and ends the workers
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.update(device_env(config.target, device))
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     from htam.evaluate import EvalConfig, Evaluator, EvaluatorError

@@ -50,7 +50,13 @@ from htam.cli.optimize_runs import (
     run_record,
     steps_done,
 )
-from htam.cli.optimize_view import StepsView, final_line, stats_line, timed_line
+from htam.cli.optimize_view import (
+    StepsView,
+    final_line,
+    stats_line,
+    timed_line,
+    with_reason,
+)
 from htam.cli.sizes import check_size, over_memory_limit, timed_size
 from htam.cli.workers import WORKERS_HELP
 
@@ -201,6 +207,7 @@ def optimize_command(
                 spec=spec,
                 eval_overrides=limit_overrides(memory_limit_mb, timeout_s, compile_reference),
                 as_json=as_json,
+                ctx=ctx,
             )
         )
     try:
@@ -292,14 +299,17 @@ def _stop(message: str, unused_out: Path | None = None) -> NoReturn:
 
 
 def _finish(summary: dict, out: Path, as_json: bool, quiet: bool) -> None:
+    """The stats, the evaluator's doubts and the last line (``--quiet``: the last line alone;
+    ``--json``: the summary, with ``reason`` and ``stopped_early``, as one object)."""
     code = 1 if summary["outcome"] == "none_correct" else 0
+    summary = with_reason(summary, out)
     if as_json:
         typer.echo(json.dumps(summary))
         raise typer.Exit(code)
     if not quiet:
         console.print(stats_line(summary), highlight=False)
-    for flag in summary["best_flags"]:  # the evaluator's doubts about the kept result
-        console.print(f"check the best candidate: {flag}", highlight=False, markup=False)
+        for flag in summary["best_flags"]:  # the evaluator's doubts about the kept result
+            console.print(f"check the best candidate: {flag}", highlight=False, markup=False)
     console.print(final_line(summary, out), highlight=False, soft_wrap=True, markup=False)
     raise typer.Exit(code)
 

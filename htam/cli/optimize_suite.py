@@ -15,7 +15,10 @@ from rich.table import Table
 
 from htam.cli.bench_cmd import fitting_tasks, load_tasks, print_progress
 from htam.cli.common import USAGE_EXIT, console, err_console, fail, plural, writable_dir
+from htam.cli.interrupts import on_interrupt
 from htam.cli.json_errors import print_json_error
+from htam.cli.optimize_runs import resume_command
+from htam.cli.optimize_view import with_reason
 from htam.cli.report_cmd import fmt
 from htam.cli.sizes import default_size
 from htam.cli.workers import csv, plan_workers
@@ -44,13 +47,16 @@ def optimize_many(
     spec,
     eval_overrides: dict,
     as_json: bool = False,
+    ctx=None,
 ) -> int:
     """Every task of SUITE, one unit each, the memory accumulating from ``memory`` into
     OUT/memory; prints one table (``as_json``: one JSON object) and returns the exit status (0:
     some task has a correct candidate, 1: none, 2: some task file could not be loaded; it is
     reported on one line and the other tasks still run). On the CPU a task whose tensors exceed
     the memory limit is skipped, one line each (``fitting_tasks``); ``plan_workers`` says how
-    many workers run the tasks, never more than there are tasks."""
+    many workers run the tasks, never more than there are tasks. From the batch directory's
+    creation on, Ctrl-C prints the ``--resume`` command that continues it (``ctx``: the
+    command's context, which that command repeats)."""
     from htam.agent.rundir import new_run_dir
     from htam.bench import BenchConfig, BenchError, load_rows, run_bench
     from htam.memory import MemoryBank
@@ -79,6 +85,12 @@ def optimize_many(
             fail("--resume of a batch needs its --out")
         out = new_run_dir(Path("runs") / f"batch-{method}")
     writable_dir(out, "batch directory")
+    if ctx is not None:  # from here on Ctrl-C says how to continue the batch
+        on_interrupt(
+            lambda: f"interrupted; `{resume_command(ctx, out)}` continues the batch in {out}",
+            outcome="interrupted",
+            out=str(out),
+        )
     if not memory.exists():
         MemoryBank.open(memory, create=True).close()
     plan = plan_workers(target, workers, len(the_tasks), "task", ray=ray)
@@ -140,6 +152,8 @@ def task_records(rows: list, out: Path) -> list[dict]:
         run_dir = Unit(r.method, r.seed, r.task_id, r.level, r.steps_planned).run_dir(out)
         path = run_dir / "summary.json"
         summary = json.loads(path.read_text()) if path.is_file() else {}
+        if summary:  # why it found no correct candidate or stopped early, as a task's --json
+            summary = with_reason(summary, run_dir)
         record = {"task_id": r.task_id, "run_dir": str(run_dir), "outcome": None, **summary}
         records.append(record | {"state": r.state, "correct": r.correct, "error": r.error})
     return records

@@ -109,16 +109,62 @@ def timed_line(size: str, shapes: list[str], nbytes: int, source: str) -> str:
     return line + ("; --size large times the full size" if size == "small" else "")
 
 
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
+def last_failure(out: Path) -> str | None:
+    """The first line of the cause of the run's last failed step (its feedback's first
+    message, else its status), read from the step files; None when no step failed."""
+    import json
+
+    for path in sorted((out / "steps").glob("step_*.json"), reverse=True):
+        try:
+            feedback = json.loads(path.read_text()).get("feedback") or {}
+        except (OSError, ValueError, AttributeError):
+            continue
+        if feedback.get("status", "ok") == "ok":
+            continue
+        for message in feedback.get("messages") or []:
+            if _first_line(message):
+                return _first_line(message)
+        return str(feedback.get("status"))
+    return None
+
+
+def with_reason(summary: dict, out: Path) -> dict:
+    """``summary`` with why the run ended as it did: ``stopped_early`` (fewer steps ran than
+    were planned) and ``reason``, the first line of the last failure's cause, when the run found
+    no correct candidate or stopped early (else None). The last line and ``--json`` say both."""
+    planned, ran = summary.get("steps_planned"), summary.get("steps")
+    stopped = isinstance(planned, int) and isinstance(ran, int) and ran < planned
+    failed = summary.get("outcome") == "none_correct"
+    reason = last_failure(out) if (failed or stopped) else None
+    return {**summary, "stopped_early": stopped, "reason": reason}
+
+
+def _why(summary: dict) -> str:
+    """ "; stopped after 1 of 3 steps: CAUSE" or "; last failure: CAUSE" (or nothing)."""
+    reason = summary.get("reason")
+    if summary.get("stopped_early"):
+        said = f"; stopped after {summary['steps']} of {summary['steps_planned']} steps"
+        return said + (f": {reason}" if reason else "")
+    return f"; last failure: {reason}" if reason else ""
+
+
 def final_line(summary: dict, out: Path) -> str:
-    """The last line: what the user keeps, and where."""
+    """The last line: what the user keeps, and where; when the run found no correct candidate
+    or stopped early, why (``with_reason``: the first line of the last failure's cause)."""
     best = summary["best_speedup"]
+    why = _why(summary)
     if summary["outcome"] == "none_correct":
         tried = ", ".join(summary["statuses"]) or "no step ran"
-        return f"no correct candidate: the reference stands ({tried}); see {out}/steps/"
+        return f"no correct candidate: the reference stands ({tried}){why}; see {out}/steps/"
     if summary["outcome"] == "reference_stands":
         return (
             f"no faster candidate: the reference stands; best candidate {fmt_speedup(best)} "
-            f"({out / summary['best_file']})"
+            f"({out / summary['best_file']}){why}"
         )
     parts = [f"best: {fmt_speedup(best)} vs eager"]
     if summary["best_speedup_vs_compile"]:
@@ -127,7 +173,7 @@ def final_line(summary: dict, out: Path) -> str:
         parts.append(f"{100 * summary['best_sol_fraction']:.1f}% of speed of light")
     if summary.get("timing_meaningful") is False:  # said here, since --quiet keeps this line only
         parts.append("timed by the Triton interpreter: not meaningful")
-    return ", ".join(parts) + f" → {out / 'best.py'}"
+    return ", ".join(parts) + f" → {out / 'best.py'}{why}"
 
 
 def stats_line(summary: dict) -> str:
