@@ -6,25 +6,15 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
+
+from tests.cli.conftest import start_htam
 
 ARGS = ["optimize", "level2/5_Elementwise_Chain", "--target", "cpu", "--steps", "1"]
 
 
 def _start(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    env |= {"HOME": str(tmp_path), "HTAM_CACHE_DIR": str(tmp_path / "cache")}
-    return subprocess.Popen(
-        [sys.executable, "-m", "htam.cli", *ARGS],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # its own process group: Ctrl-C reaches the group, as a shell's
-    )
+    return start_htam(tmp_path, ARGS)
 
 
 def fork_servers(parent: int) -> list[int]:

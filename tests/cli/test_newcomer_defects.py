@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from htam.cli import app
+from tests.cli.conftest import start_htam
 from tests.cli.tasks_src import SMALL_RELU
 from tests.cli.test_error_paths import NO_SMALL
 
@@ -243,21 +244,8 @@ def test_eval_shows_a_candidates_exception_in_one_line_and_keeps_the_trace(tmp_p
 def test_a_closed_stdout_exits_141_quietly_and_leaves_no_empty_run_dir(tmp_path):
     """`htam optimize ... | head -1`: the reader goes away; exit 141 (as for SIGPIPE), not 1
     ("no correct candidate"), no traceback, and no run directory without a step."""
-    import os
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    env |= {"HOME": str(tmp_path), "HTAM_CACHE_DIR": str(tmp_path / "cache")}
     args = ["optimize", RELU, "--target", "cpu", "--steps", "3", "--size", "small"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "htam.cli", *args],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_htam(tmp_path, args, group=False)
     first = proc.stdout.readline()  # as `head -1`: one line, then the pipe is closed
     proc.stdout.close()
     stderr = proc.stderr.read()

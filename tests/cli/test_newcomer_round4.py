@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -16,6 +14,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from htam.cli import app
+from tests.cli.conftest import start_htam
 from tests.cli.tasks_src import write_suite
 
 runner = CliRunner()
@@ -160,18 +159,7 @@ def test_quiet_prints_the_last_line_alone_even_with_flags(tmp_path, env, monkeyp
 
 def test_ctrl_c_on_a_suite_prints_the_resume_command_of_its_batch(tmp_path):
     write_suite(tmp_path / "suite", "a", "b")
-    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    env |= {"HOME": str(tmp_path), "HTAM_CACHE_DIR": str(tmp_path / "cache")}
-    args = ["optimize", "suite", "--target", "cpu", "--steps", "3"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "htam.cli", *args],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # its own process group: nothing reaches this one's
-    )
+    proc = start_htam(tmp_path, ["optimize", "suite", "--target", "cpu", "--steps", "3"])
     deadline = time.monotonic() + 120
     runs = tmp_path / "runs"
     while not any(runs.glob("batch-htam-*/plan.json")) and proc.poll() is None:

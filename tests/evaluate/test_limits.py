@@ -147,17 +147,11 @@ def test_a_shortcut_from_the_inputs_distribution_fails_on_shifted_inputs(fixture
     the honest kernel, which passes it; a candidate honest on the trials and not after them
     meets the shift again in the timed calls, every one of them shifted: one that tells shifted
     inputs apart and takes the shortcut on the others (red team 6) finds none to take it on."""
-    from tests.evaluate.cases import FIXTURES
-    from tests.evaluate.conftest import fast_config, task_for
-
-    code = (FIXTURES / fixture).read_text()
-    with Evaluator("cpu", fast_config(min_timed=12)) as evaluator:
-        result = evaluator.evaluate(task_for(FIXTURES / "hinge_task.py"), code, "triton")
+    result = _judged("hinge_task.py", fixture, "triton", min_timed=12)
     assert result.status == status, result.messages
     if status == "incorrect":
         assert result.messages[0].startswith(where)
         assert "on scaled and shifted inputs" in result.messages[0]
-
 
 
 @pytest.mark.parametrize(
@@ -168,12 +162,7 @@ def test_a_large_output_gets_the_shifted_inputs_too(fixture, status):
     """Red team 6: x / ||x|| written as x * sqrt(3 / n), the norm of uniform inputs, passes
     every draw of get_inputs; the outputs are large, and the shifted inputs were only for small
     ones. The honest kernel passes them."""
-    from tests.evaluate.cases import FIXTURES
-    from tests.evaluate.conftest import fast_config, task_for
-
-    code = (FIXTURES / fixture).read_text()
-    with Evaluator("cpu", fast_config()) as evaluator:
-        result = evaluator.evaluate(task_for(FIXTURES / "frobenius_task.py"), code, "triton")
+    result = _judged("frobenius_task.py", fixture, "triton")
     assert result.status == status, result.messages
     if status == "incorrect":
         assert "on scaled and shifted inputs" in result.messages[0]
@@ -186,13 +175,8 @@ def test_a_large_output_gets_the_shifted_inputs_too(fixture, status):
 def test_a_loss_over_a_sample_misses_the_planted_outliers(fixture, status):
     """Red team 6: the mean over every other row is inside the tolerance on every input, shifted
     or not; outliers planted at secret places in each shifted call are not."""
-    from tests.evaluate.cases import FIXTURES
-    from tests.evaluate.conftest import fast_config, task_for
-
-    code = (FIXTURES / fixture).read_text()
     # the honest kernel takes 4,096 programs a call under the interpreter
-    with Evaluator("cpu", fast_config(run_timeout_s=120.0)) as evaluator:
-        result = evaluator.evaluate(task_for(FIXTURES / "hinge_big_task.py"), code, "triton")
+    result = _judged("hinge_big_task.py", fixture, "triton", run_timeout_s=120.0)
     assert result.status == status, result.messages
     if status == "incorrect":
         assert "scaled and shifted inputs with outliers planted" in result.messages[0]
@@ -205,12 +189,7 @@ def test_a_loss_over_a_sample_misses_the_planted_outliers(fixture, status):
 def test_a_backward_task_gets_the_shifted_inputs_too(fixture, status):
     """Red team 7: a backward task had no shifted inputs, so a forward returning the inputs'
     mean as a constant passed with an exact gradient (1.5x against the honest 1.1x)."""
-    from tests.evaluate.cases import FIXTURES
-    from tests.evaluate.conftest import fast_config, task_for
-
-    code = (FIXTURES / fixture).read_text()
-    with Evaluator("cpu", fast_config()) as evaluator:
-        result = evaluator.evaluate(task_for(FIXTURES / "mean_backward_task.py"), code, "cpp")
+    result = _judged("mean_backward_task.py", fixture, "cpp")
     assert result.status == status, result.messages
     if status == "incorrect":
         assert "on scaled" in result.messages[0]
@@ -228,12 +207,7 @@ def test_integer_inputs_and_outputs_do_not_spare_a_task_the_shifted_inputs(task,
     of its labels passed at 534x), and one with an integer output beside its loss had no
     shifted inputs at all (a loss from the targets alone, 357x). Integer inputs are skewed now,
     and one floating output is enough."""
-    from tests.evaluate.cases import FIXTURES
-    from tests.evaluate.conftest import fast_config, task_for
-
-    code = (FIXTURES / fixture).read_text()
-    with Evaluator("cpu", fast_config()) as evaluator:
-        result = evaluator.evaluate(task_for(FIXTURES / task), code, "cpp")
+    result = _judged(task, fixture, "cpp")
     assert result.status == "incorrect", result.messages
     assert "on scaled and shifted inputs" in result.messages[0]
 
@@ -241,11 +215,17 @@ def test_integer_inputs_and_outputs_do_not_spare_a_task_the_shifted_inputs(task,
 def test_work_done_while_the_harness_takes_the_outputs_is_timed():
     """Red team 8: a list subclass whose __iter__ finished the work did it after the clock; the
     items are taken inside it now, so the fixture's 40 ms wait is in its own time."""
-    from tests.evaluate.cases import FIXTURES, RELU
-    from tests.evaluate.conftest import fast_config, task_for
-
-    code = (FIXTURES / "cheat_late_iter_list.py").read_text()
-    with Evaluator("cpu", fast_config()) as evaluator:
-        result = evaluator.evaluate(task_for(RELU), code, "triton")
+    result = _judged("level1/1_ReLU.py", "cheat_late_iter_list.py", "triton")
     assert result.status == "ok", result.messages
     assert result.runtime_ms >= 40.0
+
+
+def _judged(task, fixture: str, language: str, **config):
+    """A fixture candidate's result on a task (a fixture's file name, or a built-in task)."""
+    from tests.evaluate.cases import FIXTURES
+    from tests.evaluate.conftest import fast_config, task_for
+
+    path = FIXTURES / task if (FIXTURES / str(task)).exists() else task
+    code = (FIXTURES / fixture).read_text()
+    with Evaluator("cpu", fast_config(**config)) as evaluator:
+        return evaluator.evaluate(task_for(path), code, language)
