@@ -101,7 +101,11 @@ def judge_against_exact(
         return False, ""
     if n < zero.numel():  # every other element keeps the float32 verdict
         problem = compare_tensor(o[~zero], r[~zero], table)
-        if problem:
+        # or is as near float64 as float32's worst rounding in this output: where the reference
+        # landed near its float64 value by chance, another order of the same sums did not
+        # (a centred mean over rows with outliers planted, 1.6e-6 off against atol 1e-6)
+        slack = FACTOR * float(noise.max())
+        if problem and float((o.double() - e)[~zero].abs().max()) > slack:
             return False, f"elements not zero to float32 precision: {problem}"
     ref_err = float(torch.linalg.vector_norm(noise[zero]))
     err = float(torch.linalg.vector_norm((o.double() - e)[zero]))
