@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import secrets
 import socket
-import statistics
 import time
 
 import torch
@@ -75,7 +74,7 @@ class Judge:
         sample = self.inputs(module, seed)
         t0 = _perf()
         outs = self.step(reference, sample)
-        self._sync()
+        self.sync()
         if index == 0:  # limits that follow the reference's own cost
             ref_s = _perf() - t0
             self.call_timeout_s = max(self.call_timeout_s, 50 * ref_s)
@@ -159,7 +158,7 @@ class Judge:
         for buf, v in zip(runner.ins, x, strict=True):
             if buf is not None:
                 buf.copy_(v)
-        self._sync()
+        self.sync()
         key = _secret()
         thaw = runner.stopped
         if thaw:
@@ -221,7 +220,7 @@ class Judge:
         self.cand.check_still()
         return got[self.cand.name], got[self.ref.name]
 
-    def _sync(self) -> None:
+    def sync(self) -> None:
         if self.device == "cuda":
             torch.cuda.synchronize()
 
@@ -261,7 +260,7 @@ class Judge:
                 self.round(self.inputs(module), where, timeout_s, True)
                 self.first_call_s = self.first_call_s or _perf() - t0
                 if first:
-                    self.copy_ms = self._copy_ms()
+                    self.copy_ms = judge_timing.copy_ms(self)
         index, module, self.ref.slots, self.cand.slots, self.ref.ins, self.cand.ins = base[:6]
         self.grad_specs, self.model_args = base[6:]
         if len(configs(self.job)) > 1:
@@ -279,7 +278,7 @@ class Judge:
                         "a loss over a sample of the inputs would pass unseen"
                     )
         self.marks["trials_done"] = _clock()
-        timing, paired, escape = self.timed(module)
+        timing, paired, escape = judge_timing.timed(self, module)
         self.marks["timed"] = _clock()
         return {
             "timing": timing,
@@ -292,61 +291,6 @@ class Judge:
             "notes": list(self.notes.values()),
         }
 
-    def timed(self, module) -> tuple[dict, dict, dict]:
-        """The timing, policed. A first pass can stray: on a freshly started H200 an honest
-        0.06 ms kernel was once charged 0.33 ms of escaped work, and never again. So a charge
-        stands only when a second pass, on inputs of its own (it cannot be answered from the
-        first one's), bears it out: escaped work escapes again."""
-        timing, paired, escape = self.time(module)
-        first = judge_timing.charge(escape, self.job)
-        if first:
-            timing, paired, escape = self.time(module)
-            escape["first_pass"] = first.message
-            self.notes["retimed"] = (
-                f"timed twice, the second pass counts; the first: {first.message}"
-            )
-        verdict = judge_timing.charge(escape, self.job)
-        if verdict:
-            raise verdict
-        return timing, paired, escape
-
-    def time(self, module) -> tuple[dict, dict, dict]:
-        """Interleaved rounds, each on fresh inputs, every output compared: whole rounds until
-        the budget, since on a large task the inputs and the comparison cost as much as the
-        calls."""
-        rounds, round_ms = judge_timing.Rounds(), []
-        self.probes = rounds.probes
-
-        def one_round(i: int) -> None:
-            t0 = _perf()
-            x = self.inputs(module)
-            where = f"timed call {i}"
-            moved = self.shifter.next(x) if self.shifter else None
-            if moved is not None:
-                x, where = moved, f"{where} (on {self.shifter.inputs()})"
-            (c, ch), (r, rh) = self.round(x, where, self.call_timeout_s, i % 2 == 0)
-            rounds.cand_ms.append(c)
-            rounds.hidden.append(ch)
-            rounds.ref_ms.append(r)
-            rounds.ref_hidden.append(rh)
-            round_ms.append((_perf() - t0) * 1e3)
-
-        i, warm = 0, 0.0
-        while warm < self.cfg["warmup_ms"] or i < 2:
-            one_round(i)
-            warm += round_ms[-1]
-            i += 1
-        n = int(self.cfg["timing_budget_ms"] / max(statistics.median(round_ms), 1e-3))
-        n = max(self.cfg["min_timed"], min(self.cfg["max_timed"], n))
-        rounds.clear()
-        for _ in range(n):
-            one_round(i)
-            i += 1
-        method = "cuda_events" if self.device == "cuda" else "perf_counter"
-        extra = {"baselines_ms": [self.cand.baseline_ms, self.ref.baseline_ms],
-                 "copy_ms": self.copy_ms}  # fmt: skip
-        return judge_timing.figures(rounds, self.job, method, extra)
-
     def _probe_ms(self) -> float:
         """Host time of a tiny kernel right after the candidate said it was done: long when the
         device is still busy with work the candidate left behind."""
@@ -356,21 +300,6 @@ class Judge:
         self._probe.fill_(1.0)
         torch.cuda.synchronize()
         return (_perf() - t0) * 1e3
-
-    def _copy_ms(self) -> float:
-        """What copying the outputs into the lent slots costs (each runner does it in the
-        hand-over the judge's clock measures); the slots are refilled by the next call."""
-        best = float("inf")
-        for _ in range(3):
-            self._sync()
-            t0 = _perf()
-            for s, r in zip(self.cand.slots, self.ref.slots, strict=True):
-                s.copy_(r)
-            self._sync()
-            best = min(best, (_perf() - t0) * 1e3)
-        for s in self.cand.slots:  # the reference's outputs, readable there (red team 8)
-            s.zero_()
-        return best
 
     def close(self) -> None:
         for lent in self.lent:

@@ -40,7 +40,7 @@ def _judge(hidden_by_pass: list[float]) -> tuple[Judge, list[int]]:
 
 def test_honest_figures_are_not_charged():
     judge, seeds = _judge([0.01])
-    timing, _, escape = judge.timed(None)
+    timing, _, escape = judge_timing.timed(judge, None)
     assert judge_timing.charge(escape, JOB) is None
     assert "first_pass" not in escape and timing["median_ms"] == pytest.approx(0.06)
     assert len(seeds) == 12  # one pass: two warm-up rounds and ten timed
@@ -48,7 +48,7 @@ def test_honest_figures_are_not_charged():
 
 def test_a_stray_first_pass_is_timed_again_on_fresh_inputs():
     judge, seeds = _judge([0.33, 0.01])
-    _, _, escape = judge.timed(None)
+    _, _, escape = judge_timing.timed(judge, None)
     assert escape["first_pass"].startswith("work escaped") and escape["escaped_ms"] == 0.0
     assert judge.notes["retimed"].startswith("timed twice, the second pass counts")
     first, second = set(seeds[:12]), set(seeds[12:])
@@ -58,7 +58,7 @@ def test_a_stray_first_pass_is_timed_again_on_fresh_inputs():
 def test_work_that_escapes_both_passes_is_rejected():
     judge, _ = _judge([0.33, 0.33])
     with pytest.raises(Verdict) as got:
-        judge.timed(None)
+        judge_timing.timed(judge, None)
     assert got.value.status == "rejected"
     assert "work escaped the timed stream: 0.320 ms" in got.value.message
     assert "median outside the events: candidate 0.330 ms" in got.value.message
