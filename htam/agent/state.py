@@ -33,6 +33,7 @@ class Progress:
     # left out of decisions until a new best changes the code they would be applied to.
     exhausted_strategies: set[str] = field(default_factory=set)
     exhausted_directions: set[str] = field(default_factory=set)
+    last_failure: str | None = None  # the first line of the last failed step's cause
 
     @property
     def best_speedup(self) -> float:
@@ -43,6 +44,10 @@ class Progress:
     def observe(self, result: EvalResult, code: str | None, direction: str, step: PathStep) -> bool:
         """Take one step's result in; True when it is the new best."""
         self.last_result, self.last_code = result, code
+        if not result.correct:
+            lines = [ln.strip() for msg in result.messages for ln in msg.splitlines()]
+            lines = [ln for ln in lines if ln]
+            self.last_failure = lines[0] if lines else str(result.status)
         if code is not None:
             self.tried.add(code)
             self.seen.setdefault(normalized(code), len(self.path))

@@ -46,10 +46,16 @@ def summary(
     best = progress.best_result
     last = progress.last_result
     result = outcome(progress)
+    steps, planned = len(progress.path), run.get("steps_planned")
+    stopped = isinstance(planned, int) and steps < planned
     return {
         **run,
-        "steps": len(progress.path),
+        "steps": steps,
         "outcome": result,
+        # why it ended so: fewer steps than planned, or no correct candidate (the first line of
+        # the last failure's cause; else None)
+        "stopped_early": stopped,
+        "reason": progress.last_failure if stopped or result == NONE_CORRECT else None,
         "best_status": str(best.status if best else (last.status if last else "none")),
         "best_speedup": best.speedup if best else None,
         "user_speedup": None if best is None else max(best.speedup or 1.0, 1.0),

@@ -55,7 +55,6 @@ from htam.cli.optimize_view import (
     final_line,
     stats_line,
     timed_line,
-    with_reason,
 )
 from htam.cli.sizes import check_size, over_memory_limit, timed_size
 from htam.cli.workers import WORKERS_HELP
@@ -302,7 +301,6 @@ def _finish(summary: dict, out: Path, as_json: bool, quiet: bool) -> None:
     """The stats, the evaluator's doubts and the last line (``--quiet``: the last line alone;
     ``--json``: the summary, with ``reason`` and ``stopped_early``, as one object)."""
     code = 1 if summary["outcome"] == "none_correct" else 0
-    summary = with_reason(summary, out)
     if as_json:
         typer.echo(json.dumps(summary))
         raise typer.Exit(code)

@@ -18,7 +18,6 @@ from htam.cli.common import USAGE_EXIT, console, err_console, fail, plural, writ
 from htam.cli.interrupts import on_interrupt
 from htam.cli.json_errors import print_json_error
 from htam.cli.optimize_runs import resume_command
-from htam.cli.optimize_view import with_reason
 from htam.cli.report_cmd import fmt
 from htam.cli.sizes import default_size
 from htam.cli.workers import csv, plan_workers
@@ -152,8 +151,6 @@ def task_records(rows: list, out: Path) -> list[dict]:
         run_dir = Unit(r.method, r.seed, r.task_id, r.level, r.steps_planned).run_dir(out)
         path = run_dir / "summary.json"
         summary = json.loads(path.read_text()) if path.is_file() else {}
-        if summary:  # why it found no correct candidate or stopped early, as a task's --json
-            summary = with_reason(summary, run_dir)
         record = {"task_id": r.task_id, "run_dir": str(run_dir), "outcome": None, **summary}
         records.append(record | {"state": r.state, "correct": r.correct, "error": r.error})
     return records

@@ -109,41 +109,6 @@ def timed_line(size: str, shapes: list[str], nbytes: int, source: str) -> str:
     return line + ("; --size large times the full size" if size == "small" else "")
 
 
-def _first_line(text: str) -> str:
-    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
-    return lines[0] if lines else ""
-
-
-def last_failure(out: Path) -> str | None:
-    """The first line of the cause of the run's last failed step (its feedback's first
-    message, else its status), read from the step files; None when no step failed."""
-    import json
-
-    for path in sorted((out / "steps").glob("step_*.json"), reverse=True):
-        try:
-            feedback = json.loads(path.read_text()).get("feedback") or {}
-        except (OSError, ValueError, AttributeError):
-            continue
-        if feedback.get("status", "ok") == "ok":
-            continue
-        for message in feedback.get("messages") or []:
-            if _first_line(message):
-                return _first_line(message)
-        return str(feedback.get("status"))
-    return None
-
-
-def with_reason(summary: dict, out: Path) -> dict:
-    """``summary`` with why the run ended as it did: ``stopped_early`` (fewer steps ran than
-    were planned) and ``reason``, the first line of the last failure's cause, when the run found
-    no correct candidate or stopped early (else None). The last line and ``--json`` say both."""
-    planned, ran = summary.get("steps_planned"), summary.get("steps")
-    stopped = isinstance(planned, int) and isinstance(ran, int) and ran < planned
-    failed = summary.get("outcome") == "none_correct"
-    reason = last_failure(out) if (failed or stopped) else None
-    return {**summary, "stopped_early": stopped, "reason": reason}
-
-
 def _why(summary: dict) -> str:
     """ "; stopped after 1 of 3 steps: CAUSE" or "; last failure: CAUSE" (or nothing)."""
     reason = summary.get("reason")
@@ -155,7 +120,8 @@ def _why(summary: dict) -> str:
 
 def final_line(summary: dict, out: Path) -> str:
     """The last line: what the user keeps, and where; when the run found no correct candidate
-    or stopped early, why (``with_reason``: the first line of the last failure's cause)."""
+    or stopped early, why (the summary's ``reason``: the first line of the last failure's
+    cause)."""
     best = summary["best_speedup"]
     why = _why(summary)
     if summary["outcome"] == "none_correct":

@@ -71,44 +71,36 @@ def test_a_run_that_stops_early_says_why_on_its_last_line_and_in_json(tmp_path, 
 
 
 def test_the_last_line_names_the_last_failure_and_an_early_stop(tmp_path):
-    from htam.cli.optimize_view import final_line, with_reason
+    from htam.agent.state import Progress
+    from htam.agent.view import PathStep
+    from htam.cli.optimize_view import final_line
+    from htam.evaluate.result import EvalResult, Status
+
+    progress = Progress(ref_ms=1.0)
+    for status, message in [
+        (Status.INCORRECT, "max abs error 3.0\nat [0, 1]"),
+        (Status.REJECTED, "produces torch.int32; only float32\n"),
+    ]:
+        step = PathStep("fusion", None, str(status))
+        progress.observe(EvalResult(status, [message]), None, "fusion", step)
+    reason = progress.last_failure
+    assert reason == "produces torch.int32; only float32"
 
     out = tmp_path / "run"
-    (out / "steps").mkdir(parents=True)
-    for i, (status, message) in enumerate(
-        [
-            ("incorrect", "max abs error 3.0\nat [0, 1]"),
-            ("rejected", "produces torch.int32; only float32\n"),
-        ]
-    ):
-        feedback = {"status": status, "messages": [message]}
-        (out / "steps" / f"step_{i:02d}.json").write_text(json.dumps({"feedback": feedback}))
     base = {"best_speedup_vs_compile": None, "best_sol_fraction": None, "best_speedup": None}
     none = {**base, "outcome": "none_correct", "statuses": ["incorrect", "rejected"]}
-    full = with_reason({**none, "steps": 2, "steps_planned": 2}, out)
-    assert full["reason"] == "produces torch.int32; only float32" and not full["stopped_early"]
+    full = {**none, "steps": 2, "steps_planned": 2, "stopped_early": False, "reason": reason}
     assert final_line(full, out) == (
         "no correct candidate: the reference stands (incorrect, rejected); last failure: "
         f"produces torch.int32; only float32; see {out}/steps/"
     )
-    early = with_reason({**none, "steps": 2, "steps_planned": 5}, out)
+    early = {**full, "steps_planned": 5, "stopped_early": True}
     assert final_line(early, out) == (
         "no correct candidate: the reference stands (incorrect, rejected); stopped after 2 of 5 "
         f"steps: produces torch.int32; only float32; see {out}/steps/"
     )
     # a run that kept a faster candidate and ran all its steps: nothing to explain
-    faster = with_reason(
-        {
-            **base,
-            "outcome": "faster",
-            "best_speedup": 2.0,
-            "steps": 2,
-            "steps_planned": 2,
-            "statuses": ["incorrect", "rejected"],
-        },
-        out,
-    )
-    assert faster["reason"] is None
+    faster = {**base, "outcome": "faster", "best_speedup": 2.0, "reason": None}
     assert final_line(faster, out) == f"best: 2.00x vs eager → {out / 'best.py'}"
 
 
