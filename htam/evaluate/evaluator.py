@@ -13,9 +13,9 @@ from pathlib import Path
 from htam.evaluate import folders, integrity, isolation, roofline
 from htam.evaluate.eval_config import EvalConfig
 from htam.evaluate.forkserver import ForkServer, ForkServerError
-from htam.evaluate.result import EvalResult, Timing, truncate
+from htam.evaluate.result import EvalResult, truncate
 from htam.evaluate.static import check_source
-from htam.evaluate.verdict import EVALUATOR_FAILED, judge_outcome, timing_fields
+from htam.evaluate.verdict import EVALUATOR_FAILED, add_timing, judge_outcome
 from htam.evaluate.watchdog import JobOutcome, Limits, run_job
 from htam.status import Status
 from htam.tasks.task import Task, TaskError
@@ -23,7 +23,6 @@ from htam.tasks.task import Task, TaskError
 LANGUAGES = {"cuda": ("cuda", "triton"), "cpu": ("cpp", "triton")}
 _TIMING_KEYS = ("warmup_ms", "timing_budget_ms", "min_timed", "max_timed", "l2_flush_mb")
 MAX_SOLUTION_BYTES = 1 << 20
-REFERENCE_DRIFT = 1.15  # paired / alone reference time beyond which a result is flagged
 
 
 class EvaluatorError(Exception):
@@ -266,7 +265,7 @@ class Evaluator:
             if folder:
                 folders.remove(folder)
         if result.status is Status.OK:
-            self._timing(result, outcome, ref)
+            add_timing(result, outcome, ref, self.config, self.peaks(), self.device)
         return result
 
     def _reference_runs_alone(self, task: Task) -> bool:
@@ -277,38 +276,6 @@ class Evaluator:
             return False
         res = outcome.result
         return not outcome.killed and res is not None and res.get("status") == "ok"
-
-    def _timing(self, result: EvalResult, outcome: JobOutcome, ref: Reference) -> None:
-        res = outcome.result
-        result.timing = Timing(**timing_fields(res["timing"]))
-        result.runtime_ms = res["timing"]["median_ms"]
-        result.ref_runtime_ms = res["paired_reference"]["median_ms"]
-        if ref.compile_timing and ref.timing:
-            # torch.compile's time, carried onto this run's clock by the eager/compiled ratio
-            # that the reference's process measured side by side.
-            ratio = ref.compile_timing["median_ms"] / ref.timing["median_ms"]
-            result.ref_compile_runtime_ms = result.ref_runtime_ms * ratio
-        result.breakdown_s = _breakdown(outcome, res)
-        result.flags += res.get("notes", [])
-        c = self.config
-        if not result.timing.meaningful:
-            result.messages.append("timings under the Triton interpreter are not meaningful")
-        bound = roofline.lower_bound(ref.flops, ref.nbytes, ref.dtypes, self.peaks())
-        result.sol_fraction, result.bound = bound.time_ms / result.runtime_ms, bound.kind
-        slack = res["escape"]["slack_ms"]
-        if result.timing.meaningful and result.runtime_ms < 2 * slack:
-            result.flags.append(
-                f"calls of {result.runtime_ms:.3f} ms are within 2x of the judge's clock "
-                f"resolution here ({slack:.1f} ms): the time rests on the candidate's own events "
-                "(time a larger size to bound it)"
-            )
-        drift = reference_drift(result.ref_runtime_ms, ref.timing and ref.timing["median_ms"])
-        if drift and result.timing.meaningful and self.device == "cuda":
-            result.flags.append(drift)
-        if result.speedup and result.speedup > c.flag_speedup and result.timing.meaningful:
-            result.flags.append(
-                f"speedup {result.speedup:.1f}x is above {c.flag_speedup:.0f}x: check it by hand"
-            )
 
     def close(self) -> None:
         if self.server is not None:
@@ -323,22 +290,6 @@ class Evaluator:
         self.close()
 
 
-def reference_drift(paired_ms: float | None, alone_ms: float | None) -> str | None:
-    """A flag when the reference, timed beside the candidate (the speedup's denominator), took
-    other than its own time alone by more than ``REFERENCE_DRIFT``: on the H200 the two agreed
-    within 3.1% over level 1 (run 30). A reference runner that held every call's autograd graph
-    was the one such case found (``Harness.collect``)."""
-    if not paired_ms or not alone_ms:
-        return None
-    ratio = paired_ms / alone_ms
-    if 1 / REFERENCE_DRIFT <= ratio <= REFERENCE_DRIFT:
-        return None
-    return (
-        f"the reference took {ratio:.2f}x its own time beside this candidate ({paired_ms:.3f} ms "
-        f"against {alone_ms:.3f} ms alone): the speedup rests on the paired time"
-    )
-
-
 def _reference_cause(outcome: JobOutcome) -> str:
     if outcome.killed:
         return outcome.killed
@@ -348,28 +299,6 @@ def _reference_cause(outcome: JobOutcome) -> str:
     lines = [line for line in outcome.judge_log.strip().splitlines() if line.strip()]
     last = lines[-1].strip() if lines else "no output"
     return f"its process ended without a result ({last})"
-
-
-def _breakdown(outcome: JobOutcome, res: dict) -> dict:
-    marks = res.get("marks") or {}
-    compile_s = res.get("compile_s", 0.0) + (res.get("first_call_s") or 0.0)
-    out = {
-        "wall": outcome.wall_s,
-        "compile_and_first_call": compile_s,
-        "import": res.get("import_s", 0.0),
-    }
-    if marks:
-        out.update(
-            {
-                "until_judge_ready": marks["device_ready"] - outcome.started,
-                "build": marks["built"] - marks["device_ready"],
-                "trials": marks["trials_done"] - marks["built"],
-                "timing": marks["timed"] - marks["trials_done"],
-                "verdict_and_exit": outcome.started + outcome.wall_s - marks["timed"],
-            }
-        )
-        out["overhead"] = outcome.wall_s - compile_s - out["timing"]
-    return out
 
 
 __all__ = ["Evaluator", "EvaluatorError", "Reference"]
