@@ -35,7 +35,12 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
     cls=JsonErrorsGroup,
+    # click's plain help: rich's boxed tables squeezed each help text into a narrow column at 80
+    # (words cut to "OpenAI-compatib…"); plain text wraps whole words and pipes cleanly
+    rich_markup_mode=None,
+    context_settings={"max_content_width": 100},
 )
+
 
 # Command modules, each registering its commands on ``app``. Add a module here to add commands.
 COMMAND_MODULES: list[str] = [

@@ -34,7 +34,7 @@ from htam.cli.sizes import (
 )
 from htam.cli.workers import WORKERS_HELP, csv, plan_workers
 
-RAY_HELP = "run the units on a Ray cluster (pip install 'htam\\[ray]'), see --ray-address"
+RAY_HELP = "run the units on a Ray cluster (pip install 'htam[ray]'), see --ray-address"
 RAY_ADDRESS_HELP = (
     "with --ray: local (join the local cluster, or start one for the run), auto (the running "
     "cluster, RAY_ADDRESS) or an address such as host:6379"

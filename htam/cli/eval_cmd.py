@@ -98,6 +98,7 @@ def eval_command(
     verbose: bool = typer.Option(
         False, "--verbose", "-v", help="each failure in full (a traceback), not its one line"
     ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="print only the verdict's line"),
 ) -> None:
     """Evaluate SOLUTION_FILE against TASK: correctness, timing, speed of light.
 
@@ -107,6 +108,8 @@ def eval_command(
     from htam.evaluate import EvalConfig, Evaluator, EvaluatorError
     from htam.tasks import TaskError
 
+    if sum((as_json, quiet, verbose)) > 1:
+        fail("--json, --quiet and --verbose: give one of them")
     target, language = resolve_target(target, language)
     code = read_solution(solution_file)
     task = resolve_task(task_spec)
@@ -129,6 +132,8 @@ def eval_command(
         if not show_log:
             data.pop("log")
         typer.echo(json.dumps(data))
+    elif quiet:
+        typer.echo(verdict_line(result))
     else:
         console.print(result.isolation, markup=False, soft_wrap=True)
         console.print(render(result, verbose))
@@ -136,6 +141,24 @@ def eval_command(
             console.print("--- candidate output ---")
             console.print(result.log, markup=False, highlight=False)
     raise typer.Exit(0 if result.correct else 1)
+
+
+def verdict_line(result: EvalResult) -> str:
+    """One line: the status, then the speedups, the share of speed of light and the runtime
+    when correct, else the first failure's cause."""
+    if not result.correct:
+        cause = failure_line(result.messages[0]) if result.messages else ""
+        return f"{result.status}: {cause}" if cause else str(result.status)
+    parts = [str(result.status)]
+    if result.speedup is not None:
+        parts.append(f"{fmt_speedup(result.speedup)} vs eager")
+    if result.speedup_vs_compile is not None:
+        parts.append(f"{fmt_speedup(result.speedup_vs_compile)} vs compile")
+    if result.sol_fraction is not None:
+        parts.append(f"{100 * result.sol_fraction:.3g}% of speed of light")
+    parts.append(_fmt(result.runtime_ms, " ms"))
+    parts += [f"FLAG: {f}" for f in result.flags]
+    return " · ".join(parts)
 
 
 def read_solution(path: Path) -> str:

@@ -11,6 +11,8 @@ import typer.core
 from rich.errors import MarkupError
 from rich.text import Text
 
+from htam.cli.help_format import HelpCommand, HelpGroup
+
 try:
     from typer._click import ClickException  # a recent typer runs its own copy of click
 except ImportError:  # pragma: no cover - older typer: click itself
@@ -46,7 +48,7 @@ def plain(message: str) -> str:
         return message
 
 
-class JsonErrorsCommand(typer.core.TyperCommand):
+class JsonErrorsCommand(HelpCommand):
     """A command whose usage errors found by click itself (an unknown option, a bad or missing
     value: before the command runs, so ``fail`` never sees them) also print the JSON object of
     ``print_json_error`` on stdout when ``--json`` is on the command line; stderr keeps click's
@@ -78,7 +80,7 @@ class JsonErrorsCommand(typer.core.TyperCommand):
             _JSON_MODE.reset(token)
 
 
-class JsonErrorsGroup(typer.core.TyperGroup):
+class JsonErrorsGroup(HelpGroup):
     """A group (``htam``, ``htam tasks``, ``htam memory``) whose own usage errors, an unknown
     option or command (``htam optimise x --json``, ``htam --json``), also print the JSON object
     of ``print_json_error`` on stdout when ``--json`` is anywhere on the command line. Errors of

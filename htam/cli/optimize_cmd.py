@@ -104,7 +104,9 @@ def optimize_command(
     target: str | None = typer.Option(None, help=TARGET_HELP),
     language: str | None = typer.Option(None, help=LANGUAGE_HELP),
     size: str | None = typer.Option(
-        None, help="size timed: small or large (default: large; on the CPU for C++ under 300 MB)"
+        None,
+        help="size timed: small or large (default: large on a GPU; on the CPU, large for one "
+        "C++ task under 300 MB, else small, and small for a suite)",
     ),
     memory: Path | None = typer.Option(
         None, help="memory bank (SQLite); created from the seed if missing; see `htam memory path`"

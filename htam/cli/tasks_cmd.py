@@ -56,7 +56,9 @@ def list_tasks(
     ] = "builtin",
     levels: Annotated[str | None, typer.Option(help="Comma-separated levels, e.g. 1,2.")] = None,
     pattern: Annotated[
-        str | None, typer.Option(help="fnmatch globs on task id or name, comma-separated.")
+        str | None,
+        # --tasks, as in optimize, bench and transfer; --pattern, its older name, still works
+        typer.Option("--tasks", "--pattern", help="fnmatch globs on task id or name, comma-separated."),
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help='One JSON object on stdout: {"tasks": [...], ...}.')

@@ -108,7 +108,9 @@ def transfer_command(
 
 def configs_command(
     path: str = typer.Argument("builtin", help="a suite: builtin, a checkout, a task folder"),
-    pattern: str | None = typer.Option(None, help="fnmatch globs on task id or name"),
+    pattern: str | None = typer.Option(
+        None, "--tasks", "--pattern", help="fnmatch globs on task id or name"
+    ),
 ) -> None:
     """Each task's kind and configurations: the timed one and how many are checked."""
     from htam.tasks import TaskError, load_suite, num_extra

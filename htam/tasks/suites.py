@@ -16,11 +16,13 @@
 6. Any other directory: its ``*.py`` task files and its sub-directories holding a
    ``configs.json``, ids ``<directory name>/<task name>``.
 
-Files whose names start with ``_`` (``__init__.py``) are never tasks.
+Files whose names start with ``_`` (``__init__.py``) are never tasks, nor are solution files
+kept beside the tasks (a ``ModelNew`` and no ``get_inputs``: ``htam eval``'s input, not a task).
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable
 from fnmatch import fnmatch
@@ -131,11 +133,27 @@ def _task_paths(directory: Path) -> list[Path]:
         for child in directory.iterdir()
         if not child.name.startswith(("_", "."))
         and (
-            (child.is_file() and child.suffix == ".py")
+            (child.is_file() and child.suffix == ".py" and not is_solution_file(child))
             or (child.is_dir() and (child / CONFIGS_FILE).is_file())
         )
     ]
     return sorted(paths, key=_natural_key)
+
+
+def is_solution_file(path: Path) -> bool:
+    """A candidate (``ModelNew`` at the top level, no ``get_inputs``), read without running it.
+    A file that cannot be read or parsed is not one: loading it says what is wrong."""
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return False
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return "ModelNew" in names and "get_inputs" not in names
 
 
 def _natural_key(path: Path) -> tuple[int, str]:

@@ -66,3 +66,23 @@ def test_a_rejection_names_its_rule_in_the_table(tmp_path):
     result = runner.invoke(app, ["eval", "level1/1_ReLU", str(path), "--target", "cpu"])
     assert "[no-model-new]: the solution defines no class ModelNew" in result.output, result.output
     assert "line 0" not in result.output
+
+
+def test_quiet_prints_the_verdict_alone_on_one_line(tmp_path):
+    """--quiet: one line a script can read, "ok · 1.2x vs eager · ..." or "incorrect: cause";
+    with --json it is a usage error."""
+    body = "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+    good, bad = tmp_path / "relu.py", tmp_path / "zeros.py"
+    good.write_text(body + "        return torch.relu(x)\n")
+    bad.write_text(body + "        return torch.zeros_like(x)\n")
+    args = ["level1/1_ReLU", "--target", "cpu", "--size", "small", "--allow-torch", "--quiet"]
+    ok = runner.invoke(app, ["eval", args[0], str(good), *args[1:]])
+    assert ok.exit_code == 0, ok.output
+    lines = ok.stdout.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ok · ") and "x vs eager" in lines[0], lines
+    wrong = runner.invoke(app, ["eval", args[0], str(bad), *args[1:]])
+    assert wrong.exit_code == 1
+    lines = wrong.stdout.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("incorrect: "), lines
+    both = runner.invoke(app, ["eval", args[0], str(good), *args[1:], "--json"])
+    assert both.exit_code == 2 and "give one of them" in both.output

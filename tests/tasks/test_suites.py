@@ -62,6 +62,18 @@ def test_directory_of_tasks_and_single_file(tmp_path):
     assert load_suite(folder, levels=[1]) == []
 
 
+def test_solution_files_beside_the_tasks_are_not_tasks(tmp_path):
+    """A candidate kept next to its task (ModelNew, no get_inputs) is skipped without being run;
+    a file that merely fails to define a task is still an error, not silently dropped."""
+    folder = tmp_path / "work"
+    write(folder / "relu2.py", GOOD)
+    write(folder / "relu2_fast.py", "import sys\nsys.exit(3)\nclass ModelNew:\n    pass\n")
+    write(folder / "typo.py", "class MyModel:\n    pass\n")
+    errors: list[TaskError] = []
+    assert [t.id for t in load_suite(folder, errors=errors)] == ["work/relu2"]
+    assert [e.where for e in errors] == [str(folder / "typo.py")]
+
+
 def _shapes(task, size, extra=None):
     model, inputs = instantiate(task, size, extra=extra)
     return tuple(inputs[0].shape), model.scale
