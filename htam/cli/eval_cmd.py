@@ -18,13 +18,12 @@ from htam.cli.common import (
     check_cache_dir,
     console,
     fail,
-    failure_line,
-    fmt_speedup,
     limit_overrides,
     reference_cannot_run,
     resolve_target,
     resolve_task,
 )
+from htam.cli.fmt import failure_line, fmt_speedup
 from htam.cli.sizes import (
     over_memory_limit,
     tensor_bytes,

@@ -14,7 +14,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from htam.cli.bench_cmd import fitting_tasks, load_tasks, print_progress
-from htam.cli.common import USAGE_EXIT, console, err_console, fail, plural, writable_dir
+from htam.cli.common import USAGE_EXIT, console, err_console, fail, writable_dir
+from htam.cli.fmt import plural
 from htam.cli.interrupts import on_interrupt
 from htam.cli.json_errors import print_json_error
 from htam.cli.optimize_runs import resume_command

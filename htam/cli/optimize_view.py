@@ -17,7 +17,8 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.table import Table
 
-from htam.cli.common import console, fmt_bytes, fmt_speedup, plural
+from htam.cli.common import console
+from htam.cli.fmt import fmt_bytes, fmt_speedup, plural
 from htam.tasks.module import has_small_size, size_label
 
 # What the strategy column says of a step that applied none because it is the task translated as

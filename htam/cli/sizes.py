@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 
-from htam.cli.common import fail, fmt_bytes_alike
+from htam.cli.common import fail
+from htam.cli.fmt import fmt_bytes_alike
 from htam.tasks.module import SIZES, has_small_size, size_label
 
 CPU_LARGE_MAX_BYTES = 300_000_000

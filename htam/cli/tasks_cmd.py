@@ -10,15 +10,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from htam.cli.common import (
-    USAGE_EXIT,
-    LoadProgress,
-    console,
-    err_console,
-    fail,
-    fmt_bytes,
-    no_tasks,
-)
+from htam.cli.common import USAGE_EXIT, LoadProgress, console, err_console, fail, no_tasks
+from htam.cli.fmt import fmt_bytes
 from htam.tasks import Task, TaskError, load_suite, signature
 from htam.tasks.runtime import num_extra
 from htam.tasks.signatures import Signature, format_specs, human
@@ -58,7 +51,9 @@ def list_tasks(
     pattern: Annotated[
         str | None,
         # --tasks, as in optimize, bench and transfer; --pattern, its older name, still works
-        typer.Option("--tasks", "--pattern", help="fnmatch globs on task id or name, comma-separated."),
+        typer.Option(
+            "--tasks", "--pattern", help="fnmatch globs on task id or name, comma-separated."
+        ),
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help='One JSON object on stdout: {"tasks": [...], ...}.')

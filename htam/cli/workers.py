@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from htam.cli.common import err_console, fail, plural
+from htam.cli.common import err_console, fail
+from htam.cli.fmt import plural
 
 # --workers N: what it counts where (transfer has no --ray).
 LOCAL_WORKERS_HELP = (

@@ -202,7 +202,7 @@ ValueError: sol boom
 
 
 def test_failure_line_keeps_the_exception_and_the_candidates_line():
-    from htam.cli.common import failure_line
+    from htam.cli.fmt import failure_line
 
     assert failure_line(HARNESS_TRACE) == "ValueError: sol boom (candidate.py:6)"
     assert failure_line("one line") == "one line"

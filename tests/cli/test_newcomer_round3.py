@@ -9,7 +9,7 @@ import json
 from typer.testing import CliRunner
 
 from htam.cli import app
-from htam.cli.common import fmt_bytes, fmt_bytes_alike
+from htam.cli.fmt import fmt_bytes, fmt_bytes_alike
 
 from .tasks_src import relu_task
 
