@@ -18,7 +18,6 @@ from pathlib import Path
 
 import torch
 
-from htam.offline.backends.cpp.loader import CPP_FLAGS
 from htam.offline.pipeline import analyze, apply_strategy, baseline, generate
 from htam.tasks.module import apply_overrides, load_task_module
 from htam.tasks.task import Task
@@ -76,15 +75,43 @@ def cpp_unit(code: str) -> tuple[str, str]:
     return name, src
 
 
+def cpp_flags_of(code: str) -> tuple[str, ...]:
+    """The compiler flags a C++ solution file builds with (its ``load(extra_cflags=...)``)."""
+    tree = ast.parse(code)
+    ext = next(
+        n.value
+        for n in tree.body
+        if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", None) == "_ext"
+    )
+    flags = next(k.value for k in ext.keywords if k.arg == "extra_cflags")
+    return tuple(ast.literal_eval(flags))
+
+
 def build_combined(codes: list[str]):
-    """One shared library holding the functions of every C++ solution in ``codes``; each unit
-    keeps its own Python module (``PyInit_<name>``), imported from that library. Returns (an
-    object with every unit's function as an attribute, the number of distinct units)."""
+    """The functions of every C++ solution in ``codes``, built into one shared library per set of
+    compiler flags (each solution's own: -ffast-math for some families); each unit keeps its own
+    Python module (``PyInit_<name>``), imported from its library. Returns (an object with every
+    unit's function as an attribute, the number of distinct units)."""
+    by_flags: dict[tuple[str, ...], dict[str, str]] = {}
+    for code in codes:
+        name, src = cpp_unit(code)
+        by_flags.setdefault(cpp_flags_of(code), {})[name] = src
+    functions = {}
+    for flags, units in sorted(by_flags.items()):
+        library = _build_library(units, list(flags))
+        for fn in units:
+            spec = importlib.util.spec_from_file_location(fn, library)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            functions[fn] = getattr(module, fn)
+    return types.SimpleNamespace(**functions), len(functions)
+
+
+def _build_library(units: dict[str, str], flags: list[str]) -> str:
     from torch.utils.cpp_extension import load
 
-    units = dict(cpp_unit(c) for c in codes)
     combined = "\n".join(units[k] for k in sorted(units))
-    digest = hashlib.sha1(combined.encode()).hexdigest()[:12]
+    digest = hashlib.sha1("\0".join([combined, *flags]).encode()).hexdigest()[:12]
     name = f"htam_offline_tests_{digest}"
     root = os.environ.get("TORCH_EXTENSIONS_DIR") or tempfile.gettempdir()
     build_dir = Path(root) / name
@@ -92,21 +119,14 @@ def build_combined(codes: list[str]):
     source = build_dir / f"{name}.cpp"
     if not source.exists() or source.read_text() != combined:
         source.write_text(combined)
-    library = load(
+    return load(
         name=name,
         sources=[str(source)],
         build_directory=str(build_dir),
-        extra_cflags=CPP_FLAGS,
+        extra_cflags=flags,
         extra_ldflags=["-fopenmp"],
         is_python_module=False,  # the library only: its modules are imported below
     )
-    functions = {}
-    for fn in units:
-        spec = importlib.util.spec_from_file_location(fn, library)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        functions[fn] = getattr(module, fn)
-    return types.SimpleNamespace(**functions), len(units)
 
 
 def build_pair(

@@ -19,6 +19,7 @@ from tests.offline.cases import all_cases, variants
 from tests.offline.harness import (
     build_combined,
     compare,
+    cpp_flags_of,
     cpp_unit,
     load_solution,
     solution,
@@ -56,6 +57,9 @@ def combined():
 def test_all_cpp_solutions_in_one_build(combined):
     plan, ext, units = combined
     assert units >= 40  # distinct C++ sources: strategies change the code
+    # each built with its own flags: the fast-math families' rounding is what is checked
+    fast = {cpp_flags_of(code) for *_, code in plan if "-ffast-math" in cpp_flags_of(code)}
+    assert fast and len({cpp_flags_of(code) for *_, code in plan}) >= 2
     failures = []
     for task, shapes, strategies, code in plan:
         module = load_solution(code, ext=ext)
