@@ -272,10 +272,11 @@ class Judge:
             if x is not None:
                 where = f"the trial on {self.shifter.inputs()}"
                 self.round(x, where, self.call_timeout_s, True)
-                if self.shifter.unplanted(x[: len(x) - len(self.grad_specs or ())]):
+                why = self.shifter.unplanted(x[: len(x) - len(self.grad_specs or ())])
+                if why:
                     self.notes["outliers"] = (
-                        "no outliers planted (the reference takes none that move its outputs): "
-                        "a loss over a sample of the inputs would pass unseen"
+                        f"no outliers planted ({why}): a loss over a sample of the inputs would "
+                        "pass unseen"
                     )
         self.marks["trials_done"] = _clock()
         timing, paired, escape = judge_timing.timed(self, module)

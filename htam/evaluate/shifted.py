@@ -25,7 +25,8 @@ timed calls, whose inputs come from the task's distribution. So every timed call
 are shifted, each time with fresh a and b (checked on the judge's copy again): the comparison of
 every timed output then catches a shortcut on any of them, and no one shift can be learned from
 one call and reused. (Shifting half of them in secret left the other half to a candidate that
-told shifted inputs apart: red team 6.) What remains possible: a candidate that samples its
+told shifted inputs apart: red team 6.) Outliers (needles.py) go into fewer than half of them
+(judge_timing.outlier_calls). What remains possible: a candidate that samples its
 inputs to estimate their distribution before taking the shortcut (docs/evaluator.md).
 
 A backward task's shifts move its inputs, not the ``grad_outputs`` drawn for the call, and the
@@ -158,14 +159,14 @@ class Shifter:
             self.scale = None
         return (self.next(x) if self.scale else None) or shifted
 
-    def next(self, x: list) -> list | None:
-        """``x`` under a fresh shift of the kind decided, or None where the reference does not
-        take it."""
+    def next(self, x: list, outliers: bool = True) -> list | None:
+        """``x`` under a fresh shift of the kind decided (with outliers planted, if any are and
+        ``outliers``), or None where the reference does not take it."""
         if self.mild is None:
             return None
         n = len(x) - self.grads
         shifted = apply(_params(x[:n], self.mild), x[:n])
-        if self.scale:
+        if self.scale and outliers:
             needles.plant(shifted, self.scale)
         shifted += x[n:]
         try:
@@ -174,15 +175,24 @@ class Shifter:
             return None
         return shifted if _takes(self.base, out) else None
 
-    def unplanted(self, x: list) -> bool:
-        """Whether the outputs are small and floating inputs ``x`` had room for outliers, yet
-        none were planted: a sample of those inputs can stand in for them all."""
-        floating = any(torch.is_tensor(v) and v.is_floating_point() for v in x)
-        return self.small and not self.scale and floating
+    def unplanted(self, x: list) -> str | None:
+        """Why no outliers were planted where floating inputs ``x`` had room for them and a
+        sample of those inputs could stand in for them all, or None. A backward task's outputs
+        count its gradients: large, they get none, however small its forward's outputs (a mean
+        over a sample with an exact gradient passed unflagged: red team 9)."""
+        if self.scale or not any(torch.is_tensor(v) and v.is_floating_point() for v in x):
+            return None
+        if self.small:
+            return "the reference takes none that move its outputs"
+        forward = [b[0] for b in self.base[: self.grads] if b is not None]
+        if self.grads and forward and needles.small(forward):
+            return "a backward task's gradients are large outputs, which get none"
+        return None
 
-    def inputs(self) -> str:
-        """What the shifted calls run on, for their messages."""
-        return "scaled and shifted inputs" + (" with outliers planted" if self.scale else "")
+    def inputs(self, outliers: bool = True) -> str:
+        """What a shifted call runs on, for its messages."""
+        planted = self.scale and outliers
+        return "scaled and shifted inputs" + (" with outliers planted" if planted else "")
 
     def _run(self, x: list) -> list:
         if self.grads:

@@ -59,3 +59,30 @@ def test_lazy_conjugate_and_negative_views_seal_as_their_copies():
         slot = torch.empty(view.shape, dtype=view.dtype)
         slot.copy_(view)
         assert seal(view, 9) == seal(slot, 9)
+
+
+def test_the_cpu_hash_reads_blocks_in_an_order_drawn_from_the_key(monkeypatch):
+    """Red team 9: hashed front to back, the seal was outrun by a thread still writing the output
+    front to back after the call; in the key's order it reads blocks not written yet."""
+    seen: list[list[int]] = []
+
+    class Recorder:
+        def __init__(self, first: bytes):
+            self.starts: list[int] = []
+            seen.append(self.starts)
+
+        def update(self, block):
+            self.starts.append(int(torch.frombuffer(bytearray(block[:4]), dtype=torch.int32)[0]))
+
+        def digest(self):
+            return bytes(32)
+
+    blocks = 16
+    x = torch.zeros(blocks, buffers._HASH_BLOCK // 4, dtype=torch.int32)
+    x[:, 0] = torch.arange(blocks, dtype=torch.int32)  # each block starts with its index
+    monkeypatch.setattr(buffers.hashlib, "sha256", Recorder)
+    for key in (1, 2, 3):
+        seal(x, key)
+    assert all(sorted(order) == list(range(blocks)) for order in seen)  # every block, once
+    assert len({tuple(order) for order in seen}) == 3  # a different order for each key
+    assert all(order != list(range(blocks)) for order in seen)

@@ -193,6 +193,8 @@ def test_a_backward_task_gets_the_shifted_inputs_too(fixture, status):
     assert result.status == status, result.messages
     if status == "incorrect":
         assert "on scaled" in result.messages[0]
+    else:  # its gradient is a large output, so no outliers: said (red team 9), as for a BCE
+        assert any("a backward task's gradients are large outputs" in f for f in result.flags)
 
 
 @pytest.mark.parametrize(
@@ -218,6 +220,20 @@ def test_work_done_while_the_harness_takes_the_outputs_is_timed():
     result = _judged("level1/1_ReLU.py", "cheat_late_iter_list.py", "triton")
     assert result.status == "ok", result.messages
     assert result.runtime_ms >= 40.0
+
+
+def test_the_median_timed_call_is_one_without_outliers():
+    """Red team 9: with outliers in every timed call they were the workload timed, and a
+    shortcut they allow (a logsumexp made trivial by one planted column) was timed at 9x. Fewer
+    than half the timed calls carry them now: a candidate fast only on those is timed slow."""
+    from htam.evaluate.judge_timing import OUTLIER_MIN_TIMED, outlier_calls
+
+    for n in (OUTLIER_MIN_TIMED, 17, 40):
+        picks = outlier_calls(n)
+        assert len(picks) == (n - 1) // 2 and picks <= set(range(n))
+    result = _judged("hinge_task.py", "cheat_fast_on_outliers.py", "triton", allow_torch=True)
+    assert result.status == "ok", result.messages
+    assert result.runtime_ms >= 400.0, result.runtime_ms  # else about 150 (the interpreter)
 
 
 def _judged(task, fixture: str, language: str, **config):
