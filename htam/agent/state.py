@@ -9,6 +9,7 @@ from htam.agent.view import PathStep, StateView, render_state
 from htam.evaluate.result import EvalResult
 from htam.policy import StateFeatures, timing_noise
 from htam.tasks import Signature
+from htam.vocab import Direction
 
 
 @dataclass
@@ -153,6 +154,10 @@ def repair_target(progress: Progress, repairs: int) -> tuple[int, PathStep] | No
         return None
     if progress.path[-1].repeat:
         return None  # its code was evaluated before: nothing failed here to repair
+    if progress.path[-1].direction == Direction.NONE.value:
+        # the operator as written, no direction: none to repair under (a timed-out baseline
+        # made every step after it, and every resume, fail on "unknown direction 'none'")
+        return None
     chain = 0
     for step in reversed(progress.path):
         if not step.repair:

@@ -218,3 +218,28 @@ def test_the_newcomers_chain_decides_again_instead_of_repeating(tmp_path):
     assert skipped[0]["repeats_step"] == 1
     assert "memory_access" in steps[2]["decision"]["excluded"]
     assert steps[2]["strategy"] != "memory_access.vectorized_access"
+
+
+def test_a_failed_baseline_is_not_repaired_under_no_direction(tmp_path):
+    """Newcomer: the baseline (the operator as written, direction "none") timed out on a GEMM
+    at its CPU size; the next step repaired it under "none" and crashed with "unknown
+    direction 'none'", and so did every resume. A fresh decision follows it instead."""
+
+    class BaselineFirst(OneCodePerStrategy):
+        written = 0
+
+        def propose(self, request):
+            self.written += 1
+            if self.written == 1:  # the first step writes the operator as written
+                return Proposal(code="class ModelNew:\n    pass\n", baseline=True)
+            return super().propose(request)
+
+    evaluator = ScriptedEvaluator(lambda n, code: Status.TIMEOUT if n == 0 else 1.5)
+    with MemoryBank.in_memory(three_directions()) as bank:
+        favour_d0(bank)
+        summary = optimize(bank, tmp_path / "run", steps=3, proposer=BaselineFirst(),
+                           evaluator=evaluator)  # fmt: skip
+        steps = step_files(tmp_path / "run")
+    assert [s["repair_of"] for s in steps] == [None] * 3
+    assert steps[0]["direction"] == "none" and steps[1]["direction"].startswith("d")
+    assert summary["best_speedup"] == pytest.approx(1.5, rel=0.05)
