@@ -23,4 +23,4 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS)
 
-__getattr__ = lazy_exports('htam.bench', _EXPORTS)
+__getattr__ = lazy_exports("htam.bench", _EXPORTS)

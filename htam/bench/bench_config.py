@@ -18,8 +18,11 @@ MEMORY_MODES = ("accumulate", "frozen", "fresh")
 # Methods that never read the memory (their guide is none, htam.vocab): they get no bank at all.
 MEMORYLESS = methods_of(Guide.NONE)
 # Kept in every process the bench starts (multicast over NVLink is off on the lent machines).
-FIXED_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
-             "NVSHMEM_DISABLE_NVLS": "1"}
+FIXED_ENV = {
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
+}
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,8 @@ class ProposerSpec:
         if self.factory:
             module, _, attr = self.factory.partition(":")
             return getattr(importlib.import_module(module), attr)(
-                target=target, language=language, **self.kwargs)
+                target=target, language=language, **self.kwargs
+            )
         if self.llm is None and self.base_url is None:
             from htam.offline import OfflineProposer
 
@@ -85,13 +89,19 @@ class BenchConfig:
         self.out = Path(self.out)
         unknown = [m for m in self.methods if m not in METHOD_NAMES]
         if unknown:
-            raise ValueError(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(METHOD_NAMES)}")
+            raise ValueError(
+                f"unknown method(s) {', '.join(unknown)}; known: {', '.join(METHOD_NAMES)}"
+            )
         if not self.methods:
             raise ValueError("no methods given")
         if self.memory_mode not in MEMORY_MODES:
-            raise ValueError(f"unknown memory mode {self.memory_mode!r}; choose {', '.join(MEMORY_MODES)}")
+            raise ValueError(
+                f"unknown memory mode {self.memory_mode!r}; choose {', '.join(MEMORY_MODES)}"
+            )
         if self.memory_mode == "fresh" and self.memory is not None:
-            raise ValueError("--memory has no effect with --memory-mode fresh (banks start from the seed)")
+            raise ValueError(
+                "--memory has no effect with --memory-mode fresh (banks start from the seed)"
+            )
         if self.memory is not None and not Path(self.memory).exists():
             raise ValueError(f"{self.memory}: no memory bank there")
         if self.seeds < 1 or self.steps < 1:
@@ -106,10 +116,15 @@ class BenchConfig:
 
     def identity(self) -> dict[str, Any]:
         """What a resumed bench must share with the one it continues."""
-        return {"steps": self.steps, "target": self.target, "language": self.language,
-                "size": self.size, "memory_mode": self.memory_mode,
-                "memory": str(self.memory) if self.memory else None,
-                "proposer": self.proposer.describe()}
+        return {
+            "steps": self.steps,
+            "target": self.target,
+            "language": self.language,
+            "size": self.size,
+            "memory_mode": self.memory_mode,
+            "memory": str(self.memory) if self.memory else None,
+            "proposer": self.proposer.describe(),
+        }
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -146,8 +161,12 @@ class Unit:
 def plan_units(tasks: list, config: BenchConfig) -> list[Unit]:
     """Seed-major, then task, then method: every method sees the tasks in the same order, which
     matters for memory that accumulates across tasks."""
-    return [Unit(method, seed, task.id, task.level, config.planned_steps(method))
-            for seed in range(config.seeds) for task in tasks for method in config.methods]
+    return [
+        Unit(method, seed, task.id, task.level, config.planned_steps(method))
+        for seed in range(config.seeds)
+        for task in tasks
+        for method in config.methods
+    ]
 
 
 def read_summary(unit: Unit, out: Path) -> dict[str, Any] | None:

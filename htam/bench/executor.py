@@ -52,11 +52,13 @@ class Ledger:
         """A unit's attempt ended by itself: done, or failed with its error."""
         self.log(record)
         (self.outcome.done if record["status"] == "done" else self.outcome.failed).append(
-            record["unit"])
+            record["unit"]
+        )
         self.on_event("unit_end", record)
 
-    def lost(self, unit: Unit, attempt: int, record: dict[str, Any], max_attempts: int,
-             pending: deque) -> None:
+    def lost(
+        self, unit: Unit, attempt: int, record: dict[str, Any], max_attempts: int, pending: deque
+    ) -> None:
         """The worker of an attempt died: re-queue the unit (front) or record it failed."""
         record = {"unit": unit.key, "attempt": attempt, "wall_s": None, **record}
         if attempt < max_attempts:
@@ -72,8 +74,18 @@ class Ledger:
     def fail_pending(self, pending: deque, why: str) -> None:
         while pending:
             unit, attempt = pending.popleft()
-            self.finished({"unit": unit.key, "attempt": attempt, "worker": None, "device": None,
-                           "pid": None, "wall_s": None, "status": "failed", "error": why})
+            self.finished(
+                {
+                    "unit": unit.key,
+                    "attempt": attempt,
+                    "worker": None,
+                    "device": None,
+                    "pid": None,
+                    "wall_s": None,
+                    "status": "failed",
+                    "error": why,
+                }
+            )
 
 
 def dispatch(config: BenchConfig, tasks: dict, pending: deque, ledger: Ledger) -> None:

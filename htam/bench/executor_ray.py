@@ -49,8 +49,11 @@ def connect(address: str) -> bool:
     env = dict(FIXED_ENV)
     if os.environ.get("PYTHONPATH"):
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    ray.init(address=None if address == "local" else address, log_to_driver=False,
-             runtime_env={"env_vars": env})
+    ray.init(
+        address=None if address == "local" else address,
+        log_to_driver=False,
+        runtime_env={"env_vars": env},
+    )
     return True
 
 
@@ -60,8 +63,7 @@ def slot_options(config: BenchConfig) -> dict[str, Any]:
     env = dict(FIXED_ENV)
     if os.environ.get("PYTHONPATH"):
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    return {**resources, "max_restarts": 0, "max_task_retries": 0,
-            "runtime_env": {"env_vars": env}}
+    return {**resources, "max_restarts": 0, "max_task_retries": 0, "runtime_env": {"env_vars": env}}
 
 
 def slot_count(config: BenchConfig, cluster_resources: dict[str, float]) -> int:
@@ -106,16 +108,27 @@ class RayPool:
             kind = "GPU" if self.config.target == "cuda" else "CPU"
             self.ledger.fail_pending(self.pending, f"the Ray cluster has no {kind}")
             return
-        paths = sorted({str(p) for u, _ in self.pending if u.method not in MEMORYLESS
-                        and (p := bank_path(u, self.config)) is not None})
+        paths = sorted(
+            {
+                str(p)
+                for u, _ in self.pending
+                if u.method not in MEMORYLESS and (p := bank_path(u, self.config)) is not None
+            }
+        )
         if paths and self.config.memory_mode != "frozen":
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
             here = ray.get_runtime_context().get_node_id()  # the banks are on this disk
-            self.owner = ray.remote(BankOwner).options(
-                num_cpus=0, max_restarts=0, max_concurrency=1,
-                scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
-            ).remote(paths)
+            self.owner = (
+                ray.remote(BankOwner)
+                .options(
+                    num_cpus=0,
+                    max_restarts=0,
+                    max_concurrency=1,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
+                )
+                .remote(paths)
+            )
         self.frozen = ray.put(frozen_source(self.config))
         self.slots = [RaySlot(i) for i in range(min(count, len(self.pending)))]
         for slot in self.slots:
@@ -141,8 +154,10 @@ class RayPool:
                 progress = time.monotonic()
             elif time.monotonic() - progress > PLACEMENT_S:
                 self.ledger.fail_pending(
-                    self.pending, f"no Ray worker could be placed in {PLACEMENT_S:.0f} s "
-                    "(the cluster lacks the GPUs/CPUs)")
+                    self.pending,
+                    f"no Ray worker could be placed in {PLACEMENT_S:.0f} s "
+                    "(the cluster lacks the GPUs/CPUs)",
+                )
 
     # ------------------------------------------------------------------ workers
 
@@ -150,14 +165,18 @@ class RayPool:
         slot.starts += 1
         slot.info, slot.current = None, None
         slot.actor = self.worker_cls.options(**slot_options(self.config)).remote(
-            slot.index, self.config, self.owner, self.frozen)
+            slot.index, self.config, self.owner, self.frozen
+        )
         slot.ready_ref = slot.actor.ready.remote()
-        self.on_event("worker_start", {"worker": slot.index, "device": "ray",
-                                       "pid": None, "start": slot.starts})
+        self.on_event(
+            "worker_start",
+            {"worker": slot.index, "device": "ray", "pid": None, "start": slot.starts},
+        )
 
     def _usable(self, slot: RaySlot) -> bool:
-        return not slot.given_up and (slot.actor is not None
-                                      or slot.starts < self.config.max_worker_starts)
+        return not slot.given_up and (
+            slot.actor is not None or slot.starts < self.config.max_worker_starts
+        )
 
     def _restart(self, slot: RaySlot, why: str) -> None:
         import ray
@@ -168,8 +187,10 @@ class RayPool:
             self._start(slot)
         else:
             slot.given_up = True
-            self.on_event("worker_fatal", {"worker": slot.index, "pid": None,
-                                           "error": f"{why}; slot given up"})
+            self.on_event(
+                "worker_fatal",
+                {"worker": slot.index, "pid": None, "error": f"{why}; slot given up"},
+            )
 
     def _ready(self, slot: RaySlot, ref) -> None:
         import ray
@@ -182,12 +203,20 @@ class RayPool:
             return
         if info["fatal"]:
             slot.given_up = True
-            self.on_event("worker_fatal", {"worker": slot.index, "pid": info["pid"],
-                                           "error": info["fatal"]})
+            self.on_event(
+                "worker_fatal", {"worker": slot.index, "pid": info["pid"], "error": info["fatal"]}
+            )
             return
         slot.info = info
-        self.on_event("worker_ready", {"worker": slot.index, "pid": info["pid"],
-                                       "device_name": info["device_name"], "node": info["node"]})
+        self.on_event(
+            "worker_ready",
+            {
+                "worker": slot.index,
+                "pid": info["pid"],
+                "device_name": info["device_name"],
+                "node": info["node"],
+            },
+        )
 
     def _stop(self) -> None:
         import ray
@@ -215,8 +244,15 @@ class RayPool:
                 unit, attempt = self.pending.popleft()
                 ref = slot.actor.run.remote(unit, self.tasks[unit.task_id], attempt)
                 slot.current = (unit, attempt, ref)
-                self.on_event("unit_start", {"unit": unit.key, "attempt": attempt,
-                                             "worker": slot.index, "device": slot.device})
+                self.on_event(
+                    "unit_start",
+                    {
+                        "unit": unit.key,
+                        "attempt": attempt,
+                        "worker": slot.index,
+                        "device": slot.device,
+                    },
+                )
 
     def _finished(self, slot: RaySlot, ref) -> None:
         import ray
@@ -227,12 +263,23 @@ class RayPool:
             record = ray.get(ref)
         except ray.exceptions.RayError as exc:
             info = slot.info or {}
-            why = (f"Ray worker pid {info.get('pid')} on node {str(info.get('node'))[:8]} "
-                   f"died ({_first_line(exc)})")
-            self.ledger.lost(unit, attempt, {"worker": slot.index, "device": slot.device,
-                                             "pid": info.get("pid"), "node": info.get("node"),
-                                             "error": why},
-                             self.config.max_attempts, self.pending)
+            why = (
+                f"Ray worker pid {info.get('pid')} on node {str(info.get('node'))[:8]} "
+                f"died ({_first_line(exc)})"
+            )
+            self.ledger.lost(
+                unit,
+                attempt,
+                {
+                    "worker": slot.index,
+                    "device": slot.device,
+                    "pid": info.get("pid"),
+                    "node": info.get("node"),
+                    "error": why,
+                },
+                self.config.max_attempts,
+                self.pending,
+            )
             self._restart(slot, why)
             return
         self.ledger.finished(record)

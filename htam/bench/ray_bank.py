@@ -56,9 +56,14 @@ class BankOwner:
 
     def add_flat(self, path: str, rows: list[tuple]) -> int:
         with self.banks[path].transaction() as conn:
-            return sum(conn.execute(
-                f"INSERT OR IGNORE INTO flat_experiences ({FLAT_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, ?, ?)", row).rowcount for row in rows)
+            return sum(
+                conn.execute(
+                    f"INSERT OR IGNORE INTO flat_experiences ({FLAT_COLUMNS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    row,
+                ).rowcount
+                for row in rows
+            )
 
     def step_count(self, path: str) -> int:
         return self.banks[path].step_count()
@@ -99,7 +104,8 @@ class SharedBank(MemoryBank):
 
     def _max_flat_rowid(self) -> int:
         return self.connection.execute(
-            "SELECT coalesce(max(rowid), 0) FROM flat_experiences").fetchone()[0]
+            "SELECT coalesce(max(rowid), 0) FROM flat_experiences"
+        ).fetchone()[0]
 
     def record_step(self, record, *, weights=None, config=None) -> bool:
         import ray
@@ -120,7 +126,8 @@ class SharedBank(MemoryBank):
             yield conn
         rows = self.connection.execute(
             f"SELECT rowid, {FLAT_COLUMNS} FROM flat_experiences WHERE rowid > ? ORDER BY rowid",
-            (self._flat_mark,)).fetchall()
+            (self._flat_mark,),
+        ).fetchall()
         if rows:
             ray.get(self.owner.add_flat.remote(self.shared_path, [r[1:] for r in rows]))
             self._flat_mark = rows[-1][0]

@@ -41,16 +41,23 @@ class UnitWorker:
             device = f"ray:{node[:8]}:cuda:{','.join(map(str, ray.get_gpu_ids()))}"
         else:
             device = f"ray:{node[:8]}:cpu{self.slot}"
-        self.info = {"worker": self.slot, "pid": os.getpid(), "node": node, "device": device,
-                     "ip": ray.util.get_node_ip_address()}
+        self.info = {
+            "worker": self.slot,
+            "pid": os.getpid(),
+            "node": node,
+            "device": device,
+            "ip": ray.util.get_node_ip_address(),
+        }
         if not (self.config.out / "plan.json").exists():
-            self.fatal = (f"{self.config.out} is not visible on node {node[:8]} "
-                          f"({self.info['ip']}): --out must be a path every node shares")
+            self.fatal = (
+                f"{self.config.out} is not visible on node {node[:8]} "
+                f"({self.info['ip']}): --out must be a path every node shares"
+            )
             return
         try:
-            self.evaluator = Evaluator(self.config.target,
-                                       EvalConfig(size=self.config.size,
-                                                  **self.config.eval_overrides))
+            self.evaluator = Evaluator(
+                self.config.target, EvalConfig(size=self.config.size, **self.config.eval_overrides)
+            )
         except EvaluatorError as exc:
             self.fatal = f"the evaluator on {device} cannot start: {exc}"
             return
@@ -84,13 +91,23 @@ class UnitWorker:
         from htam.bench.local_worker import _write_status, run_unit
 
         out = self.config.out
-        status = {"slot": self.slot, "pid": self.info["pid"], "device": self.info["device"],
-                  "node": self.info["node"]}
+        status = {
+            "slot": self.slot,
+            "pid": self.info["pid"],
+            "device": self.info["device"],
+            "node": self.info["node"],
+        }
         _write_status(out, self.slot, {**status, "unit": unit.key, "attempt": attempt})
-        record = run_unit(unit, task, attempt, self.config, self.evaluator, self.proposer,
-                          self._bank)
-        record.update(worker=self.slot, pid=self.info["pid"], device=self.info["device"],
-                      node=self.info["node"], device_name=self.evaluator.device_name)
+        record = run_unit(
+            unit, task, attempt, self.config, self.evaluator, self.proposer, self._bank
+        )
+        record.update(
+            worker=self.slot,
+            pid=self.info["pid"],
+            device=self.info["device"],
+            node=self.info["node"],
+            device_name=self.evaluator.device_name,
+        )
         _write_status(out, self.slot, {**status, "unit": None})
         return record
 

@@ -19,8 +19,10 @@ def load_plan(out: Path) -> list[Unit]:
     path = Path(out) / "plan.json"
     if not path.exists():
         raise ResultsError(f"{out}: not a bench directory (no plan.json)")
-    return [Unit(d["method"], d["seed"], d["task_id"], d["level"], d["steps"])
-            for d in json.loads(path.read_text())]
+    return [
+        Unit(d["method"], d["seed"], d["task_id"], d["level"], d["steps"])
+        for d in json.loads(path.read_text())
+    ]
 
 
 def load_log(out: Path) -> dict[str, dict[str, Any]]:
@@ -43,18 +45,28 @@ def unit_row(unit: Unit, out: Path, last: dict[str, Any] | None) -> UnitRow | No
     """The row of ``unit``, or None when it never ran."""
     run_dir = unit.run_dir(out)
     summary_path = run_dir / "summary.json"
-    row = UnitRow(key=unit.key, method=unit.method, seed=unit.seed, task_id=unit.task_id,
-                  level=unit.level, steps_planned=unit.steps, state="failed",
-                  device=last.get("device") if last else None,
-                  error=last.get("error") if last else None)
+    row = UnitRow(
+        key=unit.key,
+        method=unit.method,
+        seed=unit.seed,
+        task_id=unit.task_id,
+        level=unit.level,
+        steps_planned=unit.steps,
+        state="failed",
+        device=last.get("device") if last else None,
+        error=last.get("error") if last else None,
+    )
     if not summary_path.exists():
         return row if last and last["status"] == "failed" else None
     s = json.loads(summary_path.read_text())
     steps = _steps(run_dir)
     # A result served by the evaluation cache carries its original cost: cap each evaluation by
     # its step's wall time so cached re-evaluations are not counted as device time again.
-    walls = [min(w, st["wall_s"]) for st in steps
-             if (w := st["feedback"].get("breakdown_s", {}).get("wall")) is not None]
+    walls = [
+        min(w, st["wall_s"])
+        for st in steps
+        if (w := st["feedback"].get("breakdown_s", {}).get("wall")) is not None
+    ]
     row.state = "complete" if s["steps"] == unit.steps else "partial"
     row.correct = s["best_status"] == "ok"
     row.speedup = s["best_speedup"] if row.correct else None

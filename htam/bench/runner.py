@@ -33,8 +33,10 @@ def _check_resume(config: BenchConfig, resume: bool) -> None:
     if not path.exists():
         return
     if not resume:
-        raise BenchError(f"{config.out} already holds a bench; pass --resume to continue it "
-                         "or choose another --out")
+        raise BenchError(
+            f"{config.out} already holds a bench; pass --resume to continue it "
+            "or choose another --out"
+        )
     old = json.loads(path.read_text()).get("identity", {})
     changed = [k for k, v in config.identity().items() if old.get(k) != v]
     if changed:
@@ -50,8 +52,13 @@ def write_plan(config: BenchConfig, units: list[Unit]) -> None:
     write_atomic(config.out / "plan.json", json.dumps([u.to_dict() for u in units], indent=2))
 
 
-def run_bench(config: BenchConfig, tasks: list, resume: bool = False,
-              on_event: Event | None = None, report: bool = True) -> BenchOutcome:
+def run_bench(
+    config: BenchConfig,
+    tasks: list,
+    resume: bool = False,
+    on_event: Event | None = None,
+    report: bool = True,
+) -> BenchOutcome:
     """Run every (method, seed, task) unit of ``tasks``, then (``report``) write metrics.json,
     report.md and report.html; returns what happened this time."""
     started = time.monotonic()
