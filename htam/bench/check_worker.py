@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from htam.bench import markdown
+from htam.signals import exit_on_sigterm
 from htam.tasks.task import Task, TaskError
 
 _STATE: dict[str, Any] = {}
@@ -48,6 +49,7 @@ def one_line(text: str) -> str:
 def init_worker(target: str, config: Any, env: dict[str, str]) -> None:
     # Ctrl-C is the parent's to handle: it stops the pools (a finished task is on disk already).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    exit_on_sigterm()  # a pool's terminate(): the evaluator closes, its sandboxes go with it
     os.environ.update(env)
     from htam.evaluate import Evaluator, EvaluatorError
 

@@ -15,6 +15,7 @@ from htam.bench.executor import Ledger
 from htam.bench.local_worker import worker_main
 
 POLL_S = 0.5
+TERM_GRACE_S = 15.0  # for a worker told to exit (SIGTERM) to close its evaluator
 
 
 @dataclass
@@ -61,11 +62,21 @@ class LocalPool:
         slot.ready, slot.current = False, None
         slot.inbox = self.ctx.Queue()  # a dead worker may have left a message in the old one
         slot.process = self.ctx.Process(
-            target=worker_main, name=f"htam-bench-w{slot.index}",
-            args=(slot.index, slot.device, self.config, slot.inbox, self.outbox), daemon=True)
+            target=worker_main,
+            name=f"htam-bench-w{slot.index}",
+            args=(slot.index, slot.device, self.config, slot.inbox, self.outbox),
+            daemon=True,
+        )
         slot.process.start()
-        self.on_event("worker_start", {"worker": slot.index, "device": slot.device,
-                                       "pid": slot.process.pid, "start": slot.starts})
+        self.on_event(
+            "worker_start",
+            {
+                "worker": slot.index,
+                "device": slot.device,
+                "pid": slot.process.pid,
+                "start": slot.starts,
+            },
+        )
 
     def _usable(self, slot: Slot) -> bool:
         if slot.given_up:
@@ -80,6 +91,11 @@ class LocalPool:
             if slot.process is not None:
                 slot.process.join(timeout=grace_s)
                 if slot.process.is_alive():
+                    # SIGTERM first: the worker closes its evaluator, whose sandboxed processes
+                    # a SIGKILL left stopped behind it (newcomer round 5: 550 MB a Ctrl-C)
+                    slot.process.terminate()
+                    slot.process.join(timeout=TERM_GRACE_S)
+                if slot.process.is_alive():
                     slot.process.kill()
                     slot.process.join()
 
@@ -91,8 +107,15 @@ class LocalPool:
                 unit, attempt = self.pending.popleft()
                 slot.current = (unit, attempt)
                 slot.inbox.put((unit, self.tasks[unit.task_id], attempt))
-                self.on_event("unit_start", {"unit": unit.key, "attempt": attempt,
-                                             "worker": slot.index, "device": slot.device})
+                self.on_event(
+                    "unit_start",
+                    {
+                        "unit": unit.key,
+                        "attempt": attempt,
+                        "worker": slot.index,
+                        "device": slot.device,
+                    },
+                )
 
     def _receive(self, timeout: float) -> None:
         try:
@@ -137,14 +160,28 @@ class LocalPool:
                 self._start(slot)
             elif not slot.given_up:
                 slot.given_up = True
-                self.on_event("worker_fatal", {"worker": slot.index, "pid": slot.process.pid,
-                                               "error": "worker keeps dying; slot given up"})
+                self.on_event(
+                    "worker_fatal",
+                    {
+                        "worker": slot.index,
+                        "pid": slot.process.pid,
+                        "error": "worker keeps dying; slot given up",
+                    },
+                )
 
     def _lost(self, slot: Slot) -> None:
         unit, attempt = slot.current
         slot.current = None
         code = slot.process.exitcode
-        self.ledger.lost(unit, attempt, {
-            "worker": slot.index, "device": slot.device, "pid": slot.process.pid,
-            "error": f"worker pid {slot.process.pid} died (exit code {code})"},
-            self.config.max_attempts, self.pending)
+        self.ledger.lost(
+            unit,
+            attempt,
+            {
+                "worker": slot.index,
+                "device": slot.device,
+                "pid": slot.process.pid,
+                "error": f"worker pid {slot.process.pid} died (exit code {code})",
+            },
+            self.config.max_attempts,
+            self.pending,
+        )

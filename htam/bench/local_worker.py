@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from htam.bench.bench_config import FIXED_ENV, BenchConfig, Unit
+from htam.signals import exit_on_sigterm
 
 PARENT_POLL_S = 1.0
+EXIT_GRACE_S = 10.0  # for the main thread to close its evaluator, once told to exit
 
 
 def device_env(target: str, device: str) -> dict[str, str]:
@@ -48,12 +50,15 @@ def _watch_parent(parent: int) -> None:
     would otherwise keep running units nobody records."""
     while os.getppid() == parent:
         time.sleep(PARENT_POLL_S)
+    os.kill(os.getpid(), signal.SIGTERM)  # the main thread exits through its evaluator's close
+    time.sleep(EXIT_GRACE_S)
     os._exit(3)
 
 
 def worker_main(slot: int, device: str, config: BenchConfig, inbox, outbox) -> None:
     # a terminal's Ctrl-C reaches the whole group: the parent reports it and ends the workers
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    exit_on_sigterm()  # the parent's terminate(): the evaluator closes, its sandboxes go with it
     os.environ.update(device_env(config.target, device))
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     from htam.evaluate import EvalConfig, Evaluator, EvaluatorError
@@ -77,18 +82,36 @@ def worker_main(slot: int, device: str, config: BenchConfig, inbox, outbox) -> N
         outbox.put(("ready", slot, pid, evaluator.device_name))
         while (message := inbox.get()) is not None:
             unit, task, attempt = message
-            _write_status(config.out, slot, {"slot": slot, "pid": pid, "device": device,
-                                             "unit": unit.key, "attempt": attempt})
-            record = run_unit(unit, task, attempt, config, evaluator, proposer,
-                              lambda u: open_bank(u, config, frozen))
+            _write_status(
+                config.out,
+                slot,
+                {"slot": slot, "pid": pid, "device": device, "unit": unit.key, "attempt": attempt},
+            )
+            record = run_unit(
+                unit,
+                task,
+                attempt,
+                config,
+                evaluator,
+                proposer,
+                lambda u: open_bank(u, config, frozen),
+            )
             record.update(worker=slot, pid=pid, device=device, device_name=evaluator.device_name)
             outbox.put(("finished", slot, pid, record))
-            _write_status(config.out, slot, {"slot": slot, "pid": pid, "device": device,
-                                             "unit": None})
+            _write_status(
+                config.out, slot, {"slot": slot, "pid": pid, "device": device, "unit": None}
+            )
 
 
-def run_unit(unit: Unit, task, attempt: int, config: BenchConfig, evaluator, proposer,
-             open_unit_bank: Callable[[Unit], Any]) -> dict[str, Any]:
+def run_unit(
+    unit: Unit,
+    task,
+    attempt: int,
+    config: BenchConfig,
+    evaluator,
+    proposer,
+    open_unit_bank: Callable[[Unit], Any],
+) -> dict[str, Any]:
     """Run (or continue) one unit in its run directory with the bank ``open_unit_bank(unit)``
     gives (None for memoryless methods; closed here); the record of how it ended."""
     from htam.agent import OptimizeConfig, Optimizer
@@ -99,20 +122,29 @@ def run_unit(unit: Unit, task, attempt: int, config: BenchConfig, evaluator, pro
     try:
         bank = open_unit_bank(unit)
         try:
-            opt_config = OptimizeConfig(method=unit.method, steps=unit.steps, seed=unit.seed,
-                                        target=config.target, language=config.language)
+            opt_config = OptimizeConfig(
+                method=unit.method,
+                steps=unit.steps,
+                seed=unit.seed,
+                target=config.target,
+                language=config.language,
+            )
             optimizer = Optimizer(proposer, CachedEvaluator(evaluator), bank, opt_config)
             # Always resume: a retried or resumed unit continues from its last persisted step.
             summary = optimizer.run(task, unit.run_dir(config.out), resume=True)
         finally:
             if bank is not None:
                 bank.close()
-        record.update(status="done", best_status=summary["best_status"],
-                      best_speedup=summary["best_speedup"])
+        record.update(
+            status="done", best_status=summary["best_status"], best_speedup=summary["best_speedup"]
+        )
     # Any error of one unit (a broken task, an evaluator fault, a bad reply) must not end the
     # worker: it is recorded, with its traceback, as the unit's failure.
     except Exception as exc:  # noqa: BLE001
-        record.update(status="failed", error=f"{type(exc).__name__}: {exc}",
-                      traceback=traceback.format_exc(limit=8))
+        record.update(
+            status="failed",
+            error=f"{type(exc).__name__}: {exc}",
+            traceback=traceback.format_exc(limit=8),
+        )
     record["wall_s"] = time.monotonic() - started
     return record

@@ -28,6 +28,7 @@ from htam.cli.common import (  # noqa: E402
     pipe_safe,
 )
 from htam.cli.json_errors import JsonErrorsCommand, JsonErrorsGroup  # noqa: E402
+from htam.signals import exit_on_sigterm  # noqa: E402
 
 app = typer.Typer(
     name="htam",
@@ -77,6 +78,7 @@ def _pipe_safe_commands(typer_app: typer.Typer) -> None:
 _pipe_safe_commands(app)
 if _AT_START:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    exit_on_sigterm()
 
 # Off a terminal (a pipe, a file) rich would fit tables into 80 columns, or the width of a
 # terminal still attached to stdin, cutting ids to "builtin/level1…"; output there is plain and

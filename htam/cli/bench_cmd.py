@@ -18,6 +18,7 @@ from htam.cli.common import (
     TIMEOUT_HELP,
     LoadProgress,
     check_cache_dir,
+    check_llm_options,
     console,
     err_console,
     fail,
@@ -193,6 +194,7 @@ def bench_command(
         target, workers, units, "unit", " (tasks x methods x seeds)", gpus=gpus, ray=ray_spec
     )
     devices, ray_slots = plan.devices, ray_slots or plan.ray_slots
+    check_llm_options(llm, base_url, model)
     spec = ProposerSpec(llm=llm, base_url=base_url, model=model, factory=proposer)
     _check_proposer(spec, target, language)
     try:

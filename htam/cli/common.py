@@ -164,6 +164,13 @@ def default_target() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def check_llm_options(llm: str | None, base_url: str | None, model: str | None) -> None:
+    """--model names a model of --llm or --base-url: alone it would be ignored (the offline
+    proposer runs), so it is refused."""
+    if model is not None and llm is None and base_url is None:
+        fail("--model needs --llm PRESET or --base-url URL (without them no LLM is used)")
+
+
 def resolve_target(
     target: str | None, language: str | None, offline: bool = False
 ) -> tuple[str, str]:
@@ -194,6 +201,8 @@ def resolve_task(spec: str):
                 return task
     except TaskError as exc:
         fail(str(exc))
+    if path.is_dir():
+        fail(f"{spec}: is a directory; give one task file (a folder of tasks is a suite)")
     fail(
         f"{spec}: no such task file, and no built-in task has that id or name "
         "(see `htam tasks list`)"
@@ -229,7 +238,10 @@ def default_memory() -> Path:
 MEMORY_LIMIT_HELP = (
     "host memory a candidate or the reference may use, MB (default: half the machine)"
 )
-TIMEOUT_HELP = "time limit after the build, seconds (default 120; raised with the reference's time)"
+TIMEOUT_HELP = (
+    "time limit after the build, seconds (default 120; never under 30 s plus 2000 times the "
+    "reference's call)"
+)
 
 
 COMPILE_HELP = (

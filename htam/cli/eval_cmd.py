@@ -104,8 +104,10 @@ def eval_command(
     Exit status: 0 correct, 1 not correct, 2 a usage error (a bad task, solution or option),
     3 when the task's reference cannot run here (over the memory or time limit; on the CPU a
     task whose tensors alone exceed the memory limit is refused before anything runs)."""
+    from htam.agent.summary import timed_shapes
+    from htam.cli.optimize_view import timed_line
     from htam.evaluate import EvalConfig, Evaluator, EvaluatorError
-    from htam.tasks import TaskError
+    from htam.tasks import TaskError, signature
 
     if sum((as_json, quiet, verbose)) > 1:
         fail("--json, --quiet and --verbose: give one of them")
@@ -126,14 +128,18 @@ def eval_command(
         fail(reference_cannot_run(exc, task, target, size), code=INFRASTRUCTURE_EXIT)
     except EvaluatorError as exc:
         fail(str(exc))
+    timed = signature(task, size)  # what was timed, said (newcomer: optimize said it, eval not)
     if as_json:
         data = result.to_dict()
         if not show_log:
             data.pop("log")
+        data |= {"task": task.id, "size": size, "timed_inputs": timed_shapes(timed)}
         typer.echo(json.dumps(data))
     elif quiet:
         typer.echo(verdict_line(result))
     else:
+        shapes, source = timed_shapes(timed), task.source
+        console.print(timed_line(size, shapes, timed.bytes, source), highlight=False)
         console.print(result.isolation, markup=False, soft_wrap=True)
         console.print(render(result, verbose))
         if show_log and result.log:

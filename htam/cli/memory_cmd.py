@@ -124,7 +124,7 @@ def show(
     path: Annotated[
         Path | None, typer.Argument(help="Bank file (default: `htam memory path`).")
     ] = None,
-    top: Annotated[int, typer.Option(help="Strongest edges to list.")] = 15,
+    top: Annotated[int, typer.Option(min=0, help="Strongest edges to list.")] = 15,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
     every: Annotated[
         bool, typer.Option("--all", help="Also list strategies never tried (JSON always does).")

@@ -29,6 +29,7 @@ from htam.cli.common import (
     TIMEOUT_HELP,
     check_bank,
     check_cache_dir,
+    check_llm_options,
     console,
     default_memory,
     err_console,
@@ -43,6 +44,7 @@ from htam.cli.common import (
 from htam.cli.interrupts import interrupted, on_interrupt
 from htam.cli.optimize_runs import (
     check_resume,
+    check_run_out,
     remove_if_nothing_ran,
     resume_command,
     resume_settings,
@@ -58,6 +60,12 @@ from htam.cli.optimize_view import (
 )
 from htam.cli.sizes import check_size, over_memory_limit, timed_size
 from htam.cli.workers import WORKERS_HELP
+
+# newcomer round 5: only summary.json said timing_meaningful false, and the run printed 0.00049x
+INTERPRETED_NOTE = (
+    "Triton on the CPU runs in its interpreter: each candidate's correctness is checked, its "
+    "speedups mean nothing"
+)
 
 
 def make_proposer(
@@ -117,7 +125,9 @@ def optimize_command(
         None, help="run directory (default: a new runs/<task>-<method>-s<seed>-<time>)"
     ),
     resume: bool = typer.Option(
-        False, "--resume", help="continue the run in --out (default: the newest of this task)"
+        False,
+        "--resume",
+        help="continue the run in --out (default: the newest run of this task, method and seed)",
     ),
     memory_limit_mb: int | None = typer.Option(
         None, "--memory-limit-mb", min=256, help=MEMORY_LIMIT_HELP
@@ -156,6 +166,7 @@ def optimize_command(
     if verbose:
         logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
     quiet = quiet or as_json
+    check_llm_options(llm, base_url, model)
     target, language = resolve_target(target, language, offline=llm is None and base_url is None)
     check_size(size)  # before the run directory exists: a bad value leaves nothing behind
     from htam.cli.bench_cmd import check_ray
@@ -176,6 +187,8 @@ def optimize_command(
     check_bank(memory or default_memory(), "--memory" if memory else "memory bank")
     out_is_new = out is None or not out.exists()  # a directory this command creates
     if out is not None:
+        if not many:
+            check_run_out(out, resume)
         writable_dir(out, "--out")
 
     if (tasks is not None or levels is not None) and task != "builtin" and not Path(task).exists():
@@ -247,6 +260,8 @@ def optimize_command(
     if not quiet:
         shapes = [f"{'x'.join(map(str, s))} {d}" for s, d in timed.inputs]
         console.print(timed_line(size, shapes, timed.bytes, the_task.source), highlight=False)
+        if target == "cpu" and config.language == "triton":  # said before the speedups are
+            console.print(INTERPRETED_NOTE, highlight=False, soft_wrap=True)
         console.print(f"memory bank: {memory}", highlight=False, soft_wrap=True)
         if record is not None:
             console.print(

@@ -27,6 +27,18 @@ def run_dir(out: Path | None, stem: Path, resume: bool) -> Path:
     return latest
 
 
+def check_run_out(out: Path, resume: bool) -> None:
+    """``--out`` of one task's run: with ``--resume`` a run's folder; without, a new or empty
+    folder (a run folder given again is refused by the run itself, which says --resume)."""
+    made = out.is_dir() and (out / "run.json").is_file()
+    if resume and not made:
+        fail(f"--resume: {out} holds no run to continue (no run.json); without --resume a "
+             "new run starts there")  # fmt: skip
+    if not resume and not made and out.exists() and (not out.is_dir() or any(out.iterdir())):
+        fail(f"--out {out}: not an empty folder or a run; a run writes run.json, steps/ and "
+             "summary.json into it, so give a new or empty folder")  # fmt: skip
+
+
 def remove_if_nothing_ran(out: Path) -> None:
     """Remove a run directory this command created when no step finished in it (its stdout was
     closed before the first one): nothing to resume, nothing to keep."""

@@ -124,7 +124,7 @@ def optimize_many(
         record |= {"failed": len(outcome.failed), "skipped": len(outcome.skipped)}
         typer.echo(json.dumps(record | {"wall_s": outcome.wall_s}))
     else:
-        console.print(_table(rows, f"{len(rows)} tasks · {method} · {target}/{language}"))
+        console.print(_table(rows, f"{plural(len(rows), 'task')} · {method} · {target}/{language}"))
         console.print(
             f"{len(outcome.done)} done, {len(outcome.failed)} failed, {len(outcome.skipped)} "
             f"already finished · {outcome.wall_s:.1f} s · runs {out}/runs · learned bank "

@@ -18,6 +18,7 @@ from htam.cli.bench_cmd import (
 from htam.cli.common import (
     LANGUAGE_HELP,
     TARGET_HELP,
+    check_llm_options,
     console,
     fail,
     resolve_target,
@@ -76,6 +77,7 @@ def transfer_command(
     devices = plan_workers(
         target, workers, units, "unit", " (tasks x seeds, in its largest phase)", gpus=gpus
     ).devices
+    check_llm_options(llm, base_url, model)
     spec = ProposerSpec(llm=llm, base_url=base_url, model=model, factory=proposer)
     _check_proposer(spec, target, language)
     if (out / "build" / "bench.json").exists() and not resume:

@@ -231,14 +231,17 @@ def _loop(watch: _Watch, read_fd: int, start: float) -> None:
     outcome, limits = watch.outcome, watch.limits
     buffer = bytearray()
     deadline = start + limits.compile_timeout_s + (0 if watch.cand else limits.run_timeout_s)
+    run_s = limits.run_timeout_s  # raised with the reference's own time once the build is over
     next_check = next_disk = 0.0
     while True:
         now = time.monotonic()
         if now > deadline:
             outcome.kill_kind = "timeout"
+            # the limits applied: --timeout-s, or what the reference's time raised it to
+            # (newcomer: "run 5 s" was printed where 30 s applied)
             outcome.killed = (
                 f"time limit: {now - start:.0f} s (build {limits.compile_timeout_s:.0f}"
-                f" s + run {limits.run_timeout_s:.0f} s; raise with --timeout-s)"
+                f" s + run {run_s:.0f} s; raise with --timeout-s)"
             )
             return
         ready, _, _ = select.select([read_fd], [], [], _TICK_S)
@@ -250,7 +253,8 @@ def _loop(watch: _Watch, read_fd: int, start: float) -> None:
             for frame in decode_frames(buffer):
                 outcome.frames.append(frame)
                 if frame.get("type") == "stage":  # the build is over: the run's limit from now
-                    deadline = time.monotonic() + max(limits.run_timeout_s, frame.get("run_s", 0))
+                    run_s = max(limits.run_timeout_s, frame.get("run_s", 0))
+                    deadline = time.monotonic() + run_s
                 if frame.get("type") in ("result", "verdict"):
                     outcome.result_at = time.monotonic()
                     return

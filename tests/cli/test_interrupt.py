@@ -74,3 +74,38 @@ def test_ctrl_c_while_the_fork_server_starts_is_exit_130_without_a_traceback(tmp
         assert stderr.strip().splitlines()[-1].startswith("interrupted at step 0; `htam optimize")
         for pid in server:  # killed by the Evaluator before it removed the server's home
             assert not os.path.exists(f"/proc/{pid}"), pid
+
+
+def _serve_pids() -> set[int]:
+    """Every evaluator process on the machine (the fork server and the runners it forks)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if b"htam.evaluate.serve" in f.read().split(b"\0"):
+                        found.add(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def test_sigterm_mid_step_exits_143_and_leaves_no_sandboxed_process(tmp_path):
+    """Newcomer round 5: `timeout -s TERM 10 htam optimize ...` ended htam at once and left its
+    runners stopped behind it (about 550 MB, re-parented to init, 13 minutes later still
+    there). SIGTERM now exits through the evaluator's close."""
+    before = _serve_pids()
+    proc = start_htam(tmp_path, ARGS, group=False)
+    deadline = time.monotonic() + 90
+    ours: set[int] = set()
+    while len(ours) < 3 and proc.poll() is None:  # the fork server and both runners
+        assert time.monotonic() < deadline, "no runners started"
+        ours |= _serve_pids() - before
+        time.sleep(0.1)
+    time.sleep(1.0)
+    ours |= _serve_pids() - before
+    proc.send_signal(signal.SIGTERM)  # to htam alone, as `timeout` sends it
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, (proc.returncode, stderr)
+    time.sleep(1.0)
+    assert not ours & _serve_pids(), (ours & _serve_pids(), stderr)
