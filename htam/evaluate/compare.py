@@ -124,3 +124,33 @@ def compare_outputs(
             if problem:
                 return f"trial {trial}, output {k}: {problem}"
     return None
+
+
+NARROW_SAMPLE = 4096  # elements drawn for the check below
+_NARROW = (torch.float16, torch.bfloat16)
+
+
+def narrowed(out: torch.Tensor, ref: torch.Tensor, generator: torch.Generator) -> str | None:
+    """Why ``out`` looks computed or stored in 16 bits where ``ref`` is float32, or None: every
+    nonzero one of a random sample of its elements is a float16 (or bfloat16) value, where at
+    least 1% of the reference's are not. The harness checks each output's dtype, but in the
+    candidate's own process: patched out, a float16 answer became float32 in the copy into the
+    judge's slot and passed within the tolerance (red team 10). Zeros say nothing (an exact 0
+    where the reference has float32 noise is no sign of 16 bits), and a sample of fewer than 1%
+    nonzero elements is no evidence."""
+    if ref.dtype != torch.float32 or out.shape != ref.shape or ref.numel() < 64:
+        return None
+    n = min(NARROW_SAMPLE, ref.numel())
+    where = torch.randint(0, ref.numel(), (n,), generator=generator).to(ref.device)
+    o, r = out.reshape(-1)[where], ref.reshape(-1)[where]
+    nonzero = o != 0
+    if nonzero.sum() * 100 < n:
+        return None
+    o, r = o[nonzero], r[nonzero]
+    for dtype in _NARROW:
+        if torch.equal(o.to(dtype).float(), o) and (r.to(dtype).float() != r).sum() * 100 >= n:
+            return (
+                f"every nonzero one of {n} elements drawn is a {str(dtype).removeprefix('torch.')} "
+                "value where the reference's are not: computed or stored in less than float32"
+            )
+    return None

@@ -25,6 +25,19 @@ import sys
 from dataclasses import dataclass, field
 
 from htam.evaluate.eval_config import cache_root
+from htam.evaluate.mounts import (
+    MS_BIND,
+    MS_NODEV,
+    MS_NOSUID,
+    MS_PRIVATE,
+    MS_REC,
+    MS_REMOUNT,
+    IsolationError,
+    check,
+    mount,
+    private_proc,
+    readonly_everything,
+)
 from htam.evaluate.syscall_filter import check_filter, restrict_syscalls
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWUSER = (
@@ -34,37 +47,14 @@ CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWUSER = (
     0x40000000,
     0x10000000,
 )
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
 JOB_MOUNT = "/tmp/job"  # where a candidate sees its job directory
 PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")  # each a fresh tmpfs for the candidate
-_KEEP_WRITABLE = {"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "mqueue"}
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-class IsolationError(OSError):
-    pass
-
-
-def _check(ret: int, what: str) -> None:
-    if ret != 0:
-        err = ctypes.get_errno()
-        raise IsolationError(err, f"{what}: {os.strerror(err)}")
-
-
-def _mount(src: str | None, target: str, fstype: str | None, flags: int, data: str = "") -> None:
-    def enc(s: str | None) -> bytes | None:
-        return s.encode() if s is not None else None
-
-    _check(
-        _libc.mount(enc(src), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data or None)),
-        f"mount {target}",
-    )
-
-
 def prctl(option: int, value: int) -> None:
-    _check(_libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0), f"prctl({option})")
+    check(_libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0), f"prctl({option})")
 
 
 def not_dumpable() -> None:
@@ -82,14 +72,15 @@ class Plan:
     readonly_fs: bool
     drop_uid: bool
     socket_filter: bool = False
+    private_proc: bool = False  # a /proc listing only the candidate's own processes (mounts.py)
     missing: tuple[str, ...] = ()  # one line per protection the machine cannot give
 
     @property
     def summary(self) -> str:
         if not self.missing:
             return (
-                "isolation: full (namespaces, read-only filesystem, own user id, rlimits, "
-                "no new sockets or keyrings)"
+                "isolation: full (namespaces, read-only filesystem, own user id and /proc, "
+                "rlimits, no new sockets or keyrings)"
             )
         return "isolation: partial; " + "; ".join(self.missing)
 
@@ -108,33 +99,6 @@ class Limits:
     extra: dict = field(default_factory=dict)
 
 
-def _mountinfo() -> list[tuple[str, set[str], str]]:
-    rows = []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            parts = line.split()
-            fstype = parts[parts.index("-") + 1]
-            point = parts[4].replace("\\040", " ")
-            rows.append((point, set(parts[5].split(",")), fstype))
-    return rows
-
-
-def _readonly_everything() -> None:
-    for point, opts, fstype in _mountinfo():
-        if fstype in _KEEP_WRITABLE or "ro" in opts:
-            continue
-        flags = MS_REMOUNT | MS_BIND | MS_RDONLY
-        for name, bit in (("nosuid", MS_NOSUID), ("nodev", MS_NODEV), ("noexec", MS_NOEXEC)):
-            if name in opts:
-                flags |= bit
-        try:
-            _mount(None, point, None, flags)
-        except IsolationError:
-            # A mount hidden under another one cannot be reached by its path; what is visible
-            # at that path is remounted in its own turn.
-            continue
-
-
 def enter(job_dir: str, uid: int, plan: Plan, limits: Limits) -> str:
     """Isolate this (freshly forked, not yet CUDA-initialized) process; return the path at
     which it sees its job directory. Raises IsolationError when a planned step fails."""
@@ -144,8 +108,8 @@ def enter(job_dir: str, uid: int, plan: Plan, limits: Limits) -> str:
         flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
         if os.geteuid() != 0:  # an unprivileged user namespace, where the kernel allows one
             _user_namespace()
-        _check(_libc.unshare(flags), "unshare")
-        _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        check(_libc.unshare(flags), "unshare")
+        mount(None, "/", None, MS_REC | MS_PRIVATE)
         job_fd = os.open(job_dir, os.O_RDONLY | os.O_DIRECTORY)
         work_dir = os.path.dirname(os.path.realpath(job_dir))
         needed = []
@@ -156,14 +120,16 @@ def enter(job_dir: str, uid: int, plan: Plan, limits: Limits) -> str:
                 continue
         masks = {a for p, _ in needed if plan.drop_uid and (a := _closed_ancestor(p))}
         if plan.readonly_fs:
-            _readonly_everything()
+            readonly_everything()
+        if plan.private_proc:
+            private_proc()
         for private in PRIVATE:
             if os.path.isdir(private):
-                _mount("tmpfs", private, "tmpfs", MS_NOSUID | MS_NODEV, "size=1g,mode=1777")
+                mount("tmpfs", private, "tmpfs", MS_NOSUID | MS_NODEV, "size=1g,mode=1777")
         _expose(needed, masks)
         os.makedirs(JOB_MOUNT)
-        _mount(f"/proc/self/fd/{job_fd}", JOB_MOUNT, None, MS_BIND)
-        _mount(None, JOB_MOUNT, None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV)
+        mount(f"/proc/self/fd/{job_fd}", JOB_MOUNT, None, MS_BIND)
+        mount(None, JOB_MOUNT, None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV)
         os.close(job_fd)
         path = JOB_MOUNT
     os.chdir(path)
@@ -215,13 +181,13 @@ def _expose(needed: list[tuple[str, int]], masks: set[str]) -> None:
     only the needed folders are bound back, read-only."""
     for mask in sorted(masks):
         os.makedirs(mask, exist_ok=True)  # under a private /tmp it is not there yet
-        _mount("tmpfs", mask, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+        mount("tmpfs", mask, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
     hidden = tuple(masks) + PRIVATE
     for path, fd in needed:
         if any(path == h or path.startswith(h + "/") for h in hidden):
             os.makedirs(path, exist_ok=True)
             try:
-                _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+                mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
             except IsolationError as exc:
                 # a folder under /tmp removed since it was opened: the candidate imports nothing
                 # from it (a home's folders must be shown: there a failure stays a failure)
@@ -234,7 +200,7 @@ def _expose(needed: list[tuple[str, int]], masks: set[str]) -> None:
 
 def _user_namespace() -> None:
     uid, gid = os.geteuid(), os.getegid()
-    _check(_libc.unshare(CLONE_NEWUSER), "unshare user")
+    check(_libc.unshare(CLONE_NEWUSER), "unshare user")
     for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
         with open(f"/proc/self/{name}", "w") as f:
             f.write(text)
@@ -272,7 +238,10 @@ def probe() -> Plan:
     sockets = _try_in_child(_probe_socket_filter)
     if not sockets:
         missing.append("no socket filter (seccomp unavailable): unix socket files are reachable")
-    return Plan(namespaces, readonly, root, sockets, tuple(missing))
+    procs = root and namespaces and _try_in_child(_probe_private_proc)
+    if root and namespaces and not procs:
+        missing.append("no /proc of its own: every process's command line is in view")
+    return Plan(namespaces, readonly, root, sockets, procs, tuple(missing))
 
 
 def _probe_socket_filter() -> None:
@@ -284,9 +253,25 @@ def _probe_socket_filter() -> None:
 def _probe_namespaces() -> None:
     if os.geteuid() != 0:
         _user_namespace()
-    _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC), "unshare")
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m")
+    check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC), "unshare")
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m")
+
+
+def _probe_private_proc() -> None:
+    """Root only: the new /proc must hide the host's first process from another user."""
+    check(_libc.unshare(CLONE_NEWNS), "unshare")
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    private_proc()
+
+    def as_another_user() -> None:
+        os.setgroups([])
+        os.setresgid(65534, 65534, 65534)
+        os.setresuid(65534, 65534, 65534)
+        os.listdir("/proc/1")
+
+    if _try_in_child(as_another_user):
+        raise IsolationError(0, "hidepid had no effect")
 
 
 def _try_in_child(fn) -> bool:

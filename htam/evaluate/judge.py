@@ -24,7 +24,7 @@ import time
 import torch
 
 from htam.evaluate import buffers, channel, exact, gradients, judge_timing, shifted
-from htam.evaluate.compare import compare_tensor
+from htam.evaluate.compare import compare_tensor, narrowed
 from htam.evaluate.eval_config import Tolerance
 from htam.evaluate.runner import Runner, Verdict, jsonable
 from htam.evaluate.trusted_jobs import Emitter, as_list, build, configs, inputs_for, task_module
@@ -47,6 +47,7 @@ class Judge:
         self.copy_ms = 0.0
         self.grad_specs: list | None = None  # a backward task's grad_output shapes
         self.probes: list[float] = []
+        self.draws = torch.Generator().manual_seed(secrets.randbits(63))  # compare.narrowed
         self.shifter: shifted.Shifter | None = None  # shifted.py, for floating outputs
         self.model_args: tuple = ()  # the configuration's module, constructor args and seed
         self.notes: dict[int | str, str] = {}  # what the result should say: float64, retimed
@@ -185,7 +186,9 @@ class Judge:
         if len(done.seals) != len(runner.slots):
             raise runner._fail("rejected", f"{where}: {len(done.seals)} seals for the outputs")
         runner.sealed = (key, done.seals)
-        hidden = ((t1 - t0) + (t3 - t2)) * 1e3 - done.ms - 2 * runner.baseline_ms - self.copy_ms
+        hidden = judge_timing.hidden_ms(
+            (t1 - t0) * 1e3, (t3 - t2) * 1e3, done.ms, runner.baseline_ms, self.copy_ms
+        )
         return done.ms, hidden
 
     def round(self, x: list, where: str, timeout_s: float, cand_first: bool) -> tuple:
@@ -208,6 +211,9 @@ class Judge:
                     problem += f" ({why})" if why else ""
             if problem:
                 raise Verdict("incorrect", f"{where}, output {k}: {problem}")
+            narrow = narrowed(o, r, self.draws)
+            if narrow:
+                raise Verdict("rejected", f"{where}, output {k}: {narrow}")
         # Sealed again after the comparison: whatever it saw a kernel left running write, this
         # sees too.
         changed = buffers.changed(self.cand.slots, *self.cand.sealed)

@@ -103,12 +103,14 @@ class _Watch:
                     f"disk: the candidate's job directory holds {used / 2**30:.1f} GiB of the "
                     f"{lim.disk_limit_mb / 1024:.1f} GiB allowed (with files removed but open)"
                 )
-        cand_mb = candidate_user.rss_mb(self.pids(self.cand))
+        cand_pids = self.pids(self.cand)
+        cand_mb = candidate_user.rss_mb(cand_pids) + candidate_user.descriptors_mb(cand_pids)
         if self.cand:
             cand_mb += candidate_user.private_tmp_mb(self.cand["pid"], PRIVATE)
         if cand_mb > lim.memory_limit_mb:
             return "memory", (
-                f"host memory {cand_mb / 1024:.1f} GiB (resident, and in its /tmp) of the "
+                f"host memory {cand_mb / 1024:.1f} GiB (resident, in its /tmp and behind its "
+                "open descriptors) of the "
                 f"{lim.memory_limit_mb / 1024:.1f} GiB allowed "
                 "(raise it with --memory-limit-mb)"
             )

@@ -143,6 +143,9 @@ ATTACKS_CPU = [
         (("compile_error", "Permission denied"),),
     ),
     Attack("attack_cpp_ancestors.py", "reading", "cpp", OK_OR_ESCAPE),
+    # red team 10: pipe buffers, kernel memory in no resident set (2.4 GB under 1 GiB)
+    Attack("attack_pipe_hoard.py", "escaping", "triton", (("runtime_error", "host memory"),)),
+    Attack("attack_host_proc_argv.py", "reading", "triton", OK),
     # attack_symlink_build_cache.py has its own test (two runs)
     # ---------------------------------------------------------------- escaping
     Attack("attack_spawn_setsid.py", "escaping", "triton", OK),

@@ -3,7 +3,7 @@
 import torch
 
 from htam.evaluate import compare
-from htam.evaluate.compare import compare_outputs, compare_tensor
+from htam.evaluate.compare import compare_outputs, compare_tensor, narrowed
 from htam.evaluate.eval_config import TOLERANCES
 
 BIG = 3 * compare._SLICE + 123  # several slices and a ragged last one
@@ -76,3 +76,18 @@ def test_a_slot_refilled_in_place_is_judged_by_its_current_values():
     assert compare._reference_stats(slot)[0] < 100
     slot[3] = float("inf")  # a later call with an infinity, answered honestly
     assert compare_tensor(slot.clone(), slot, TOLERANCES) is None
+
+
+def test_a_float32_answer_held_in_16_bits_is_told_apart():
+    """compare.narrowed (red team 10: a float16 answer made float32 in the hand-over)."""
+    g = torch.Generator().manual_seed(0)
+    ref = torch.relu(torch.randn(10_000))
+    assert narrowed(ref.clone(), ref, g) is None
+    why = narrowed(ref.half().float(), ref, g)
+    assert why and "float16" in why
+    # bfloat16 values are float16 values too where float16 reaches: one message for both
+    assert narrowed(ref.bfloat16().float(), ref, g)
+    # zeros where the reference has float32 noise, and integer-valued answers: no evidence
+    assert narrowed(torch.zeros(10_000), torch.randn(10_000) * 1e-9, g) is None
+    whole = torch.randint(-50, 50, (10_000,)).float()  # float16 holds each of them
+    assert narrowed(whole.clone(), whole, g) is None

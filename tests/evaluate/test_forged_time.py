@@ -3,7 +3,7 @@ out every call's time, so the speedup stays what the kernel earns."""
 
 import pytest
 
-from htam.evaluate import Evaluator
+from htam.evaluate import Evaluator, judge_timing
 from tests.evaluate.cases import FIXTURES
 from tests.evaluate.conftest import fast_config, task_for
 
@@ -32,3 +32,32 @@ def test_forging_two_calls_in_three_buys_nothing():
         # on the median call). Now it gets at most its least true time instead of its median:
         # on a loaded 2-core machine up to ~2.5x apart, so the bound is 4x.
         assert forged.speedup < 4 * honest.speedup, (forged.speedup, honest.speedup)
+
+
+def test_a_hand_over_with_no_copy_offsets_nothing_of_the_call():
+    """Red team 10 (attack_slot_handover.py): a solution that returns the lent slot skips the
+    hand-over's 4 ms copy and reports its 10 ms call as 6 ms. The 4 ms it left out of its
+    events show as hidden time; before, the copy it skipped cancelled them."""
+    forged = judge_timing.hidden_ms(call=10.1, handover=0.1, reported=6.0, baseline=0.1, copy=4.0)
+    assert forged == pytest.approx(4.0)
+    honest = judge_timing.hidden_ms(call=10.1, handover=4.1, reported=10.0, baseline=0.1, copy=4.0)
+    assert honest == pytest.approx(0.0)
+    slow = judge_timing.hidden_ms(call=10.1, handover=6.1, reported=10.0, baseline=0.1, copy=4.0)
+    assert slow == pytest.approx(2.0)  # a hand-over that does work still shows it
+
+
+@pytest.mark.gpu
+def test_returning_the_lent_slot_buys_nothing_on_the_gpu():
+    """attack_slot_handover.py against itself with its time left honest, on 8 GiB: before, the
+    forged one got 1.68x where the honest one got 0.96x."""
+    source = (FIXTURES / "attack_slot_handover.py").read_text()
+    config = fast_config(size="large", memory_limit_mb=16384, min_timed=20)
+    with Evaluator("cuda", config) as evaluator:
+        task = task_for(FIXTURES / "relu_8gb_task.py")
+        honest = evaluator.evaluate(task, source.replace("FORGE = True", "FORGE = False"), "triton")
+        forged = evaluator.evaluate(task, source, "triton")
+    print("honest", honest.speedup, "forged", forged.status, forged.speedup, forged.messages)
+    assert honest.status == "ok", honest.messages
+    assert forged.status in ("ok", "rejected"), forged.messages
+    if forged.status == "ok":
+        assert forged.speedup < 1.1 * honest.speedup, (forged.speedup, honest.speedup)

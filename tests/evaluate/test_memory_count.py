@@ -4,7 +4,7 @@ memory), not the pages of files it maps (torch's and CUDA's libraries in every p
 import mmap
 import os
 
-from htam.evaluate.candidate_user import rss_mb
+from htam.evaluate.candidate_user import DESCRIPTOR_KB, descriptors_mb, rss_mb
 
 MB = 1 << 20
 
@@ -21,14 +21,14 @@ def _child(r_go: int, w_ready: int, body) -> int:
     return pid
 
 
-def _measured(body) -> float:
-    """rss_mb of a child process once ``body`` has run in it (and before it exits)."""
+def _measured(body, measure=rss_mb) -> float:
+    """``measure`` of a child process once ``body`` has run in it (and before it exits)."""
     r_go, w_go = os.pipe()
     r_ready, w_ready = os.pipe()
     pid = _child(r_go, w_ready, body)
     try:
         os.read(r_ready, 1)
-        return rss_mb([pid])
+        return measure([pid])
     finally:
         os.write(w_go, b"x")
         os.waitpid(pid, 0)
@@ -51,3 +51,10 @@ def test_mapped_file_pages_do_not_count_and_allocations_do(tmp_path):
     base = _measured(lambda: None)
     assert _measured(map_file) - base < 32
     assert _measured(allocate) - base > 200
+
+
+def test_open_descriptors_are_charged():
+    """Red team 10: pipe buffers are kernel memory in no resident set."""
+    base = _measured(lambda: None, descriptors_mb)
+    held = _measured(lambda: [os.pipe() for _ in range(400)], descriptors_mb)
+    assert held - base >= 800 * DESCRIPTOR_KB / 1024
