@@ -107,8 +107,12 @@ class Optimizer:
         bound = roofline.lower_bound(ref.flops, ref.nbytes, ref.dtypes, self.evaluator.peaks())
         progress = Progress(ref_ms=ref.timing["median_ms"] if ref.timing else None)
         usage = Usage()
-        for record in rundir.finished_steps():
+        finished = rundir.finished_steps()
+        for record in finished:
             self._replay(Step.from_dict(record), rundir, progress, usage)
+        # a resumed run's times count its earlier sessions' steps (newcomer round 6)
+        identity["resumed_s"] = sum(record.get("wall_s") or 0.0 for record in finished)
+        started -= identity["resumed_s"]
         infra_failures = 0
         while (index := len(progress.path)) < cfg.steps:
             # the prompt's shapes, work and bound are those of the size timed (newcomer: it

@@ -24,6 +24,7 @@ from htam.cli.common import (
     fail,
     limit_overrides,
     no_tasks,
+    preflight,
     resolve_target,
     writable_dir,
 )
@@ -33,7 +34,7 @@ from htam.cli.sizes import (
     over_memory_limit,
     tensor_bytes,
 )
-from htam.cli.workers import WORKERS_HELP, csv, plan_workers
+from htam.cli.workers import WORKERS_HELP, csv, parse_levels, plan_workers
 
 RAY_HELP = "run the units on a Ray cluster (pip install 'htam[ray]'), see --ray-address"
 RAY_ADDRESS_HELP = (
@@ -185,7 +186,7 @@ def bench_command(
         fail("--workers and --ray-slots both give the number of Ray workers: give one of them")
     offline = llm is None and base_url is None and proposer is None
     target, language = resolve_target(target, language, offline=offline)
-    level_list = [int(x) for x in csv(levels)] if levels else None
+    level_list = parse_levels(levels)
     the_tasks = load_tasks(suites, level_list, tasks)
     bench_size = default_size(target, size)
     the_tasks = fitting_tasks(the_tasks, suites, target, bench_size, memory_limit_mb, ray_spec)
@@ -196,7 +197,7 @@ def bench_command(
     devices, ray_slots = plan.devices, ray_slots or plan.ray_slots
     check_llm_options(llm, base_url, model)
     spec = ProposerSpec(llm=llm, base_url=base_url, model=model, factory=proposer)
-    _check_proposer(spec, target, language)
+    check_proposer(spec, target, language)
     try:
         config = BenchConfig(
             out=out,
@@ -242,14 +243,15 @@ def bench_command(
     console.print(f"report: {files.markdown} · {files.html}")
 
 
-def _check_proposer(spec, target: str, language: str) -> None:
+def check_proposer(spec, target: str, language: str) -> None:
     """Build the proposer once here, so bad settings fail before any worker starts."""
     from htam.llm.errors import LLMError
 
     try:
-        spec.build(target, language)
+        proposer = spec.build(target, language)
     except (ImportError, AttributeError, TypeError, ValueError, LLMError) as exc:
         fail(f"cannot build the proposer {spec.describe()}: {exc}")
+    preflight(proposer)
 
 
 def register(app: typer.Typer) -> None:

@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from htam.cli.common import (
+    USAGE_EXIT,
     check_cache_dir,
     console,
     err_console,
@@ -22,6 +23,8 @@ from htam.cli.common import (
     no_tasks,
     writable_dir,
 )
+from htam.cli.json_errors import echo_json
+from htam.cli.workers import parse_levels
 from htam.vocab import Target, targets_help
 
 
@@ -173,7 +176,6 @@ def check_command(
     FLOPs, bytes, roofline bound. Writes OUT/check.json and OUT/check.md; exit 1 if any failed."""
     from htam.bench.check import CheckConfig, CheckError, run_check
     from htam.cli.common import default_target
-    from htam.cli.tasks_cmd import _parse_levels
     from htam.tasks import TaskError, load_suite
 
     target = target or default_target()
@@ -187,7 +189,7 @@ def check_command(
     try:
         # No validation run on the CPU at load (minutes for KernelBench's sizes): running every
         # reference on the target is what the check itself does.
-        loaded = load_suite(suite, _parse_levels(levels), tasks, errors=errors, validate=False)
+        loaded = load_suite(suite, parse_levels(levels), tasks, errors=errors, validate=False)
     except (TaskError, ValueError, FileNotFoundError) as exc:
         fail(str(exc))
     for error in errors:
@@ -195,10 +197,11 @@ def check_command(
             f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True
         )
     if not loaded:
-        if errors:  # every task file is bad: each said why above
-            raise typer.Exit(1)
+        if errors:  # every task file is bad: each said why above (exit 2, as `tasks list`)
+            raise typer.Exit(USAGE_EXIT)
         no_tasks([suite], filtered=bool(levels or tasks))
     check_cache_dir()
+    overrides = parse_eval_options(eval_options or [])  # a bad one leaves no --out behind
     writable_dir(out, "--out")
     config = CheckConfig(
         out=out,
@@ -206,18 +209,18 @@ def check_command(
         size=size,
         jobs=default_jobs(target) if jobs is None else jobs,
         measurers=measurers,
-        eval_overrides=parse_eval_options(eval_options or []),
+        eval_overrides=overrides,
         retry_failed=retry_failed,
     )
     reporter = Reporter()
     try:
         outcome = run_check(loaded, config, reporter)
-    except CheckError as exc:
-        fail(str(exc), code=1)
+    except CheckError as exc:  # another check's settings in --out: a usage error
+        fail(str(exc))
     finally:
         reporter.close()
     if as_json:
-        typer.echo(outcome.files.json.read_text())
+        echo_json(outcome.files.json.read_text())
     else:
         for table in _table(outcome, f"{len(outcome.records)} references, {target}, {size} size"):
             console.print(table)

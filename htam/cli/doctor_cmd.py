@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import typer
 
 from htam.cli.common import console
+from htam.cli.json_errors import echo_json
 
 
 def doctor_command(
@@ -33,7 +32,7 @@ def doctor_command(
         "cache_dir": str(cache_root()),
     }
     if as_json:
-        typer.echo(json.dumps(report))
+        echo_json(report)
         return
     console.print(plan.summary, markup=False, soft_wrap=True)
     for name, ok in rows.items():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
@@ -24,6 +23,7 @@ from htam.cli.common import (
     resolve_task,
 )
 from htam.cli.fmt import failure_line, fmt_speedup
+from htam.cli.json_errors import echo_json
 from htam.cli.sizes import (
     over_memory_limit,
     tensor_bytes,
@@ -134,7 +134,7 @@ def eval_command(
         if not show_log:
             data.pop("log")
         data |= {"task": task.id, "size": size, "timed_inputs": timed_shapes(timed)}
-        typer.echo(json.dumps(data))
+        echo_json(data)
     elif quiet:
         typer.echo(verdict_line(result))
     else:

@@ -1,10 +1,13 @@
-"""``--json`` on the way out of an error: one JSON object on stdout beside the error line on
-stderr, for the usage errors ``fail`` prints and for those click finds before a command runs."""
+"""``--json``: one JSON object on stdout and nothing else (``echo_json``; whatever else the
+command's code prints, a task file's ``print`` included, goes to stderr meanwhile), also on the
+way out of an error, beside the error line on stderr, for the usage errors ``fail`` prints and
+for those click finds before a command runs."""
 
 from __future__ import annotations
 
 import contextvars
 import json
+import sys
 
 import typer
 import typer.core
@@ -22,16 +25,26 @@ except ImportError:  # pragma: no cover - older typer: click itself
 # Whether the running command was given --json (each command names it ``as_json``): set by
 # JsonErrorsCommand for the time the command runs.
 _JSON_MODE: contextvars.ContextVar[bool] = contextvars.ContextVar("htam_json", default=False)
+# The real stdout while a --json command runs with sys.stdout pointed at stderr.
+_JSON_OUT: contextvars.ContextVar = contextvars.ContextVar("htam_json_out", default=None)
 
 
 def json_requested() -> bool:
     return _JSON_MODE.get()
 
 
+def echo_json(data: object, **dumps: object) -> None:
+    """A ``--json`` command's object (or its text, already JSON), on the real stdout."""
+    out = _JSON_OUT.get() or sys.stdout
+    text = data if isinstance(data, str) else json.dumps(data, **dumps)
+    out.write(text.rstrip("\n") + "\n")
+    out.flush()
+
+
 def print_json_error(message: str, code: int, **fields: object) -> None:
     """The JSON object a ``--json`` command prints on stdout when it stops without a result."""
     line = " ".join(str(message).split())  # one line, as on stderr
-    typer.echo(json.dumps({**fields, "error": line, "exit_code": code}))
+    echo_json({**fields, "error": line, "exit_code": code})
 
 
 def json_in(args: list[str]) -> bool:
@@ -69,14 +82,21 @@ class JsonErrorsCommand(HelpCommand):
             raise
 
     def invoke(self, ctx: typer.Context):
-        token = _JSON_MODE.set(bool(ctx.params.get("as_json")))
+        as_json = bool(ctx.params.get("as_json"))
+        token = _JSON_MODE.set(as_json)
+        real = sys.stdout
+        out = _JSON_OUT.set(real if as_json else None)
+        if as_json:  # newcomer round 6: a task file's print() went before the object
+            sys.stdout = sys.stderr
         try:
             return super().invoke(ctx)
         except ClickException as exc:  # typer.BadParameter raised by a command itself
-            if ctx.params.get("as_json"):
+            if as_json:
                 print_json_error(exc.format_message(), exc.exit_code)
             raise
         finally:
+            sys.stdout = real
+            _JSON_OUT.reset(out)
             _JSON_MODE.reset(token)
 
 

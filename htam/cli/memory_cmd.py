@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from htam.cli.common import console, default_memory, fail
+from htam.cli.json_errors import echo_json
 from htam.memory import MemoryBank, MemoryBankError, merge
 from htam.memory.plot import plot_bank
 from htam.memory.schema import SQLITE_MAGIC
@@ -136,7 +137,7 @@ def show(
         fail(f"{path}: no such bank (`htam memory init {path}` creates one)")
     with _open(path) as bank:
         if as_json:
-            typer.echo(json.dumps(_show_json(bank, path, top)))
+            echo_json(_show_json(bank, path, top))
             return
         typer.echo(f"bank: {path}")
         console.print(_directions_table(bank))

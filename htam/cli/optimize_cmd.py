@@ -32,16 +32,17 @@ from htam.cli.common import (
     check_llm_options,
     console,
     default_memory,
-    err_console,
     fail,
     limit_overrides,
     on_closed_stdout,
+    preflight,
     reference_cannot_run,
     resolve_target,
     resolve_task,
     writable_dir,
 )
 from htam.cli.interrupts import interrupted, on_interrupt
+from htam.cli.json_errors import echo_json
 from htam.cli.optimize_runs import (
     check_resume,
     check_run_out,
@@ -59,7 +60,7 @@ from htam.cli.optimize_view import (
     timed_line,
 )
 from htam.cli.sizes import check_size, over_memory_limit, timed_size
-from htam.cli.workers import WORKERS_HELP
+from htam.cli.workers import WORKERS_HELP, parse_levels
 
 # newcomer round 5: only summary.json said timing_meaningful false, and the run printed 0.00049x
 INTERPRETED_NOTE = (
@@ -81,21 +82,6 @@ def make_proposer(
         return LLMProposer(LLMClient(resolve_config(llm, base_url, model)))
     except LLMError as exc:
         fail(str(exc))
-
-
-def _preflight(proposer, quiet: bool) -> None:
-    """An LLM endpoint that cannot serve the run stops it here, before the evaluator starts and
-    before the memory bank is opened."""
-    from htam.llm import LLMError
-
-    if not hasattr(proposer, "check"):
-        return
-    try:
-        note = proposer.check()
-    except LLMError as exc:
-        _stop(f"the LLM endpoint cannot be used: {exc}")
-    if not quiet or note.startswith("warning"):
-        err_console.print(f"LLM: {note}", highlight=False, soft_wrap=True, markup=False)
 
 
 def optimize_command(
@@ -169,6 +155,7 @@ def optimize_command(
     check_llm_options(llm, base_url, model)
     target, language = resolve_target(target, language, offline=llm is None and base_url is None)
     check_size(size)  # before the run directory exists: a bad value leaves nothing behind
+    parse_levels(levels)
     from htam.cli.bench_cmd import check_ray
     from htam.cli.optimize_suite import is_many, optimize_many
 
@@ -221,6 +208,7 @@ def optimize_command(
                 spec=spec,
                 eval_overrides=limit_overrides(memory_limit_mb, timeout_s, compile_reference),
                 as_json=as_json,
+                quiet=quiet,
                 ctx=ctx,
             )
         )
@@ -231,7 +219,7 @@ def optimize_command(
     except ValueError as exc:
         fail(str(exc))
     proposer = make_proposer(llm, base_url, model, target, language)
-    _preflight(proposer, quiet)  # first: it fails in seconds, loading the tasks takes longer
+    preflight(proposer, quiet)  # first: it fails in seconds, loading the tasks takes longer
     the_task = resolve_task(task)
     out = run_dir(out, Path("runs") / f"{the_task.name}-{method}-s{seed}", resume)
     on_interrupt(  # from here on Ctrl-C says how to continue the run
@@ -302,7 +290,8 @@ def optimize_command(
     except (EvaluatorError, MemoryBankError, RunDirError) as exc:
         fail(str(exc))
     summary["bank"] = str(memory)
-    summary["total_s"] = time.monotonic() - started  # wall_s: the steps alone
+    # wall_s: the steps alone; both count a resumed run's earlier steps (resumed_s)
+    summary["total_s"] = time.monotonic() - started + summary.get("resumed_s", 0.0)
     _finish(summary, out, as_json, quiet)
 
 
@@ -319,7 +308,7 @@ def _finish(summary: dict, out: Path, as_json: bool, quiet: bool) -> None:
     ``--json``: the summary, with ``reason`` and ``stopped_early``, as one object)."""
     code = 1 if summary["outcome"] == "none_correct" else 0
     if as_json:
-        typer.echo(json.dumps(summary))
+        echo_json(summary)
         raise typer.Exit(code)
     if not quiet:
         console.print(stats_line(summary), highlight=False)

@@ -13,20 +13,24 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from htam.cli.bench_cmd import fitting_tasks, load_tasks, print_progress
+from htam.cli.bench_cmd import check_proposer, fitting_tasks, load_tasks, print_progress
 from htam.cli.common import USAGE_EXIT, console, err_console, fail, writable_dir
 from htam.cli.fmt import plural
 from htam.cli.interrupts import on_interrupt
-from htam.cli.json_errors import print_json_error
+from htam.cli.json_errors import echo_json, print_json_error
 from htam.cli.optimize_runs import resume_command
 from htam.cli.report_cmd import fmt
 from htam.cli.sizes import default_size
-from htam.cli.workers import csv, plan_workers
+from htam.cli.workers import parse_levels, plan_workers
 
 
 def is_many(task: str, pattern: str | None, levels: str | None) -> bool:
     """``htam optimize`` runs a batch when given a suite (builtin, a directory) or a filter."""
     return pattern is not None or levels is not None or task == "builtin" or Path(task).is_dir()
+
+
+def _silent(*_args, **_kwargs) -> None:
+    """--quiet: no progress lines."""
 
 
 def optimize_many(
@@ -47,12 +51,13 @@ def optimize_many(
     spec,
     eval_overrides: dict,
     as_json: bool = False,
+    quiet: bool = False,
     ctx=None,
 ) -> int:
     """Every task of SUITE, one unit each, the memory accumulating from ``memory`` into
     OUT/memory; prints one table (``as_json``: one JSON object) and returns the exit status (0:
     some task has a correct candidate, 1: none, 2: some task file could not be loaded; it is
-    reported on one line and the other tasks still run). On the CPU a task whose tensors exceed
+    reported on one line and the other tasks still run; ``quiet``: the last line alone). On the CPU a task whose tensors exceed
     the memory limit is skipped, one line each (``fitting_tasks``); ``plan_workers`` says how
     many workers run the tasks, never more than there are tasks. From the batch directory's
     creation on, Ctrl-C prints the ``--resume`` command that continues it (``ctx``: the
@@ -61,7 +66,8 @@ def optimize_many(
     from htam.bench import BenchConfig, BenchError, load_rows, run_bench
     from htam.memory import MemoryBank
 
-    level_list = [int(x) for x in csv(levels)] if levels else None
+    level_list = parse_levels(levels)
+    check_proposer(spec, target, language)
     errors: list = []  # bad task files: one line each, as `htam tasks list`; the rest still run
     the_tasks = load_tasks([suite], level_list, pattern, errors)
     for error in errors:
@@ -95,6 +101,8 @@ def optimize_many(
         MemoryBank.open(memory, create=True).close()
     plan = plan_workers(target, workers, len(the_tasks), "task", ray=ray)
     on_event = functools.partial(print_progress, where=err_console) if as_json else print_progress
+    if quiet:
+        on_event = _silent
     try:
         config = BenchConfig(
             out=out,
@@ -122,9 +130,11 @@ def optimize_many(
         record |= {"count": len(rows), "tasks": task_records(rows, out)}
         record |= {"errors": [str(error) for error in errors], "done": len(outcome.done)}
         record |= {"failed": len(outcome.failed), "skipped": len(outcome.skipped)}
-        typer.echo(json.dumps(record | {"wall_s": outcome.wall_s}))
+        echo_json(record | {"wall_s": outcome.wall_s})
     else:
-        console.print(_table(rows, f"{plural(len(rows), 'task')} · {method} · {target}/{language}"))
+        if not quiet:
+            title = f"{plural(len(rows), 'task')} · {method} · {target}/{language}"
+            console.print(_table(rows, title))
         console.print(
             f"{len(outcome.done)} done, {len(outcome.failed)} failed, {len(outcome.skipped)} "
             f"already finished · {outcome.wall_s:.1f} s · runs {out}/runs · learned bank "

@@ -3,7 +3,6 @@ reference of a suite run at its real size (see htam.bench.check)."""
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
@@ -12,6 +11,8 @@ from rich.table import Table
 
 from htam.cli.common import USAGE_EXIT, LoadProgress, console, err_console, fail, no_tasks
 from htam.cli.fmt import fmt_bytes
+from htam.cli.json_errors import echo_json
+from htam.cli.workers import parse_levels
 from htam.tasks import Task, TaskError, load_suite, signature
 from htam.tasks.runtime import num_extra
 from htam.tasks.signatures import Signature, format_specs, human
@@ -31,15 +32,6 @@ def register(app: typer.Typer) -> None:
 
     check_cmd.register(tasks_app)
     app.add_typer(tasks_app, name="tasks")
-
-
-def _parse_levels(text: str | None) -> list[int] | None:
-    if not text:
-        return None
-    try:
-        return [int(part) for part in text.split(",") if part.strip()]
-    except ValueError as error:
-        raise typer.BadParameter(f"expected comma-separated integers, got {text!r}") from error
 
 
 @tasks_app.command("list")
@@ -68,15 +60,13 @@ def list_tasks(
     errors: list[TaskError] = []
     try:
         with LoadProgress(path) as progress:
-            tasks = load_suite(
-                path, _parse_levels(levels), pattern, errors=errors, on_load=progress
-            )
+            tasks = load_suite(path, parse_levels(levels), pattern, errors=errors, on_load=progress)
     except (TaskError, ValueError, FileNotFoundError) as error:
         fail(str(error))
     if not tasks and not errors:
         no_tasks([path], filtered=bool(levels or pattern))
     if as_json:
-        typer.echo(json.dumps(_listing(path, tasks, errors), indent=2))
+        echo_json(_listing(path, tasks, errors), indent=2)
     else:
         console.print(_table(tasks, path))
     for error in errors:

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from htam.cli.bench_cmd import (
-    _check_proposer,
+    check_proposer,
     check_suites,
     load_tasks,
     print_progress,
@@ -21,7 +21,9 @@ from htam.cli.common import (
     check_llm_options,
     console,
     fail,
+    no_tasks,
     resolve_target,
+    writable_dir,
 )
 from htam.cli.sizes import (
     default_size,
@@ -61,6 +63,7 @@ def transfer_command(
     offline = llm is None and base_url is None and proposer is None
     target, language = resolve_target(target, language, offline=offline)
     check_suites([source, target_suite])
+    writable_dir(out, "--out")  # before the tasks load (newcomer round 6: a raw errno after)
     source_list = load_tasks([source], None, source_tasks)
     target_list = load_tasks([target_suite], None, tasks)
     backward = [t.id for t in target_list if t.kind == "backward"]
@@ -79,7 +82,7 @@ def transfer_command(
     ).devices
     check_llm_options(llm, base_url, model)
     spec = ProposerSpec(llm=llm, base_url=base_url, model=model, factory=proposer)
-    _check_proposer(spec, target, language)
+    check_proposer(spec, target, language)
     if (out / "build" / "bench.json").exists() and not resume:
         fail(f"{out} already holds a transfer experiment; pass --resume or choose another --out")
     try:
@@ -122,6 +125,8 @@ def configs_command(
         tasks = load_suite(path, None, pattern, validate=False)
     except TaskError as error:
         fail(str(error))
+    if not tasks:  # as `tasks list` (newcomer round 6: an empty table, exit 0)
+        no_tasks([path], filtered=pattern is not None)
     table = Table(title=f"{len(tasks)} tasks from {path}")
     for column in ("id", "kind", "configurations", "timed (large size)"):
         table.add_column(column)

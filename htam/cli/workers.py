@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+import typer
+
 from htam.cli.common import err_console, fail
 from htam.cli.fmt import plural
 
@@ -23,6 +25,16 @@ WORKERS_HELP = (
 
 def csv(text: str) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def parse_levels(text: str | None) -> list[int] | None:
+    """``--levels``: comma-separated integers, or a usage error (exit 2)."""
+    if not text:
+        return None
+    try:
+        return [int(part) for part in csv(text)]
+    except ValueError as error:
+        raise typer.BadParameter(f"expected comma-separated integers, got {text!r}") from error
 
 
 def gpu_devices(gpus: str) -> list[str]:

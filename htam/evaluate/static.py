@@ -222,6 +222,8 @@ def _kernel_rule(checker: _Checker, language: str) -> list[Violation]:
         detail = (
             f"no {language} kernel is built with torch.utils.cpp_extension (load_inline or load)"
         )
+        if checker.jit_functions & checker.launched:  # newcomer round 6: the hint that helps
+            detail += "; it launches a @triton.jit kernel: give the language as triton"
     return [Violation("no-kernel", 0, detail + "; pass --allow-torch to time torch-only code")]
 
 

@@ -49,7 +49,9 @@ class MemoryBank:
         path = Path(path)
         if not path.exists():
             if not create:
-                raise MemoryBankError(f"{path}: no memory bank here (use create=True or init)")
+                raise MemoryBankError(
+                    f"{path}: no memory bank here (`htam memory init {path}` creates one)"
+                )
             _build_file(path, load_seed())
         version = schema.validate_file(path)
         conn = schema.connect(str(path), wal=True)

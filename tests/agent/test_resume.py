@@ -113,6 +113,9 @@ def test_kill_during_step_3_then_resume(tmp_path, prices):
         assert last.startswith(("best: ", "no faster candidate: the reference stands")), last
     summary = json.loads((tmp_path / "b" / "summary.json").read_text())
     assert summary["steps"] == 6
+    # its time counts the steps of the run that was killed too (newcomer round 6)
+    steps_s = sum(json.loads(f.read_text())["wall_s"] for f in steps.glob("step_*.json"))
+    assert summary["wall_s"] >= steps_s and summary["resumed_s"] > 0, (summary, steps_s)
     a, b = _export(tmp_path, "a"), _export(tmp_path, "b")
     assert a == b
     assert len(a["steps"]) == 6  # six steps recorded once each, none twice

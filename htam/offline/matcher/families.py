@@ -55,7 +55,9 @@ def _elementwise(out: CNode) -> tuple[EwIR, str]:
     builder = Builder(out.shape)
     prog = builder.build(out)
     if not prog.ops:
-        raise NoMatch("the reference computes nothing (it returns an input)")
+        raise NoMatch(
+            "the reference computes nothing from its inputs (it returns an input or a constant)"
+        )
     primary = _primary(builder, out.shape, "output")
     return EwIR(prog, list(builder.operands.values()), primary, len(out.shape)), prog.describe()
 

@@ -34,11 +34,35 @@ def _store(ir: GemmIR, m: Math, fused: bool, target: str) -> list[str]:
     return lines + [f"{target}[f] = {cp.ref(ir.epilogue.out)};"]
 
 
+def _dots(vec: int, bstep: str) -> list[str]:
+    """``acc_r[r]``, the dot product of row r of A's block and the B column ``bcol``. Vectorized,
+    each row is its own reduction over K: a reduction into the array section ``acc_r[:MR]``
+    under ``omp simd`` made GCC give every run of the loop a stack copy that lived until the
+    function returned, and a 1024x8192 output overflowed the stack (newcomer round 6,
+    tests/offline/test_cpp_gemm_stack.py). Otherwise the rows share each loaded value of B."""
+    if vec > 1:
+        return [
+            "for (int64_t r = 0; r < mr; ++r) {",
+            "  float acc = 0.0f;",
+            "  #pragma omp simd reduction(+:acc)",
+            "  for (int64_t k = 0; k < K; ++k)",
+            f"    acc += arow[r * sam + k * sak] * bcol[k * {bstep}];",
+            "  acc_r[r] = acc;",
+            "}",
+        ]
+    return [
+        "for (int64_t r = 0; r < MR; ++r) acc_r[r] = 0.0f;",
+        "for (int64_t k = 0; k < K; ++k) {",
+        f"  const float bv = bcol[k * {bstep}];",
+        "  for (int64_t r = 0; r < mr; ++r) acc_r[r] += arow[r * sam + k * sak] * bv;",
+        "}",
+    ]
+
+
 def _kernel(ir: GemmIR, p: GemmParams, m: Math, target: str) -> list[str]:
     fused = p.epilogue == "fused"
     tiled = p.tile > 0
     nc = TILES[p.tile][1] * 2 if tiled else 0
-    simd = ["#pragma omp simd reduction(+:acc_r[:MR])"] if p.vec > 1 else []
     lines = [f"constexpr int64_t MR = {p.mr};"]
     if tiled:
         lines.append("std::vector<float> panel((size_t)K * " + str(nc) + ");")
@@ -65,12 +89,7 @@ def _kernel(ir: GemmIR, p: GemmParams, m: Math, target: str) -> list[str]:
         "      for (int64_t jj = 0; jj < nc; ++jj) {",
         f"        const float* bcol = {bcol};",
         "        float acc_r[MR];",
-        "        for (int64_t r = 0; r < MR; ++r) acc_r[r] = 0.0f;",
-        *("        " + s for s in simd),
-        "        for (int64_t k = 0; k < K; ++k) {",
-        f"          const float bv = bcol[k * {bstep}];",
-        "          for (int64_t r = 0; r < mr; ++r) acc_r[r] += arow[r * sam + k * sak] * bv;",
-        "        }",
+        *("        " + s for s in _dots(p.vec, bstep)),
         "        for (int64_t r = 0; r < mr; ++r) {",
         *("          " + s for s in store),
         "        }",
