@@ -79,9 +79,29 @@ def figures(rounds: Rounds, job: dict, method: str, extra: dict) -> tuple[dict, 
     # The judge's clock resolves no better than an honest process's own spread here.
     slack = max(job["escape_slack_ms"], statistics.median(r.ref_hidden) - least)
 
-    def attested(own: list[float], seen: list[float]) -> dict:
+    # Round by round against the reference's runner: the hidden time each call shows beyond
+    # the reference's in the same round, and the doubt of their median (two spreads over the
+    # root of their count, and the least slack: an honest median is rarely raised, and then
+    # by little).
+    diffs = [h - hr for h, hr in zip(r.hidden, r.ref_hidden, strict=True)]
+    centre = statistics.median(diffs)
+    spread = statistics.median(abs(d - centre) for d in diffs)
+    doubt = 2 * spread / len(diffs) ** 0.5 + job["escape_slack_ms"]
+
+    def attested(own: list[float], seen: list[float], paired: bool) -> dict:
+        """The median as far as the judge's clock bears it out: not below the least of the
+        call and hand-over times, less the reference runner's least hidden time and the slack,
+        nor (the candidate) below the median of its own times plus what each round's hidden
+        time shows beyond the reference's, less the doubt. The spread of hidden times grows
+        with the outputs (8 GiB: a slack of milliseconds), and a time reported short by less
+        than that passed the first bound (red team 10: 0.45 of a copy off each call, 1.68x
+        against the honest 0.96x on the H200); a shortfall on every call moves the second
+        by all of it, and what it can still take is the doubt."""
         stats = measure.summary(own, method, meaningful)
         floor = min(t + h for t, h in zip(own, seen, strict=True)) - least - slack
+        if paired:
+            clock = statistics.median(t + d for t, d in zip(own, diffs, strict=True))
+            floor = max(floor, clock - doubt)
         stats["median_ms"] = max(stats["median_ms"], floor)
         return stats
 
@@ -92,6 +112,7 @@ def figures(rounds: Rounds, job: dict, method: str, extra: dict) -> tuple[dict, 
         "clock_ms": clock_ms - least,
         "reported_ms": statistics.median(r.cand_ms),  # by its own events; timing: attested
         "escaped_ms": min(r.hidden) - least,
+        "paired_excess_ms": centre,  # hidden beyond the reference's, round by round (median)
         "candidate_hidden_ms": min(r.hidden),
         "reference_hidden_ms": least,
         "hidden_medians_ms": [statistics.median(r.hidden), statistics.median(r.ref_hidden)],
@@ -100,7 +121,7 @@ def figures(rounds: Rounds, job: dict, method: str, extra: dict) -> tuple[dict, 
         "rounds": len(r.cand_ms),
         **extra,
     }
-    return attested(r.cand_ms, r.hidden), attested(r.ref_ms, r.ref_hidden), escape
+    return attested(r.cand_ms, r.hidden, True), attested(r.ref_ms, r.ref_hidden, False), escape
 
 
 def charge(escape: dict, job: dict) -> Verdict | None:

@@ -49,7 +49,9 @@ def test_a_hand_over_with_no_copy_offsets_nothing_of_the_call():
 @pytest.mark.gpu
 def test_returning_the_lent_slot_buys_nothing_on_the_gpu():
     """attack_slot_handover.py against itself with its time left honest, on 8 GiB: before, the
-    forged one got 1.68x where the honest one got 0.96x."""
+    forged one got 1.68x where the honest one got 0.96x (run 61, with the hand-over fixed but
+    not yet the paired bound of judge_timing.figures: the same). What it can still take is the
+    doubt of the paired median, a few percent here."""
     source = (FIXTURES / "attack_slot_handover.py").read_text()
     config = fast_config(size="large", memory_limit_mb=16384, min_timed=20)
     with Evaluator("cuda", config) as evaluator:
@@ -60,4 +62,4 @@ def test_returning_the_lent_slot_buys_nothing_on_the_gpu():
     assert honest.status == "ok", honest.messages
     assert forged.status in ("ok", "rejected"), forged.messages
     if forged.status == "ok":
-        assert forged.speedup < 1.1 * honest.speedup, (forged.speedup, honest.speedup)
+        assert forged.speedup < 1.15 * honest.speedup, (forged.speedup, honest.speedup)
