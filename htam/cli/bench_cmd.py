@@ -28,6 +28,8 @@ from htam.cli.common import (
     resolve_target,
     writable_dir,
 )
+from htam.cli.interrupts import on_interrupt
+from htam.cli.optimize_runs import resume_command
 from htam.cli.report_cmd import print_metrics
 from htam.cli.sizes import (
     default_size,
@@ -138,6 +140,7 @@ def print_progress(kind: str, record: dict, where: Console = console) -> None:
 
 
 def bench_command(
+    ctx: typer.Context,
     suites: list[str] = typer.Argument(
         ..., help="builtin, a KernelBench checkout, a task directory or file"
     ),
@@ -219,6 +222,11 @@ def bench_command(
         fail(str(exc))
     check_cache_dir()  # before the first line: a bad path is one line, not a traceback
     writable_dir(out, "--out")
+    on_interrupt(  # newcomer round 6: Ctrl-C said only "interrupted"
+        lambda: f"interrupted; `{resume_command(ctx, out)}` continues the bench in {out}",
+        outcome="interrupted",
+        out=str(out),
+    )
     slots = f", {ray_slots} workers" if ray_slots else ""
     where = (
         f"Ray ({ray_spec}{slots})"

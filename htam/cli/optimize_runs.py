@@ -120,7 +120,7 @@ def check_resume(out: Path, record: dict, task, config, proposer: str, size: str
 def resume_command(ctx: typer.Context, out: Path) -> str:
     """This command as the user gave it, with ``--resume --out OUT``: a resume must repeat what
     the run was started with (method, seed, steps, target, ...)."""
-    words = ["htam", "optimize"]
+    words = ["htam", ctx.info_name or "optimize"]
     for param in ctx.command.params:
         value = ctx.params.get(param.name)
         if param.name in ("out", "resume") or value is None:
@@ -128,12 +128,14 @@ def resume_command(ctx: typer.Context, out: Path) -> str:
         source = ctx.get_parameter_source(param.name)
         if source is None or source.name == "DEFAULT":
             continue
-        if not param.opts[0].startswith("-"):  # the TASK argument
-            words.append(str(value))
+        values = value if isinstance(value, (list, tuple)) else [value]
+        if not param.opts[0].startswith("-"):  # the TASK argument (bench: its SUITES)
+            words.extend(str(v) for v in values)
         elif getattr(param, "is_flag", False):
             flags = param.opts if value else param.secondary_opts
             words.extend(flags[:1])
         else:
-            words.extend([param.opts[0], str(value)])
+            for v in values:  # a repeatable option once per value
+                words.extend([param.opts[0], str(v)])
     words += ["--resume", "--out", str(out)]
     return " ".join(shlex.quote(word) for word in words)

@@ -101,7 +101,7 @@ def optimize_many(
         MemoryBank.open(memory, create=True).close()
     plan = plan_workers(target, workers, len(the_tasks), "task", ray=ray)
     on_event = functools.partial(print_progress, where=err_console) if as_json else print_progress
-    if quiet:
+    if quiet and not as_json:  # --json keeps its progress, on stderr
         on_event = _silent
     try:
         config = BenchConfig(

@@ -94,3 +94,16 @@ def test_a_suite_run_with_quiet_prints_its_last_line_alone(tmp_path):
     assert result.exit_code == 0, result.output
     lines = result.stdout.strip().splitlines()
     assert len(lines) == 1 and "1 done, 0 failed" in lines[0], result.stdout
+
+
+def test_an_interrupted_bench_is_told_how_to_continue(tmp_path):
+    """Ctrl-C on a bench said only "interrupted"; its resume command repeats every suite."""
+    import typer.main
+
+    from htam.cli.optimize_runs import resume_command
+
+    bench = typer.main.get_command(app).commands["bench"]
+    args = ["builtin", "more", "--steps", "3", "--target", "cpu", "--out", str(tmp_path)]
+    with bench.make_context("bench", args) as ctx:
+        line = resume_command(ctx, tmp_path)
+    assert line == f"htam bench builtin more --steps 3 --target cpu --resume --out {tmp_path}"
