@@ -55,13 +55,13 @@ def optimize_many(
     ctx=None,
 ) -> int:
     """Every task of SUITE, one unit each, the memory accumulating from ``memory`` into
-    OUT/memory; prints one table (``as_json``: one JSON object) and returns the exit status (0:
-    some task has a correct candidate, 1: none, 2: some task file could not be loaded; it is
-    reported on one line and the other tasks still run; ``quiet``: the last line alone). On the CPU a task whose tensors exceed
-    the memory limit is skipped, one line each (``fitting_tasks``); ``plan_workers`` says how
-    many workers run the tasks, never more than there are tasks. From the batch directory's
-    creation on, Ctrl-C prints the ``--resume`` command that continues it (``ctx``: the
-    command's context, which that command repeats)."""
+    OUT/memory; prints one table (``as_json``: one JSON object; ``quiet``: the last line alone)
+    and returns the exit status (0: some task has a correct candidate, 1: none, 2: some task
+    file could not be loaded; it is reported on one line and the other tasks still run). On the
+    CPU a task whose tensors exceed the memory limit is skipped, one line each
+    (``fitting_tasks``); ``plan_workers`` says how many workers run the tasks, never more than
+    there are tasks. From the batch directory's creation on, Ctrl-C prints the ``--resume``
+    command that continues it (``ctx``: the command's context, which that command repeats)."""
     from htam.agent.rundir import new_run_dir
     from htam.bench import BenchConfig, BenchError, load_rows, run_bench
     from htam.memory import MemoryBank
