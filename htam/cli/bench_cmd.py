@@ -18,17 +18,16 @@ from htam.cli.common import (
     TIMEOUT_HELP,
     LoadProgress,
     check_cache_dir,
-    check_llm_options,
     console,
     err_console,
     fail,
     limit_overrides,
     no_tasks,
-    preflight,
     resolve_target,
     writable_dir,
 )
 from htam.cli.interrupts import on_interrupt
+from htam.cli.llm_options import check_llm_options, preflight
 from htam.cli.optimize_runs import resume_command
 from htam.cli.report_cmd import print_metrics
 from htam.cli.sizes import (

@@ -29,13 +29,11 @@ from htam.cli.common import (
     TIMEOUT_HELP,
     check_bank,
     check_cache_dir,
-    check_llm_options,
     console,
     default_memory,
     fail,
     limit_overrides,
     on_closed_stdout,
-    preflight,
     reference_cannot_run,
     resolve_target,
     resolve_task,
@@ -43,6 +41,7 @@ from htam.cli.common import (
 )
 from htam.cli.interrupts import interrupted, on_interrupt
 from htam.cli.json_errors import echo_json
+from htam.cli.llm_options import check_llm_options, preflight
 from htam.cli.optimize_runs import (
     check_resume,
     check_run_out,

@@ -18,13 +18,13 @@ from htam.cli.bench_cmd import (
 from htam.cli.common import (
     LANGUAGE_HELP,
     TARGET_HELP,
-    check_llm_options,
     console,
     fail,
     no_tasks,
     resolve_target,
     writable_dir,
 )
+from htam.cli.llm_options import check_llm_options
 from htam.cli.sizes import (
     default_size,
 )
