@@ -32,8 +32,6 @@ def not_evidence(result: EvalResult) -> bool:
     )
 
 
-
-
 def _rules() -> str:
     """The evaluator's own code, hashed: a result judged under other rules is not served. (A
     number bumped by hand was not, for several rule changes, and served a cheat the new rules

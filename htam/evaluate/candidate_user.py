@@ -71,16 +71,18 @@ def activity(uid: int) -> dict[int, tuple[str, int]]:
 
 
 def rss_mb(pids: list[int]) -> float:
-    """The memory ``pids`` hold: their anonymous and shared-memory resident pages. Pages of
-    mapped files (torch's and CUDA's libraries, some 1 GiB a process on the H200) are the page
-    cache's, shared and reclaimable, and are not counted; a private mapping written to becomes
-    anonymous and is."""
+    """The memory ``pids`` hold: their anonymous and shared-memory resident pages, and their
+    page tables. Pages of mapped files (torch's and CUDA's libraries, some 1 GiB a process on
+    the H200) are the page cache's, shared and reclaimable, and are not counted; a private
+    mapping written to becomes anonymous and is. The page tables that map them are each
+    process's own kernel memory (red team 11: 100 processes mapping libtorch 16 times each held
+    1.3 GB of them under a 1 GiB limit)."""
     total = 0
     for pid in pids:
         try:
             with open(f"/proc/{pid}/status", "rb") as f:
                 for line in f:
-                    if line.startswith((b"RssAnon:", b"RssShmem:")):
+                    if line.startswith((b"RssAnon:", b"RssShmem:", b"VmPTE:")):
                         total += int(line.split()[1]) << 10
         except (OSError, ValueError, IndexError):
             continue

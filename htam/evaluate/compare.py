@@ -127,30 +127,37 @@ def compare_outputs(
 
 
 NARROW_SAMPLE = 4096  # elements drawn for the check below
+NARROW_MARGIN = 0.45  # how many more of the candidate's than of the reference's may be 16-bit
 _NARROW = (torch.float16, torch.bfloat16)
 
 
 def narrowed(out: torch.Tensor, ref: torch.Tensor, generator: torch.Generator) -> str | None:
-    """Why ``out`` looks computed or stored in 16 bits where ``ref`` is float32, or None: every
-    nonzero one of a random sample of its elements is a float16 (or bfloat16) value, where at
-    least 1% of the reference's are not. The harness checks each output's dtype, but in the
-    candidate's own process: patched out, a float16 answer became float32 in the copy into the
-    judge's slot and passed within the tolerance (red team 10). Zeros say nothing (an exact 0
-    where the reference has float32 noise is no sign of 16 bits), and a sample of fewer than 1%
-    nonzero elements is no evidence."""
+    """Why ``out`` looks computed or stored in 16 bits where ``ref`` is float32, or None: of a
+    random sample of its nonzero elements, a share of 16-bit (float16 or bfloat16) values
+    larger than the reference's at the same places by ``NARROW_MARGIN``. The harness checks
+    each output's dtype, but in the candidate's own process: patched out, a float16 answer
+    became float32 in the copy into the judge's slot and passed within the tolerance (red team
+    10); one element in 32 nudged off a 16-bit value then passed a check of every element (red
+    team 11: 1.58x against 0.98x). An answer nudged off 16-bit values everywhere is beyond any
+    check of values (docs/evaluator.md). Zeros say nothing (an exact 0 where the reference has
+    float32 noise is no sign of 16 bits), and fewer than 1% nonzero is no evidence."""
     if ref.dtype != torch.float32 or out.shape != ref.shape or ref.numel() < 64:
         return None
     n = min(NARROW_SAMPLE, ref.numel())
     where = torch.randint(0, ref.numel(), (n,), generator=generator).to(ref.device)
     o, r = out.reshape(-1)[where], ref.reshape(-1)[where]
     nonzero = o != 0
-    if nonzero.sum() * 100 < n:
+    count = int(nonzero.sum())
+    if count * 100 < n:
         return None
     o, r = o[nonzero], r[nonzero]
     for dtype in _NARROW:
-        if torch.equal(o.to(dtype).float(), o) and (r.to(dtype).float() != r).sum() * 100 >= n:
+        own = int((o.to(dtype).float() == o).sum()) / count
+        theirs = int((r.to(dtype).float() == r).sum()) / count
+        if own - theirs >= NARROW_MARGIN:
+            name = str(dtype).removeprefix("torch.")
             return (
-                f"every nonzero one of {n} elements drawn is a {str(dtype).removeprefix('torch.')} "
-                "value where the reference's are not: computed or stored in less than float32"
+                f"{own:.0%} of {count} nonzero elements drawn are {name} values, against "
+                f"{theirs:.0%} of the reference's: computed or stored in less than float32"
             )
     return None

@@ -109,7 +109,7 @@ class _Watch:
             cand_mb += candidate_user.private_tmp_mb(self.cand["pid"], PRIVATE)
         if cand_mb > lim.memory_limit_mb:
             return "memory", (
-                f"host memory {cand_mb / 1024:.1f} GiB (resident, in its /tmp and behind its "
+                f"host memory {cand_mb / 1024:.1f} GiB (resident, page tables, its /tmp and its "
                 "open descriptors) of the "
                 f"{lim.memory_limit_mb / 1024:.1f} GiB allowed "
                 "(raise it with --memory-limit-mb)"

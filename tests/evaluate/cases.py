@@ -22,6 +22,7 @@ CHEATS_CPU = [
     ("cheat_gc.py", RELU, "triton", "rejected", "[introspection]"),
     ("cheat_wrong_dtype.py", RELU, "triton", "incorrect", "dtype"),
     ("attack_dtype_through_slot.py", RELU, "triton", "rejected", "less than float32"),
+    ("attack_dtype_sprinkled.py", RELU, "triton", "rejected", "less than float32"),
     ("cheat_wrong_shape.py", RELU, "triton", "incorrect", "shape"),
     ("cheat_hardwired_shape.py", RELU, "triton", "incorrect", "trial 3"),
     ("cheat_tensor_subclass.py", RELU, "triton", "rejected", "[lazy-tensor]"),

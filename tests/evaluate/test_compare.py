@@ -87,6 +87,15 @@ def test_a_float32_answer_held_in_16_bits_is_told_apart():
     assert why and "float16" in why
     # bfloat16 values are float16 values too where float16 reaches: one message for both
     assert narrowed(ref.bfloat16().float(), ref, g)
+    # one element in 32 nudged off its float16 value (red team 11): the share still shows
+    sprinkled = ref.half().float()
+    sprinkled[::32] *= 1.0 + 2.0**-20
+    assert narrowed(sprinkled, ref, g)
+    # a reference partly of 16-bit values (clamped at 1): as many in the answer is no evidence,
+    # all of them is
+    clamped = ref.clamp(max=1.0)
+    assert narrowed(clamped.clone(), clamped, g) is None
+    assert narrowed(clamped.half().float(), clamped, g)
     # zeros where the reference has float32 noise, and integer-valued answers: no evidence
     assert narrowed(torch.zeros(10_000), torch.randn(10_000) * 1e-9, g) is None
     whole = torch.randint(-50, 50, (10_000,)).float()  # float16 holds each of them

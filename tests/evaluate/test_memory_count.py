@@ -58,3 +58,24 @@ def test_open_descriptors_are_charged():
     base = _measured(lambda: None, descriptors_mb)
     held = _measured(lambda: [os.pipe() for _ in range(400)], descriptors_mb)
     assert held - base >= 800 * DESCRIPTOR_KB / 1024
+
+
+def test_page_tables_count(tmp_path):
+    """Red team 11: page tables are each process's kernel memory, mapped file or not (100
+    processes mapping libtorch 16 times each held 1.3 GB of them under a 1 GiB limit)."""
+    big = tmp_path / "big.bin"
+    with open(big, "wb") as f:
+        f.truncate(256 * MB)
+
+    def map_often():
+        maps = []
+        with open(big, "rb") as f:
+            for _ in range(16):
+                m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+                m.madvise(mmap.MADV_NOHUGEPAGE)  # a page-table entry a page, not one a 2 MB folio
+                sum(m[i] for i in range(0, len(m), mmap.PAGESIZE))  # every page mapped
+                maps.append(m)
+        return maps
+
+    # 16 x 65536 pages, 8 bytes an entry: 8 MB of page tables, no anonymous memory
+    assert _measured(map_often) - _measured(lambda: None) > 6

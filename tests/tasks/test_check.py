@@ -73,7 +73,7 @@ def test_builtin_references_are_measured_and_resumed(tmp_path):
     assert len((out / "results.jsonl").read_text().splitlines()) == 2
 
     other = check(*args[:-2], "--out", str(out), "--eval", "warmup_ms=50")
-    assert other.exit_code == 1
+    assert other.exit_code == 2  # a usage error, as everywhere else (newcomer round 6)
     assert "holds a check with another eval_settings; choose another --out" in other.stderr
 
 
