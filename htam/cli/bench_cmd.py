@@ -26,6 +26,7 @@ from htam.cli.common import (
     resolve_target,
     writable_dir,
 )
+from htam.cli.fmt import plural
 from htam.cli.interrupts import on_interrupt
 from htam.cli.llm_options import check_llm_options, preflight
 from htam.cli.optimize_runs import resume_command
@@ -233,7 +234,8 @@ def bench_command(
         else f"{len(devices)} worker(s) ({', '.join(devices)})"
     )
     console.print(
-        f"{len(the_tasks)} tasks x {len(config.methods)} methods x {seeds} seeds on "
+        f"{plural(len(the_tasks), 'task')} x {plural(len(config.methods), 'method')} x "
+        f"{plural(seeds, 'seed')} on "
         f"{where} · {spec.describe()} · "
         f"{target}/{language} · memory {memory_mode}"
     )

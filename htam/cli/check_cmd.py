@@ -23,6 +23,7 @@ from htam.cli.common import (
     no_tasks,
     writable_dir,
 )
+from htam.cli.fmt import plural
 from htam.cli.json_errors import echo_json
 from htam.cli.workers import parse_levels
 from htam.vocab import Target, targets_help
@@ -222,7 +223,9 @@ def check_command(
     if as_json:
         echo_json(outcome.files.json.read_text())
     else:
-        for table in _table(outcome, f"{len(outcome.records)} references, {target}, {size} size"):
+        for table in _table(
+            outcome, f"{plural(len(outcome.records), 'reference')}, {target}, {size} size"
+        ):
             console.print(table)
     err_console.print(
         f"{outcome.measured} run, {outcome.skipped} resumed, "

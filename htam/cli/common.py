@@ -15,6 +15,7 @@ import typer
 import typer.core
 from rich.console import Console
 
+from htam.cli.fmt import plural
 from htam.vocab import LANGUAGES, METHOD_NAMES, check_target, languages_help, targets_help
 
 
@@ -273,7 +274,9 @@ class LoadProgress:
         if total < self.MANY:
             return
         if done == 0 and not err_console.is_terminal:
-            err_console.print(f"loading {total} tasks from {self.source}", highlight=False)
+            err_console.print(
+                f"loading {plural(total, 'task')} from {self.source}", highlight=False
+            )
         if not err_console.is_terminal:
             return
         if self.progress is None:

@@ -145,7 +145,8 @@ def eval_command(
         if show_log and result.log:
             console.print("--- candidate output ---")
             console.print(result.log, markup=False, highlight=False)
-    raise typer.Exit(0 if result.correct else 1)
+    # 3: the machine could not judge the task (nothing said of the candidate), as elsewhere
+    raise typer.Exit(0 if result.correct else INFRASTRUCTURE_EXIT if result.infrastructure else 1)
 
 
 def verdict_line(result: EvalResult) -> str:

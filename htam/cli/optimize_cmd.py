@@ -155,7 +155,7 @@ def optimize_command(
     target, language = resolve_target(target, language, offline=llm is None and base_url is None)
     check_size(size)  # before the run directory exists: a bad value leaves nothing behind
     parse_levels(levels)
-    from htam.cli.bench_cmd import check_ray
+    from htam.cli.bench_cmd import check_proposer, check_ray
     from htam.cli.optimize_suite import is_many, optimize_many
 
     # Every path the run writes to, created or opened before anything is printed: a bad one is
@@ -169,6 +169,16 @@ def optimize_command(
             f"{used} runs the tasks of a suite side by side, and {task} is one task; leave it "
             "out, or give a suite (builtin, a directory, or --tasks/--levels)"
         )
+    # The LLM endpoint first: it fails in seconds, and before the memory bank is created
+    # (newcomer round 7: a bank was left behind by a run refused for its endpoint).
+    if many:
+        from htam.bench import ProposerSpec
+
+        spec = ProposerSpec(llm=llm, base_url=base_url, model=model)
+        check_proposer(spec, target, language)
+    else:
+        proposer = make_proposer(llm, base_url, model, target, language)
+        preflight(proposer, quiet)
     check_cache_dir()
     check_bank(memory or default_memory(), "--memory" if memory else "memory bank")
     out_is_new = out is None or not out.exists()  # a directory this command creates
@@ -184,11 +194,8 @@ def optimize_command(
             f"give `builtin --tasks {Path(task).name}`, or leave --tasks/--levels out"
         )
     if many:  # a suite: every task through the bench's executor
-        from htam.bench import ProposerSpec
-
         if seed != 0:
             fail("--seed with many tasks: run `htam bench SUITE --seeds N` instead")
-        spec = ProposerSpec(llm=llm, base_url=base_url, model=model)
         raise typer.Exit(
             optimize_many(
                 task,
@@ -217,8 +224,6 @@ def optimize_command(
         )
     except ValueError as exc:
         fail(str(exc))
-    proposer = make_proposer(llm, base_url, model, target, language)
-    preflight(proposer, quiet)  # first: it fails in seconds, loading the tasks takes longer
     the_task = resolve_task(task)
     out = run_dir(out, Path("runs") / f"{the_task.name}-{method}-s{seed}", resume)
     on_interrupt(  # from here on Ctrl-C says how to continue the run

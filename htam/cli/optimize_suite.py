@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from htam.cli.bench_cmd import check_proposer, fitting_tasks, load_tasks, print_progress
+from htam.cli.bench_cmd import fitting_tasks, load_tasks, print_progress
 from htam.cli.common import USAGE_EXIT, console, err_console, fail, writable_dir
 from htam.cli.fmt import plural
 from htam.cli.interrupts import on_interrupt
@@ -67,7 +67,6 @@ def optimize_many(
     from htam.memory import MemoryBank
 
     level_list = parse_levels(levels)
-    check_proposer(spec, target, language)
     errors: list = []  # bad task files: one line each, as `htam tasks list`; the rest still run
     the_tasks = load_tasks([suite], level_list, pattern, errors)
     for error in errors:

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from htam.cli.common import USAGE_EXIT, LoadProgress, console, err_console, fail, no_tasks
-from htam.cli.fmt import fmt_bytes
+from htam.cli.fmt import fmt_bytes, plural
 from htam.cli.json_errors import echo_json
 from htam.cli.workers import parse_levels
 from htam.tasks import Task, TaskError, load_suite, signature
@@ -111,7 +111,7 @@ def flops_counted(sig: Signature) -> bool:
 
 def _table(tasks: list[Task], title: str) -> Table:
     table = Table(
-        title=f"{len(tasks)} tasks from {title}, at size small (HTAM_SMALL, else the file's own)",
+        title=f"{plural(len(tasks), 'task')} from {title}, at size small (HTAM_SMALL, else the file's own)",
         caption=FLOPS_NOTE,
     )
     table.add_column("id")

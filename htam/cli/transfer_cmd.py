@@ -24,7 +24,10 @@ from htam.cli.common import (
     resolve_target,
     writable_dir,
 )
+from htam.cli.fmt import plural
+from htam.cli.interrupts import on_interrupt
 from htam.cli.llm_options import check_llm_options
+from htam.cli.optimize_runs import resume_command
 from htam.cli.sizes import (
     default_size,
 )
@@ -32,6 +35,7 @@ from htam.cli.workers import LOCAL_WORKERS_HELP, plan_workers
 
 
 def transfer_command(
+    ctx: typer.Context,
     source: str = typer.Argument(
         ..., help="suite the memory is built on, e.g. a KernelBench checkout"
     ),
@@ -64,6 +68,11 @@ def transfer_command(
     target, language = resolve_target(target, language, offline=offline)
     check_suites([source, target_suite])
     writable_dir(out, "--out")  # before the tasks load (newcomer round 6: a raw errno after)
+    on_interrupt(  # newcomer round 7: Ctrl-C said only "interrupted"
+        lambda: f"interrupted; `{resume_command(ctx, out)}` continues the experiment in {out}",
+        outcome="interrupted",
+        out=str(out),
+    )
     source_list = load_tasks([source], None, source_tasks)
     target_list = load_tasks([target_suite], None, tasks)
     backward = [t.id for t in target_list if t.kind == "backward"]
@@ -127,7 +136,7 @@ def configs_command(
         fail(str(error))
     if not tasks:  # as `tasks list` (newcomer round 6: an empty table, exit 0)
         no_tasks([path], filtered=pattern is not None)
-    table = Table(title=f"{len(tasks)} tasks from {path}")
+    table = Table(title=f"{plural(len(tasks), 'task')} from {path}")
     for column in ("id", "kind", "configurations", "timed (large size)"):
         table.add_column(column)
     for task in tasks:

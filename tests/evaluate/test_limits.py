@@ -99,6 +99,33 @@ def test_a_reference_failing_only_beside_a_candidate_is_the_candidates_failure(
         assert result.messages == ["the evaluator could not judge this task: CUDA out of memory"]
 
 
+def test_the_references_host_memory_beside_a_candidate_is_never_the_candidates(
+    cpu_evaluator, monkeypatch
+):
+    """Newcomer round 7: Robust-KBench's llama_rmsnorm checks configurations of 1 GiB tensors,
+    and the judge with the reference's runner went past the CPU's limit beside every candidate;
+    the reference ran alone, so each candidate was blamed. The judge's and the runner's host
+    memory is theirs: the task cannot be judged at this limit, and nothing is run alone."""
+    from htam.evaluate.watchdog import JobOutcome
+    from tests.evaluate.cases import FIXTURES, RELU
+    from tests.evaluate.conftest import task_for
+
+    task = task_for(RELU)
+    cpu_evaluator.reference(task)
+    seen = []
+    breach = "the reference needs more host memory than the 1.0 GiB allowed"
+
+    def run(job, candidate=None, runner=None):
+        seen.append(job["kind"])
+        return JobOutcome(killed=breach, kill_kind="reference")
+
+    monkeypatch.setattr(cpu_evaluator, "_run", run)
+    code = (FIXTURES / "honest_relu_triton.py").read_text()
+    result = cpu_evaluator.evaluate(task, code, "triton")
+    assert seen == ["judge"]
+    assert result.infrastructure and breach in result.messages[0]
+
+
 @pytest.mark.parametrize(
     ("fixture", "lower", "message"),
     [
