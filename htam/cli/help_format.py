@@ -24,7 +24,15 @@ class _HelpContext(_Context):
 
 
 class HelpCommand(typer.core.TyperCommand):
+    """A command whose usage line names its arguments as its help does, in capitals:
+    ``htam eval [OPTIONS] TASK SOLUTION_FILE``, where typer wrote ``{TASK} {solution_file}``
+    (newcomer round 7)."""
+
     context_class = _HelpContext
+
+    def collect_usage_pieces(self, ctx) -> list[str]:
+        return [piece.replace("{", "").replace("}", "").upper() if piece != self.options_metavar
+                else piece for piece in super().collect_usage_pieces(ctx)]  # fmt: skip
 
 
 class HelpGroup(typer.core.TyperGroup):

@@ -99,8 +99,9 @@ def add_timing(
     if result.timing.meaningful and result.runtime_ms < 2 * slack:
         result.flags.append(
             f"calls of {result.runtime_ms:.3f} ms are within 2x of the judge's clock "
-            f"resolution here ({slack:.1f} ms): the time rests on the candidate's own events "
-            "(time a larger size to bound it)"
+            f"resolution here ({slack:.1f} ms, what an honest runner's overhead varies by on "
+            "this machine): the time rests on the candidate's own events (a quieter machine, or "
+            "a larger size where the task has one, bounds it)"
         )
     alone = ref.timing and ref.timing["median_ms"]
     drift = reference_drift(result.ref_runtime_ms, alone, REFERENCE_DRIFT[device])

@@ -21,3 +21,8 @@ def test_one_task_is_one_task():
     result = runner.invoke(app, ["tasks", "list", "builtin", "--tasks", "1_ReLU"])
     assert result.exit_code == 0
     assert "1 task from builtin" in result.output and "1 tasks" not in result.output
+
+
+def test_usage_lines_name_the_arguments_in_capitals():
+    result = runner.invoke(app, ["eval", "--help"])
+    assert result.output.splitlines()[0].endswith("eval [OPTIONS] TASK SOLUTION_FILE")
