@@ -41,9 +41,9 @@ def hidden_ms(call: float, handover: float, reported: float, baseline: float, co
     """What a call and its hand-over took on the judge's clock beyond the runner's own time by
     its events (``reported``) and the known overheads: a message's round trip (``baseline``)
     each, and the copy of the outputs into the lent slots in the hand-over. The copy is taken
-    from the hand-over alone: one that costs less (a solution returning the lent slot itself,
-    whose copy is no copy) offsets nothing of the call (red team 10: a call reported short by
-    the copy's 0.45 ms passed at 1.68x on the H200, 7.3x on the CPU)."""
+    from the hand-over alone: one that costs less (red team 10: a solution returning the lent
+    slot itself, whose copy is no copy) offsets nothing of the call. (What bounded that
+    candidate's shortfall on the H200 is the paired floor of ``figures``.)"""
     return (call - reported - baseline) + max(0.0, handover - baseline - copy)
 
 
