@@ -50,6 +50,7 @@ from htam.evaluate import gradients, needles
 from htam.evaluate.trusted_jobs import as_list, build
 
 RNG = random.SystemRandom()  # os.urandom: nothing a candidate can recover and replay
+CALIBRATIONS = 4  # fresh shifts on which the outliers' scale is sought (needles.calibrate)
 
 
 def applies(outputs: list) -> bool:
@@ -150,14 +151,21 @@ class Shifter:
 
     def _with_outliers(self, x: list, shifted: list) -> list:
         """``x`` shifted afresh with outliers planted, when the outputs are small and the
-        reference shows them (needles.py); else ``shifted`` as it is."""
+        reference shows them (needles.py) on one of ``CALIBRATIONS`` shifts; else ``shifted``.
+        One shift was not enough: where it moved a hinge loss's predictions and targets to the
+        same sign, its clamp took every outlier in, and one job in 25 planted none (a sample
+        of every other row then passed: CI, stop 34)."""
         if not self.small:
             return shifted
-        try:
-            self.scale = needles.calibrate(self._run, shifted, self.grads)
-        except Exception:  # noqa: BLE001 - no outliers for a reference that cannot take them
-            self.scale = None
-        return (self.next(x) if self.scale else None) or shifted
+        for _ in range(CALIBRATIONS):
+            try:
+                self.scale = needles.calibrate(self._run, shifted, self.grads)
+            except Exception:  # noqa: BLE001 - no outliers for a reference that cannot take them
+                return shifted
+            if self.scale:
+                return self.next(x) or shifted
+            shifted = self.next(x) or shifted
+        return shifted
 
     def next(self, x: list, outliers: bool = True) -> list | None:
         """``x`` under a fresh shift of the kind decided (with outliers planted, if any are and
