@@ -27,9 +27,8 @@ from htam.cli.common import (
     writable_dir,
 )
 from htam.cli.fmt import plural
-from htam.cli.interrupts import on_interrupt
-from htam.cli.llm_options import check_llm_options, preflight
-from htam.cli.optimize_runs import resume_command
+from htam.cli.llm_options import build_proposer, check_llm_options
+from htam.cli.optimize_runs import resume_on_interrupt
 from htam.cli.report_cmd import print_metrics
 from htam.cli.sizes import (
     default_size,
@@ -200,7 +199,7 @@ def bench_command(
     devices, ray_slots = plan.devices, ray_slots or plan.ray_slots
     check_llm_options(llm, base_url, model)
     spec = ProposerSpec(llm=llm, base_url=base_url, model=model, factory=proposer)
-    check_proposer(spec, target, language)
+    build_proposer(spec, target, language)
     try:
         config = BenchConfig(
             out=out,
@@ -222,11 +221,7 @@ def bench_command(
         fail(str(exc))
     check_cache_dir()  # before the first line: a bad path is one line, not a traceback
     writable_dir(out, "--out")
-    on_interrupt(  # newcomer round 6: Ctrl-C said only "interrupted"
-        lambda: f"interrupted; `{resume_command(ctx, out)}` continues the bench in {out}",
-        outcome="interrupted",
-        out=str(out),
-    )
+    resume_on_interrupt(ctx, out, "bench")
     slots = f", {ray_slots} workers" if ray_slots else ""
     where = (
         f"Ray ({ray_spec}{slots})"
@@ -250,17 +245,6 @@ def bench_command(
     )
     print_metrics(files.metrics)
     console.print(f"report: {files.markdown} · {files.html}")
-
-
-def check_proposer(spec, target: str, language: str) -> None:
-    """Build the proposer once here, so bad settings fail before any worker starts."""
-    from htam.llm.errors import LLMError
-
-    try:
-        proposer = spec.build(target, language)
-    except (ImportError, AttributeError, TypeError, ValueError, LLMError) as exc:
-        fail(f"cannot build the proposer {spec.describe()}: {exc}")
-    preflight(proposer)
 
 
 def register(app: typer.Typer) -> None:

@@ -27,3 +27,18 @@ def preflight(proposer, quiet: bool = False) -> None:
         fail(f"the LLM endpoint cannot be used: {exc}", code=INFRASTRUCTURE_EXIT, outcome="stopped")
     if not quiet or note.startswith("warning"):
         err_console.print(f"LLM: {note}", highlight=False, soft_wrap=True, markup=False)
+
+
+def build_proposer(spec, target: str, language: str, quiet: bool = False):
+    """The proposer ``spec`` (a ``ProposerSpec``) builds, built here once so that bad settings
+    and an endpoint that cannot serve fail before any run or worker starts."""
+    try:
+        proposer = spec.build(target, language)
+    except Exception as exc:
+        from htam.llm.errors import LLMError  # here only: an offline run never imports htam.llm
+
+        if not isinstance(exc, (ImportError, AttributeError, TypeError, ValueError, LLMError)):
+            raise
+        fail(f"cannot build the proposer {spec.describe()}: {exc}")
+    preflight(proposer, quiet)
+    return proposer

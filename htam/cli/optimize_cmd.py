@@ -41,7 +41,7 @@ from htam.cli.common import (
 )
 from htam.cli.interrupts import interrupted, on_interrupt
 from htam.cli.json_errors import echo_json
-from htam.cli.llm_options import check_llm_options, preflight
+from htam.cli.llm_options import build_proposer, check_llm_options
 from htam.cli.optimize_runs import (
     check_resume,
     check_run_out,
@@ -66,21 +66,6 @@ INTERPRETED_NOTE = (
     "Triton on the CPU runs in its interpreter: each candidate's correctness is checked, its "
     "speedups mean nothing"
 )
-
-
-def make_proposer(
-    llm: str | None, base_url: str | None, model: str | None, target: str, language: str
-):
-    if llm is None and base_url is None:
-        from htam.offline import OfflineProposer
-
-        return OfflineProposer(target=target, language=language)
-    from htam.llm import LLMClient, LLMError, LLMProposer, resolve_config
-
-    try:
-        return LLMProposer(LLMClient(resolve_config(llm, base_url, model)))
-    except LLMError as exc:
-        fail(str(exc))
 
 
 def optimize_command(
@@ -155,7 +140,7 @@ def optimize_command(
     target, language = resolve_target(target, language, offline=llm is None and base_url is None)
     check_size(size)  # before the run directory exists: a bad value leaves nothing behind
     parse_levels(levels)
-    from htam.cli.bench_cmd import check_proposer, check_ray
+    from htam.cli.bench_cmd import check_ray
     from htam.cli.optimize_suite import is_many, optimize_many
 
     # Every path the run writes to, created or opened before anything is printed: a bad one is
@@ -171,14 +156,10 @@ def optimize_command(
         )
     # The LLM endpoint first: it fails in seconds, and before the memory bank is created
     # (newcomer round 7: a bank was left behind by a run refused for its endpoint).
-    if many:
-        from htam.bench import ProposerSpec
+    from htam.bench.bench_config import ProposerSpec
 
-        spec = ProposerSpec(llm=llm, base_url=base_url, model=model)
-        check_proposer(spec, target, language)
-    else:
-        proposer = make_proposer(llm, base_url, model, target, language)
-        preflight(proposer, quiet)
+    spec = ProposerSpec(llm=llm, base_url=base_url, model=model)
+    proposer = build_proposer(spec, target, language, quiet)
     check_cache_dir()
     check_bank(memory or default_memory(), "--memory" if memory else "memory bank")
     out_is_new = out is None or not out.exists()  # a directory this command creates

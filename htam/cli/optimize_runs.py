@@ -11,6 +11,7 @@ from pathlib import Path
 import typer
 
 from htam.cli.common import fail, writable_dir
+from htam.cli.interrupts import on_interrupt
 
 
 def run_dir(out: Path | None, stem: Path, resume: bool) -> Path:
@@ -115,6 +116,16 @@ def check_resume(out: Path, record: dict, task, config, proposer: str, size: str
     ]
     if changed:
         fail(f"cannot resume {out}: {'; '.join(changed)}")
+
+
+def resume_on_interrupt(ctx: typer.Context, out: Path, what: str) -> None:
+    """From here on Ctrl-C says how to continue the ``what`` (bench, batch, experiment) in
+    ``out`` (newcomer rounds 6 and 7: it said only "interrupted")."""
+    on_interrupt(
+        lambda: f"interrupted; `{resume_command(ctx, out)}` continues the {what} in {out}",
+        outcome="interrupted",
+        out=str(out),
+    )
 
 
 def resume_command(ctx: typer.Context, out: Path) -> str:

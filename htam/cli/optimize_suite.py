@@ -16,9 +16,8 @@ from rich.table import Table
 from htam.cli.bench_cmd import fitting_tasks, load_tasks, print_progress
 from htam.cli.common import USAGE_EXIT, console, err_console, fail, writable_dir
 from htam.cli.fmt import plural
-from htam.cli.interrupts import on_interrupt
 from htam.cli.json_errors import echo_json, print_json_error
-from htam.cli.optimize_runs import resume_command
+from htam.cli.optimize_runs import resume_on_interrupt
 from htam.cli.report_cmd import fmt
 from htam.cli.sizes import default_size
 from htam.cli.workers import parse_levels, plan_workers
@@ -90,12 +89,8 @@ def optimize_many(
             fail("--resume of a batch needs its --out")
         out = new_run_dir(Path("runs") / f"batch-{method}")
     writable_dir(out, "batch directory")
-    if ctx is not None:  # from here on Ctrl-C says how to continue the batch
-        on_interrupt(
-            lambda: f"interrupted; `{resume_command(ctx, out)}` continues the batch in {out}",
-            outcome="interrupted",
-            out=str(out),
-        )
+    if ctx is not None:
+        resume_on_interrupt(ctx, out, "batch")
     if not memory.exists():
         MemoryBank.open(memory, create=True).close()
     plan = plan_workers(target, workers, len(the_tasks), "task", ray=ray)

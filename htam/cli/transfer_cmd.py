@@ -10,7 +10,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from htam.cli.bench_cmd import (
-    check_proposer,
     check_suites,
     load_tasks,
     print_progress,
@@ -25,9 +24,8 @@ from htam.cli.common import (
     writable_dir,
 )
 from htam.cli.fmt import plural
-from htam.cli.interrupts import on_interrupt
-from htam.cli.llm_options import check_llm_options
-from htam.cli.optimize_runs import resume_command
+from htam.cli.llm_options import build_proposer, check_llm_options
+from htam.cli.optimize_runs import resume_on_interrupt
 from htam.cli.sizes import (
     default_size,
 )
@@ -68,11 +66,7 @@ def transfer_command(
     target, language = resolve_target(target, language, offline=offline)
     check_suites([source, target_suite])
     writable_dir(out, "--out")  # before the tasks load (newcomer round 6: a raw errno after)
-    on_interrupt(  # newcomer round 7: Ctrl-C said only "interrupted"
-        lambda: f"interrupted; `{resume_command(ctx, out)}` continues the experiment in {out}",
-        outcome="interrupted",
-        out=str(out),
-    )
+    resume_on_interrupt(ctx, out, "experiment")
     source_list = load_tasks([source], None, source_tasks)
     target_list = load_tasks([target_suite], None, tasks)
     backward = [t.id for t in target_list if t.kind == "backward"]
@@ -91,7 +85,7 @@ def transfer_command(
     ).devices
     check_llm_options(llm, base_url, model)
     spec = ProposerSpec(llm=llm, base_url=base_url, model=model, factory=proposer)
-    check_proposer(spec, target, language)
+    build_proposer(spec, target, language)
     if (out / "build" / "bench.json").exists() and not resume:
         fail(f"{out} already holds a transfer experiment; pass --resume or choose another --out")
     try:
