@@ -54,6 +54,14 @@ class ProposerSpec:
 
         return LLMProposer(LLMClient(resolve_config(self.llm, self.base_url, self.model)))
 
+    def label(self) -> str:
+        """The proposer in words, for what a bench prints (describe() is its resume key)."""
+        if self.factory:
+            return f"proposer {self.factory}"
+        if self.llm or self.base_url:
+            return f"LLM {self.llm or self.base_url}, model {self.model or 'of the preset'}"
+        return "offline templates"
+
     def describe(self) -> str:
         if self.factory:
             return self.factory

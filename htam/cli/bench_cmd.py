@@ -45,10 +45,17 @@ RAY_ADDRESS_HELP = (
 RAY_SLOTS_HELP = "Ray workers (default: every GPU, or CPU with --target cpu, of the cluster)"
 
 
-def check_ray(ray: bool, address: str) -> str | None:
+def check_ray(ray: bool, address: str, slots: int | None = None) -> str | None:
     """BenchConfig.ray for ``--ray``/``--ray-address``; fails with the install line when Ray is
-    asked for and missing."""
+    asked for and missing, and on Ray's options without ``--ray`` (they were ignored: newcomer
+    round 7)."""
     if not ray:
+        given = [o for o, v in (("--ray-address", address != "local"), ("--ray-slots", slots)) if v]
+        if given:
+            fail(
+                f"{' and '.join(given)} {'needs' if len(given) == 1 else 'need'} --ray (without "
+                "it the tasks run on this machine's workers)"
+            )
         return None
     import importlib.util
 
@@ -183,7 +190,7 @@ def bench_command(
     On the CPU a task whose tensors exceed the memory limit is skipped (one line each)."""
     from htam.bench import BenchConfig, BenchError, ProposerSpec, run_bench
 
-    ray_spec = check_ray(ray, ray_address)
+    ray_spec = check_ray(ray, ray_address, ray_slots)
     if ray_spec is not None and workers is not None and ray_slots is not None:
         fail("--workers and --ray-slots both give the number of Ray workers: give one of them")
     offline = llm is None and base_url is None and proposer is None
@@ -231,7 +238,7 @@ def bench_command(
     console.print(
         f"{plural(len(the_tasks), 'task')} x {plural(len(config.methods), 'method')} x "
         f"{plural(seeds, 'seed')} on "
-        f"{where} · {spec.describe()} · "
+        f"{where} · {spec.label()} · "
         f"{target}/{language} · memory {memory_mode}"
     )
     try:

@@ -39,6 +39,6 @@ def build_proposer(spec, target: str, language: str, quiet: bool = False):
 
         if not isinstance(exc, (ImportError, AttributeError, TypeError, ValueError, LLMError)):
             raise
-        fail(f"cannot build the proposer {spec.describe()}: {exc}")
+        fail(f"cannot build the proposer {spec.label()}: {exc}")
     preflight(proposer, quiet)
     return proposer

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -33,19 +36,40 @@ def _open(path: Path) -> MemoryBank:
         fail(str(error))
 
 
+def _is_bank(path: Path) -> bool:
+    with path.open("rb") as handle:
+        return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+
+
 def _load_any(path: Path) -> dict[str, Any]:
     """An export from a bank file or from an exported JSON file."""
     if not path.exists():
         fail(f"{path}: no such file")
-    with path.open("rb") as handle:
-        is_bank = handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
-    if is_bank:
+    if _is_bank(path):
         with _open(path) as bank:
             return bank.export_json()
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         fail(f"{path}: neither a memory bank nor a JSON export ({error})")
+
+
+@contextmanager
+def _any_bank(path: Path) -> Iterator[MemoryBank]:
+    """A bank file opened, or a JSON export (what `export` and `merge` write) loaded into a
+    temporary bank: show and plot take whatever merge takes (newcomer round 7)."""
+    if _is_bank(path):
+        with _open(path) as bank:
+            yield bank
+        return
+    data = _load_any(path)
+    with tempfile.TemporaryDirectory(prefix="htam-bank-") as tmp:
+        try:
+            bank = MemoryBank.import_json(data, Path(tmp) / "bank.sqlite")
+        except (MemoryBankError, KeyError, ValueError, TypeError) as error:
+            fail(f"{path}: {error}")
+        with bank:
+            yield bank
 
 
 def _write_json(data: dict[str, Any], out: Path) -> None:
@@ -123,7 +147,8 @@ def path_cmd() -> None:
 @memory_app.command("show")
 def show(
     path: Annotated[
-        Path | None, typer.Argument(help="Bank file (default: `htam memory path`).")
+        Path | None,
+        typer.Argument(help="Bank file or JSON export (default: `htam memory path`)."),
     ] = None,
     top: Annotated[int, typer.Option(min=0, help="Strongest edges to list.")] = 15,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
@@ -135,7 +160,7 @@ def show(
     path = path or default_memory()
     if not path.exists():
         fail(f"{path}: no such bank (`htam memory init {path}` creates one)")
-    with _open(path) as bank:
+    with _any_bank(path) as bank:
         if as_json:
             echo_json(_show_json(bank, path, top))
             return
@@ -250,11 +275,13 @@ def _locals_table(bank: MemoryBank, every: bool) -> Table:
 
 @memory_app.command("plot")
 def plot(
-    path: Annotated[Path, typer.Argument(help="Bank file.")],
+    path: Annotated[Path, typer.Argument(help="Bank file or JSON export.")],
     out: Annotated[Path, typer.Argument(help="Image to write: .png or .svg.")],
 ) -> None:
     """Draw the transition graph (node size = tries, edge width = utility)."""
-    with _open(path) as bank:
+    if not path.exists():
+        fail(f"{path}: no such file")
+    with _any_bank(path) as bank:
         try:
             plot_bank(bank, out, edge_utilities(bank, PolicyConfig()))
         except ValueError as error:

@@ -1,0 +1,44 @@
+"""Newcomer rounds 7 and 8: Ray's options without --ray were ignored; `memory show` and
+`memory plot` refused the JSON exports that `memory merge` takes; a bench named its proposer
+by its internal key."""
+
+from typer.testing import CliRunner
+
+from htam.bench import ProposerSpec
+from htam.cli import app
+
+runner = CliRunner()
+
+
+def test_rays_options_without_ray_are_refused():
+    for extra, name in (
+        (["--ray-slots", "2"], "--ray-slots"),
+        (["--ray-address", "auto"], "--ray-address"),
+    ):
+        result = runner.invoke(app, ["bench", "builtin", "--tasks", "1_ReLU", *extra])
+        assert result.exit_code == 2, result.output
+        assert f"{name} needs --ray" in result.output
+
+
+def test_show_and_plot_take_a_json_export(tmp_path):
+    bank, export, image = tmp_path / "b.db", tmp_path / "e.json", tmp_path / "g.png"
+    assert runner.invoke(app, ["memory", "init", str(bank)]).exit_code == 0
+    assert runner.invoke(app, ["memory", "export", str(bank), str(export)]).exit_code == 0
+    shown = runner.invoke(app, ["memory", "show", str(export)])
+    assert shown.exit_code == 0 and "Directions" in shown.output
+    assert (
+        runner.invoke(app, ["memory", "show", str(bank)]).output.split("\n", 1)[1]
+        == (shown.output.split("\n", 1)[1])
+    )
+    plotted = runner.invoke(app, ["memory", "plot", str(export), str(image)])
+    assert plotted.exit_code == 0 and image.stat().st_size > 0
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"a": 1}')
+    refused = runner.invoke(app, ["memory", "show", str(bad)])
+    assert refused.exit_code == 2 and "not an HTAM memory export" in refused.output
+
+
+def test_a_proposer_is_named_in_words():
+    assert ProposerSpec().label() == "offline templates"
+    assert ProposerSpec(llm="deepseek").label() == "LLM deepseek, model of the preset"
+    assert ProposerSpec(base_url="http://h:1/v1", model="m").label() == "LLM http://h:1/v1, model m"
