@@ -14,3 +14,8 @@ class Status(StrEnum):
     @property
     def correct(self) -> bool:
         return self is Status.OK
+
+
+# A step's outcome where the proposer wrote no code (no template applies, a reply without a code
+# block): nothing was evaluated. Its result carries REJECTED for the reward; the run names it so.
+NO_CODE = "no_code"

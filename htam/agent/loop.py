@@ -195,7 +195,7 @@ class Optimizer:
             PathStep(
                 direction,
                 strategy_id,
-                outcome_text(result),
+                outcome_text(result, proposal.code is not None),
                 repair is not None,
                 repeats is not None,
             ),
@@ -276,7 +276,7 @@ class Optimizer:
             PathStep(
                 step.direction,
                 step.strategy,
-                outcome_text(step.feedback),
+                outcome_text(step.feedback, step.proposal.wrote_code),
                 step.repair_of is not None,
                 step.repeats_step is not None,
             ),

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from htam.agent.view import PathStep, StateView, render_state
 from htam.evaluate.result import EvalResult
 from htam.policy import StateFeatures, timing_noise
+from htam.status import NO_CODE
 from htam.tasks import Signature
 from htam.vocab import Direction
 
@@ -101,7 +102,12 @@ def faster_than(result: EvalResult, best: EvalResult) -> bool:
     return new is not None and before is not None and new < before
 
 
-def outcome_text(result: EvalResult) -> str:
+def outcome_text(result: EvalResult, wrote_code: bool = True) -> str:
+    """A step's outcome as its path and the run's summary name it: "ok 1.32x", a status, or
+    "no_code" where the proposer wrote none (no template applies: it read "rejected", the
+    word for a cheat, newcomer round 5)."""
+    if not wrote_code:
+        return NO_CODE
     if result.correct and result.speedup:
         return f"ok {result.speedup:.2f}x"
     return str(result.status)

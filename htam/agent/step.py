@@ -37,12 +37,13 @@ class ProposalRecord:
     reasoning: str | None = None
     error: str | None = None
     baseline: bool = False  # the task translated with no strategy (see Proposal.baseline)
+    wrote_code: bool = True  # False: nothing to evaluate (no template, a reply without code)
 
     @classmethod
     def of(cls, proposal: Proposal) -> ProposalRecord:
         return cls(
             proposal.prompt, proposal.response, proposal.reasoning, proposal.error,
-            proposal.baseline,
+            proposal.baseline, proposal.code is not None,
         )  # fmt: skip
 
 

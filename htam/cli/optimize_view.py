@@ -19,6 +19,7 @@ from rich.table import Table
 
 from htam.cli.common import console
 from htam.cli.fmt import fmt_bytes, fmt_speedup, plural
+from htam.status import NO_CODE
 from htam.tasks.module import has_small_size, size_label
 
 # What the strategy column says of a step that applied none because it is the task translated as
@@ -74,6 +75,8 @@ class StepsView:
         self.cost += record["usage"]["cost_usd"]
         self.done += 1
         status = fb["status"] + (f" {fmt_speedup(fb['speedup'])}" if fb.get("speedup") else "")
+        if not record.get("proposal", {}).get("wrote_code", True):
+            status = NO_CODE
         best = record["best_speedup"]
         row = [
             str(record["step"]),

@@ -113,9 +113,11 @@ def test_offline_run_on_an_unmatched_task_spares_the_reference_timing(tmp_path, 
         # about a direction: newcomer, three such steps taught "fusion failed")
         assert bank.step_count() == 0
     assert summary["best_status"] == "rejected" and summary["ref_runtime_ms"] is None
-    assert summary["steps"] == 1 and summary["statuses"] == ["rejected"]
+    # named for what happened, not "rejected", the word for a cheat (newcomer round 5)
+    assert summary["steps"] == 1 and summary["statuses"] == ["no_code"]
     step = json.loads((tmp_path / "run" / "steps" / "step_00.json").read_text())
     assert step["proposal"]["error"].startswith("no applicable strategy")
+    assert step["proposal"]["wrote_code"] is False
     assert step["memory_updated"] is False
     # a later timed request for the same task still gets its times
     assert evaluator.reference(conv).timing["median_ms"] > 0
