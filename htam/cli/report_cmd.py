@@ -102,6 +102,27 @@ def compare_command(
             cells.append(f"{fmt(ma.get(key), kind)} / {fmt(mb.get(key), kind)}")
         table.add_row(*cells)
     console.print(table)
+    for note in differences(run_a, run_b, a["bench"], b["bench"]):
+        console.print(f"[yellow]note:[/] {note}", highlight=False)
+
+
+def differences(run_a: Path, run_b: Path, a: dict, b: dict) -> list[str]:
+    """What the two benches ran differently (their settings, their tasks): figures side by side
+    mean little when they differ (newcomer round 7: compare said nothing of it)."""
+    from htam.bench.results import load_plan
+
+    notes = [
+        f"{key.replace('_', ' ')} differs: A {a[key]}, B {b[key]}"
+        for key in dict.fromkeys([*a, *b])
+        if key in a and key in b and a[key] != b[key]
+    ]
+    tasks_a, tasks_b = ({u.task_id for u in load_plan(run)} for run in (run_a, run_b))
+    if tasks_a != tasks_b:
+        notes.append(
+            f"the tasks differ: {len(tasks_a - tasks_b)} only in A, {len(tasks_b - tasks_a)} only "
+            f"in B, {len(tasks_a & tasks_b)} in both"
+        )
+    return notes
 
 
 def register(app: typer.Typer) -> None:

@@ -5,6 +5,7 @@ metrics, the reports (rendered in headless Chromium) and the report/compare comm
 import json
 import math
 import os
+import shutil
 import signal
 import threading
 import time
@@ -160,5 +161,23 @@ def test_report_and_compare_commands(bench):
     result = runner.invoke(app, ["compare", str(out), str(out)])
     assert result.exit_code == 0, result.output
     assert "no-prefix" in result.output and "66.7% / 66.7%" in result.output
+    assert "differ" not in result.output
     result = runner.invoke(app, ["report", str(out / "runs")])
     assert result.exit_code == 2 and "not a bench directory" in result.output
+
+
+def test_compare_names_what_two_benches_ran_differently(bench, tmp_path):
+    """Newcomer round 7: two benches of other steps and tasks were compared without a word."""
+    other = tmp_path / "other"
+    shutil.copytree(bench[0], other)
+    record = json.loads((other / "bench.json").read_text())
+    record["identity"]["steps"] += 2
+    (other / "bench.json").write_text(json.dumps(record))
+    plan = json.loads((other / "plan.json").read_text())
+    gone = plan[0]["task_id"]
+    (other / "plan.json").write_text(json.dumps([u for u in plan if u["task_id"] != gone]))
+    result = CliRunner().invoke(app, ["compare", str(bench[0]), str(other)])
+    assert result.exit_code == 0, result.output
+    steps = record["identity"]["steps"]
+    assert f"steps differs: A {steps - 2}, B {steps}" in result.output
+    assert "the tasks differ: 1 only in A, 0 only in B, 2 in both" in result.output
