@@ -14,6 +14,7 @@ from typing import NoReturn
 import typer
 import typer.core
 from rich.console import Console
+from rich.table import Table
 
 from htam.cli.fmt import plural
 from htam.vocab import LANGUAGES, METHOD_NAMES, check_target, languages_help, targets_help
@@ -23,9 +24,26 @@ class _Console(Console):
     """rich's Console, except that a closed pipe is an error the command handles (see
     ``pipe_safe``): rich itself would exit 1, the status of "no correct candidate"."""
 
+    def print(self, *objects, **kwargs) -> None:
+        """Tables fold what does not fit a narrow terminal onto more lines, never cut it to
+        "buil…" (newcomer round 7: ids and headers lost at 60 columns)."""
+        for item in objects:
+            if isinstance(item, Table):
+                fold(item)
+        super().print(*objects, **kwargs)
+
     def on_broken_pipe(self) -> None:
         self.quiet = True  # nothing more is written to it
         raise BrokenPipeError(errno.EPIPE, "the output was closed")
+
+
+def fold(table: Table) -> Table:
+    """``table`` with its cells folded onto more lines where they do not fit (a minimum width
+    per column pushed whole columns off a 40-column terminal)."""
+    for column in table.columns:
+        if column.overflow == "ellipsis":  # rich's default
+            column.overflow = "fold"
+    return table
 
 
 console = _Console()

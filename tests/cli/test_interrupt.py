@@ -76,8 +76,9 @@ def test_ctrl_c_while_the_fork_server_starts_is_exit_130_without_a_traceback(tmp
             assert not os.path.exists(f"/proc/{pid}"), pid
 
 
-def _serve_pids() -> set[int]:
-    """Every evaluator process on the machine (the fork server and the runners it forks)."""
+def _serve_pids(root: int | None = None) -> set[int]:
+    """Every evaluator process on the machine (the fork server and the runners it forks), or
+    only those under ``root`` (another htam on the machine started its own)."""
     found = set()
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -87,7 +88,19 @@ def _serve_pids() -> set[int]:
                         found.add(int(entry))
             except OSError:
                 continue
-    return found
+    return found if root is None else {pid for pid in found if _descends(pid, root)}
+
+
+def _descends(pid: int, root: int) -> bool:
+    while pid > 1:
+        if pid == root:
+            return True
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+    return False
 
 
 def test_sigterm_mid_step_exits_143_and_leaves_no_sandboxed_process(tmp_path):
@@ -100,10 +113,10 @@ def test_sigterm_mid_step_exits_143_and_leaves_no_sandboxed_process(tmp_path):
     ours: set[int] = set()
     while len(ours) < 3 and proc.poll() is None:  # the fork server and both runners
         assert time.monotonic() < deadline, "no runners started"
-        ours |= _serve_pids() - before
+        ours |= _serve_pids(proc.pid) - before
         time.sleep(0.1)
     time.sleep(1.0)
-    ours |= _serve_pids() - before
+    ours |= _serve_pids(proc.pid) - before
     proc.send_signal(signal.SIGTERM)  # to htam alone, as `timeout` sends it
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 143, (proc.returncode, stderr)

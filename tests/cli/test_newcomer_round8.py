@@ -42,3 +42,23 @@ def test_a_proposer_is_named_in_words():
     assert ProposerSpec().label() == "offline templates"
     assert ProposerSpec(llm="deepseek").label() == "LLM deepseek, model of the preset"
     assert ProposerSpec(base_url="http://h:1/v1", model="m").label() == "LLM http://h:1/v1, model m"
+
+
+def test_a_narrow_terminal_folds_a_table_and_cuts_nothing():
+    import io
+
+    from rich.table import Table
+
+    from htam.cli.common import _Console
+
+    table = Table(title="tasks")
+    for name in ("id", "families", "shapes (in -> out)", "configs"):
+        table.add_column(name)
+    row = ["builtin/level1/19_ReLU_with_a_long_name", "elementwise", "f32[33x257]", "2"]
+    table.add_row(*row)
+    out = io.StringIO()
+    _Console(file=out, width=40).print(table)
+    lines = out.getvalue().splitlines()
+    assert max(map(len, lines)) <= 40 and "…" not in out.getvalue()
+    body = [line.split("│")[1:-1] for line in lines if line.startswith("│")]
+    assert ["".join(cells[k].strip() for cells in body) for k in range(4)] == row
