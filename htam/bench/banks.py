@@ -85,3 +85,31 @@ def open_bank(unit: Unit, config: BenchConfig, frozen_source: dict | None):
 
 def frozen_source(config: BenchConfig) -> dict | None:
     return _source_data(config) if config.memory_mode == "frozen" else None
+
+
+def learn_into(path: Path, method: str, run_dirs: list[Path]) -> int:
+    """Teach the bank at ``path`` every step the runs in ``run_dirs`` learned from, as each run
+    did (its method's guide; a step is learned once, by its run id), and return how many were
+    new to it. A batch of tasks learns into a shared copy of ``--memory`` while its workers run
+    (none races another for the user's file) and into ``--memory`` itself when it ends, as one
+    task's ``optimize`` does (newcomer round 5: it left the user's bank as it was)."""
+    import json
+
+    from htam.agent.guides import make_guide
+    from htam.agent.loop import OptimizeConfig
+    from htam.agent.step import Step
+    from htam.memory import MemoryBank
+    from htam.policy import PolicyConfig
+    from htam.vocab import method_spec
+
+    if method in MEMORYLESS:
+        return 0
+    new = 0
+    with MemoryBank.open(path) as bank:
+        guide = make_guide(method_spec(method), bank, PolicyConfig(), OptimizeConfig().flat_k)
+        for run_dir in run_dirs:
+            for file in sorted((run_dir / "steps").glob("step_*.json")):
+                step = Step.from_dict(json.loads(file.read_text()))
+                if step.memory_updated:
+                    new += guide.learn(step.memory_record, step.state_text)
+    return new

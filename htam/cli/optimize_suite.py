@@ -63,6 +63,7 @@ def optimize_many(
     command that continues it (``ctx``: the command's context, which that command repeats)."""
     from htam.agent.rundir import new_run_dir
     from htam.bench import BenchConfig, BenchError, load_rows, run_bench
+    from htam.bench.banks import learn_into
     from htam.memory import MemoryBank
 
     level_list = parse_levels(levels)
@@ -118,9 +119,11 @@ def optimize_many(
         fail(str(exc))
     rows = sorted(load_rows(out), key=lambda r: r.task_id)
     bank = config.out / "memory" / f"{method}.db"
+    learned = learn_into(memory, method, [unit_dir(r, out) for r in rows])
     if as_json:
         record = {"suite": suite, "method": method, "target": target, "language": language}
         record |= {"size": size, "out": str(out), "memory": str(memory), "bank": str(bank)}
+        record |= {"learned_steps": learned}
         record |= {"count": len(rows), "tasks": task_records(rows, out)}
         record |= {"errors": [str(error) for error in errors], "done": len(outcome.done)}
         record |= {"failed": len(outcome.failed), "skipped": len(outcome.skipped)}
@@ -131,8 +134,8 @@ def optimize_many(
             console.print(_table(rows, title))
         console.print(
             f"{len(outcome.done)} done, {len(outcome.failed)} failed, {len(outcome.skipped)} "
-            f"already finished · {outcome.wall_s:.1f} s · runs {out}/runs · learned bank "
-            f"{bank} (from {memory}, which is not changed)",
+            f"already finished · {outcome.wall_s:.1f} s · runs {out}/runs · memory {memory} "
+            f"learned {plural(learned, 'new step')}",
             highlight=False,
             soft_wrap=True,
         )
@@ -145,15 +148,20 @@ def optimize_many(
     return 0 if any(r.correct for r in rows) else 1
 
 
+def unit_dir(row, out: Path) -> Path:
+    """The run directory of a bench row's unit."""
+    from htam.bench.bench_config import Unit
+
+    return Unit(row.method, row.seed, row.task_id, row.level, row.steps_planned).run_dir(out)
+
+
 def task_records(rows: list, out: Path) -> list[dict]:
     """Per task, the summary a single task's ``--json`` prints (its summary.json), with its
     state in the suite (complete, partial or failed), whether its best candidate is correct,
     and its error; a unit that failed before its first step has no summary: outcome None."""
-    from htam.bench.bench_config import Unit
-
     records = []
     for r in rows:
-        run_dir = Unit(r.method, r.seed, r.task_id, r.level, r.steps_planned).run_dir(out)
+        run_dir = unit_dir(r, out)
         path = run_dir / "summary.json"
         summary = json.loads(path.read_text()) if path.is_file() else {}
         record = {"task_id": r.task_id, "run_dir": str(run_dir), "outcome": None, **summary}
