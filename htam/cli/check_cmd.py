@@ -38,6 +38,8 @@ def default_jobs(target: str) -> int:
 
 def parse_eval_options(items: list[str]) -> dict[str, Any]:
     """``KEY=VALUE`` pairs naming EvalConfig fields; values are JSON where they parse as JSON."""
+    import pydantic
+
     from htam.evaluate import EvalConfig
 
     fields = {f.name for f in dataclasses.fields(EvalConfig)} - {"size", "tolerances", "cache_dir"}
@@ -50,7 +52,13 @@ def parse_eval_options(items: list[str]) -> dict[str, Any]:
             options[key] = json.loads(value)
         except json.JSONDecodeError:
             options[key] = value
-    return options
+    try:  # typed as EvalConfig types them (newcomer round 5: a string reached the evaluator)
+        checked = pydantic.TypeAdapter(EvalConfig).validate_python(options)
+    except pydantic.ValidationError as exc:
+        error = exc.errors()[0]
+        key = error["loc"][0]
+        fail(f"--eval {key}={options[key]!r}: {error['msg'][0].lower()}{error['msg'][1:]}")
+    return {key: getattr(checked, key) for key in options}
 
 
 class Reporter:

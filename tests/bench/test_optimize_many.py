@@ -5,8 +5,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from htam.cli import app
 from htam.bench.banks import learn_into
+from htam.cli import app
 from htam.memory import MemoryBank
 
 pytestmark = pytest.mark.slow

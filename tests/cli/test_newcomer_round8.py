@@ -62,3 +62,19 @@ def test_a_narrow_terminal_folds_a_table_and_cuts_nothing():
     assert max(map(len, lines)) <= 40 and "…" not in out.getvalue()
     body = [line.split("│")[1:-1] for line in lines if line.startswith("│")]
     assert ["".join(cells[k].strip() for cells in body) for k in range(4)] == row
+
+
+def test_check_types_its_eval_settings(tmp_path):
+    """Newcomer round 5: ``--eval timing_budget_ms=abc`` reached the reference's process and
+    failed the task with a TypeError."""
+    out = tmp_path / "check"
+    for item, said in (
+        ("timing_budget_ms=abc", "valid number"),
+        ("min_timed=2.5", "valid integer"),
+        ("allow_torch=maybe", "valid boolean"),
+    ):
+        args = ["tasks", "check", "builtin", "--tasks", "1_ReLU", "--target", "cpu"]
+        result = runner.invoke(app, [*args, "--eval", item, "--out", str(out)])
+        assert result.exit_code == 2, result.output
+        assert f"--eval {item.split('=')[0]}=" in result.output and said in result.output
+        assert not out.exists()
