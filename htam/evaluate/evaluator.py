@@ -21,6 +21,9 @@ from htam.status import Status
 from htam.tasks.task import Task, TaskError
 
 LANGUAGES = {"cuda": ("cuda", "triton"), "cpu": ("cpp", "triton")}
+# What a reference job checks, in its cached results' names: a change of the rules is a new
+# name (2: outputs a candidate cannot be judged against, trusted_jobs.unjudgeable).
+REFERENCE_RULES = 2
 _TIMING_KEYS = ("warmup_ms", "timing_budget_ms", "min_timed", "max_timed", "l2_flush_mb")
 MAX_SOLUTION_BYTES = 1 << 20
 
@@ -157,7 +160,7 @@ class Evaluator:
     def _reference_file(self, task: Task) -> Path:
         c = self.config
         key = (
-            f"{task.digest}|{c.size}|{self.device_name}|{self.torch_version}|{c.seed}|{c.trials}"
+            f"{REFERENCE_RULES}|{task.digest}|{c.size}|{self.device_name}|{self.torch_version}|{c.seed}|{c.trials}"
             f"|{'compile' if self._time_compile() else 'eager'}"
             # the alone time is set against the paired one (reference_drift): same settings
             + "".join(f"|{getattr(c, k)}" for k in _TIMING_KEYS)

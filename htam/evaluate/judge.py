@@ -27,7 +27,15 @@ from htam.evaluate import buffers, channel, exact, gradients, judge_timing, shif
 from htam.evaluate.compare import compare_tensor, narrowed
 from htam.evaluate.eval_config import Tolerance
 from htam.evaluate.runner import Runner, Verdict, jsonable
-from htam.evaluate.trusted_jobs import Emitter, as_list, build, configs, inputs_for, task_module
+from htam.evaluate.trusted_jobs import (
+    Emitter,
+    as_list,
+    build,
+    configs,
+    inputs_for,
+    task_module,
+    unjudgeable,
+)
 
 _perf = time.perf_counter
 _clock = time.monotonic
@@ -80,9 +88,9 @@ class Judge:
             ref_s = _perf() - t0
             self.call_timeout_s = max(self.call_timeout_s, 50 * ref_s)
             self.emit({"type": "stage", "stage": "reference", "run_s": 30 + 2000 * ref_s})
-        specs = [(list(o.shape), o.dtype) for o in outs if isinstance(o, torch.Tensor)]
-        if len(specs) != len(outs):
-            raise Verdict("error", "the reference returns something other than tensors")
+        if why := unjudgeable(outs):
+            raise Verdict("error", why)
+        specs = [(list(o.shape), o.dtype) for o in outs]
         del reference, outs
         args = jsonable(init_args, "constructor")
         self.both(

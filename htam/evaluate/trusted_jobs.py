@@ -120,6 +120,21 @@ def as_list(out) -> list:
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
+def unjudgeable(outs: list) -> str | None:
+    """Why the reference's outputs ``outs`` cannot judge a candidate, or None: each must be a
+    tensor (a float passed the task's check and then failed every candidate, blamed on it), and
+    not all of them empty (any candidate's empty tensor would be correct)."""
+    others = sorted({type(o).__name__ for o in outs if not isinstance(o, torch.Tensor)})
+    if others:
+        return (
+            f"the reference returns {' and '.join(others)}, not only tensors: HTAM compares "
+            "tensors (return torch.tensor(...))"
+        )
+    if all(o.numel() == 0 for o in outs):
+        return "the reference's outputs are all empty: any candidate would match them"
+    return None
+
+
 def one_line(exc: BaseException) -> str:
     """The exception's own last line (what a user acts on), never empty."""
     text = str(exc).strip().splitlines()
@@ -151,8 +166,12 @@ def _reference(job: dict, emit: Emitter) -> None:
                     specs = gradients.output_specs(model, inputs)
                     n_grads = len(specs)
                     inputs += gradients.draw_grad_outputs(specs, seed + 1, device)
-                _stepper(model, n_grads)(*inputs)
+                outs = as_list(_stepper(model, n_grads)(*inputs))
                 sync(device)
+                if why := unjudgeable(outs):
+                    emit({"type": "result", "status": "error", "message": why})
+                    return
+                del outs
                 if model0 is None:
                     model0, inputs0 = model, inputs
                 del inputs

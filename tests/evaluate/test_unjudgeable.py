@@ -1,0 +1,51 @@
+"""A reference whose outputs cannot judge a candidate is a fault of the task, said before any
+candidate runs: a float passed `tasks check` and then failed every candidate, blamed on it; all
+outputs empty would make any candidate correct (newcomer round 5)."""
+
+import pytest
+
+from htam.evaluate import EvalConfig, Evaluator
+from htam.tasks import load_task
+from htam.tasks.task import TaskError
+
+TASK = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return {body}
+
+
+def get_inputs():
+    return [torch.randn({shape})]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "shape", "said"),
+    [
+        ("float(x.sum())", "64, 64", "the reference returns float, not only tensors"),
+        ("(x.relu(), x.sum().item())", "64, 64", "the reference returns float, not only tensors"),
+        ("x.relu()", "0, 64", "the reference's outputs are all empty"),
+    ],
+)
+def test_the_task_is_refused_before_any_candidate(tmp_path, body, shape, said):
+    path = tmp_path / "task.py"
+    path.write_text(TASK.format(body=body, shape=shape))
+    with Evaluator("cpu", EvalConfig(size="large", cache_dir=tmp_path / "cache")) as evaluator:
+        with pytest.raises(TaskError) as caught:
+            evaluator.reference(load_task(path), timed=False)
+    assert said in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_an_empty_output_beside_a_full_one_is_judged(tmp_path):
+    path = tmp_path / "task.py"
+    path.write_text(TASK.format(body="(x.relu(), x[:0])", shape="64, 64"))
+    with Evaluator("cpu", EvalConfig(size="large", cache_dir=tmp_path / "cache")) as evaluator:
+        assert evaluator.reference(load_task(path), timed=False).flops >= 0
