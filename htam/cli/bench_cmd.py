@@ -16,7 +16,6 @@ from htam.cli.common import (
     METHOD_HELP,
     TARGET_HELP,
     TIMEOUT_HELP,
-    LoadProgress,
     check_cache_dir,
     console,
     err_console,
@@ -26,6 +25,7 @@ from htam.cli.common import (
     resolve_target,
     writable_dir,
 )
+from htam.cli.console import LoadProgress
 from htam.cli.fmt import plural
 from htam.cli.llm_options import build_proposer, check_llm_options
 from htam.cli.optimize_runs import resume_on_interrupt

@@ -3,7 +3,6 @@ memory bank and clean error exits (number and failure formats: ``htam.cli.fmt``)
 
 from __future__ import annotations
 
-import errno
 import functools
 import os
 import sys
@@ -13,41 +12,9 @@ from typing import NoReturn
 
 import typer
 import typer.core
-from rich.console import Console
-from rich.table import Table
 
-from htam.cli.fmt import plural
+from htam.cli.console import console, err_console  # noqa: F401 - every command's, from here
 from htam.vocab import LANGUAGES, METHOD_NAMES, check_target, languages_help, targets_help
-
-
-class _Console(Console):
-    """rich's Console, except that a closed pipe is an error the command handles (see
-    ``pipe_safe``): rich itself would exit 1, the status of "no correct candidate"."""
-
-    def print(self, *objects, **kwargs) -> None:
-        """Tables fold what does not fit a narrow terminal onto more lines, never cut it to
-        "buil…" (newcomer round 7: ids and headers lost at 60 columns)."""
-        for item in objects:
-            if isinstance(item, Table):
-                fold(item)
-        super().print(*objects, **kwargs)
-
-    def on_broken_pipe(self) -> None:
-        self.quiet = True  # nothing more is written to it
-        raise BrokenPipeError(errno.EPIPE, "the output was closed")
-
-
-def fold(table: Table) -> Table:
-    """``table`` with its cells folded onto more lines where they do not fit (a minimum width
-    per column pushed whole columns off a 40-column terminal)."""
-    for column in table.columns:
-        if column.overflow == "ellipsis":  # rich's default
-            column.overflow = "fold"
-    return table
-
-
-console = _Console()
-err_console = _Console(stderr=True)
 
 DEFAULT_LANGUAGE = {str(target): str(langs[0]) for target, langs in LANGUAGES.items()}
 # Help texts built from the registry (htam.vocab): a new method or language shows up here.
@@ -275,42 +242,3 @@ def limit_overrides(
     if timeout_s is not None:
         out["run_timeout_s"] = timeout_s
     return out
-
-
-class LoadProgress:
-    """``load_suite``'s ``on_load`` for a command: a transient bar on stderr when it is a
-    terminal, else one line; shown from ``MANY`` tasks on (each reference runs once when it is
-    loaded, and KernelBench's levels 1-3 take minutes)."""
-
-    MANY = 20
-
-    def __init__(self, source: str):
-        self.source = source
-        self.progress = None
-
-    def __call__(self, done: int, total: int, task_id: str) -> None:
-        if total < self.MANY:
-            return
-        if done == 0 and not err_console.is_terminal:
-            err_console.print(
-                f"loading {plural(total, 'task')} from {self.source}", highlight=False
-            )
-        if not err_console.is_terminal:
-            return
-        if self.progress is None:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-            self.progress = Progress(
-                TextColumn("loading tasks"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("{task.description}"), console=err_console, transient=True,
-            )  # fmt: skip
-            self.progress.start()
-            self.bar = self.progress.add_task("", total=total)
-        self.progress.update(self.bar, completed=done, description=task_id)
-
-    def __enter__(self) -> LoadProgress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.progress is not None:
-            self.progress.stop()

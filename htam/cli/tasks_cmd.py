@@ -9,7 +9,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from htam.cli.common import USAGE_EXIT, LoadProgress, console, err_console, fail, no_tasks
+from htam.cli.common import USAGE_EXIT, console, err_console, fail, no_tasks
+from htam.cli.console import LoadProgress
 from htam.cli.fmt import fmt_bytes, plural
 from htam.cli.json_errors import echo_json
 from htam.cli.workers import parse_levels

@@ -155,8 +155,9 @@ def test_optimize_a_folder_reports_a_bad_file_on_one_line_and_runs_the_rest(tmp_
         return SimpleNamespace(done=list(tasks), failed=[], skipped=[], wall_s=0.0)
 
     row = SimpleNamespace(
-        task_id="suite/good", state="done", correct=True, speedup=1.5, kept_speedup=1.5, error=None
-    )
+        task_id="suite/good", state="done", correct=True, speedup=1.5, kept_speedup=1.5,
+        error=None, method="htam", seed=0, level=None, steps_planned=1,
+    )  # fmt: skip
     monkeypatch.setattr(htam.bench, "run_bench", run_bench)
     monkeypatch.setattr(htam.bench, "load_rows", lambda out: [row])
     env = {"HTAM_CACHE_DIR": str(tmp_path / "cache")}

@@ -49,7 +49,7 @@ def test_a_narrow_terminal_folds_a_table_and_cuts_nothing():
 
     from rich.table import Table
 
-    from htam.cli.common import _Console
+    from htam.cli.console import _Console
 
     table = Table(title="tasks")
     for name in ("id", "families", "shapes (in -> out)", "configs"):
