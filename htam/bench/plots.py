@@ -1,126 +1,16 @@
-"""The report's figures as PNG bytes (matplotlib, Agg backend: files only, never a display), each
-with the data it shows as drawn: axes, ticks, value labels, what overlaps what. The HTML report
-carries that data beside the image, so that a test (or a reader) can check the figure without
-reading pixels."""
+"""The report's figures: speed-ups per method, per level, the discovery curves and the memory's
+transition graph, each drawn and finished by ``htam.bench.drawing``."""
 
 from __future__ import annotations
 
-import io
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
+from htam.bench.drawing import LABEL_FONT, Plot, finish, legend_below, pyplot
 from htam.bench.metrics import UnitRow
 
 # Below this many points a box plot invents a distribution (quartiles of 3 points): show points.
 BOX_MIN_POINTS = 8
-LABEL_FONT = 7
-
-
-@dataclass
-class Plot:
-    png: bytes
-    data: dict[str, Any] = field(default_factory=dict)
-
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _marks(ax, renderer) -> list[tuple[str, Any]]:
-    """Display-space boxes of what carries data: bars, scatter points and line markers."""
-    from matplotlib.patches import Rectangle
-    from matplotlib.transforms import Bbox
-
-    marks = []
-    for patch in ax.patches:
-        if isinstance(patch, Rectangle) and patch.get_width() and patch.get_height():
-            marks.append(("bar", patch.get_window_extent(renderer)))
-    scale = ax.figure.dpi / 72.0
-
-    def dots(kind: str, points, radius: float) -> None:
-        for x, y in ax.transData.transform(points):
-            if math.isfinite(x) and math.isfinite(y):
-                marks.append(
-                    (kind, Bbox.from_extents(x - radius, y - radius, x + radius, y + radius))
-                )
-
-    for coll in ax.collections:
-        sizes = coll.get_sizes()
-        if len(coll.get_offsets()) and len(sizes):
-            dots("point", coll.get_offsets(), math.sqrt(max(sizes)) / 2 * scale)
-    for line in ax.lines:
-        if line.get_marker() not in (None, "", "None", " "):
-            dots("point", line.get_xydata(), line.get_markersize() / 2 * scale)
-    return marks
-
-
-def _overlaps(fig, axes_texts: bool = True) -> list[str]:
-    """Every label (value label, annotation, legend) that lies over a data mark or another
-    label: what a reader cannot read. Empty in a good figure. Without ``axes_texts`` only the
-    legends count (a graph's node names sit on their nodes by design)."""
-    renderer = fig.canvas.get_renderer()
-    found: list[str] = []
-    legends = [leg for leg in [*fig.legends, *(ax.get_legend() for ax in fig.axes)] if leg]
-    for ax in fig.axes:
-        marks = _marks(ax, renderer)
-        texts = [(t.get_text(), t.get_window_extent(renderer)) for t in ax.texts if t.get_text()]
-        texts = texts if axes_texts else []
-        texts += [("legend", leg.get_window_extent(renderer)) for leg in legends]
-        for i, (name, box) in enumerate(texts):
-            inner = box.expanded(0.98, 0.9)  # glyph boxes have padding: touching is not hiding
-            hits = [kind for kind, mark in marks if inner.overlaps(mark)]
-            hits += [other for other, box2 in texts[i + 1 :] if inner.overlaps(box2)]
-            found += [f"{ax.get_title() or 'axes'}: {name!r} over {hit}" for hit in hits]
-    return sorted(set(found))
-
-
-def _axes_data(ax) -> dict[str, Any]:
-    lo, hi = sorted(ax.get_xlim())
-    return {
-        "title": ax.get_title(),
-        "xlabel": ax.get_xlabel(),
-        "ylabel": ax.get_ylabel(),
-        "xticks": [float(t) for t in ax.get_xticks() if lo - 1e-9 <= t <= hi + 1e-9],
-        "xticklabels": [t.get_text() for t in ax.get_xticklabels()],
-        "ylim": [float(v) for v in ax.get_ylim()],
-        "yscale": ax.get_yscale(),
-        "texts": [t.get_text() for t in ax.texts],
-    }
-
-
-def _finish(fig, kind: str, axes_texts: bool = True, **data: Any) -> Plot:
-    fig.canvas.draw()  # lays out ticks and labels, so what is read back is what is drawn
-    data = {
-        "kind": kind,
-        "axes": [_axes_data(ax) for ax in fig.axes],
-        "overlaps": _overlaps(fig, axes_texts),
-        **data,
-    }
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
-    _pyplot().close(fig)
-    return Plot(buffer.getvalue(), data)
-
-
-def _legend_below(fig, ax, ncol: int) -> None:
-    """The legend under the figure, where it can never cover a bar or a point."""
-    handles, labels = ax.get_legend_handles_labels()
-    if handles:
-        fig.legend(
-            handles,
-            labels,
-            loc="upper center",
-            bbox_to_anchor=(0.5, 0.0),
-            ncol=max(1, ncol),
-            fontsize=8,
-            frameon=False,
-        )
 
 
 def speedup_distribution(rows: list[UnitRow], methods: list[str]) -> Plot:
@@ -128,7 +18,7 @@ def speedup_distribution(rows: list[UnitRow], methods: list[str]) -> Plot:
     over enough points to have quartiles; the counts in the tick labels, off the data."""
     from matplotlib.ticker import FuncFormatter
 
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(methods) + 2), 4))
     columns, ticks = [], []
     for i, method in enumerate(methods):
@@ -153,7 +43,7 @@ def speedup_distribution(rows: list[UnitRow], methods: list[str]) -> Plot:
     ax.set_xlim(-0.6, len(methods) - 0.4)
     ax.set_ylabel("best speedup vs eager (log; dashed: eager)")
     ax.set_title("Speedup distribution (correct units)")
-    return _finish(fig, "speedup_distribution", columns=columns)
+    return finish(fig, "speedup_distribution", columns=columns)
 
 
 def _percent(value: float) -> str:
@@ -176,7 +66,7 @@ def level_bars(by_level: dict[str, dict[str, Any]], methods: list[str]) -> Plot:
     """Correctness, fast@1, the best candidate's geomean speedup (failures as 1.0) and the kept
     geomean speedup per level, a bar per method, every bar labelled with its value (a 0% bar is
     invisible without its label); the legend under the panels, off the bars."""
-    plt = _pyplot()
+    plt = pyplot()
     levels = sorted({lv for m in methods for lv in by_level.get(m, {})})
     fig, axes = plt.subplots(1, len(LEVEL_PANELS), figsize=(20, 4))
     width = 0.8 / max(1, len(methods))
@@ -206,8 +96,8 @@ def level_bars(by_level: dict[str, dict[str, Any]], methods: list[str]) -> Plot:
         else:
             ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
         panels.append({"key": key, "title": title, "bars": bars})
-    _legend_below(fig, axes[0], len(methods))
-    return _finish(fig, "levels", panels=panels)
+    legend_below(fig, axes[0], len(methods))
+    return finish(fig, "levels", panels=panels)
 
 
 def discovery_curves(methods_metrics: dict[str, dict[str, Any]]) -> Plot:
@@ -215,7 +105,7 @@ def discovery_curves(methods_metrics: dict[str, dict[str, Any]]) -> Plot:
     reference's speed), so 0.26 against 0.30 looks like the small gap it is."""
     from matplotlib.ticker import MaxNLocator
 
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     top, steps = 1.0, 1
     for method, m in methods_metrics.items():
@@ -229,8 +119,8 @@ def discovery_curves(methods_metrics: dict[str, dict[str, Any]]) -> Plot:
     ax.set_xlabel("step")
     ax.set_ylabel("mean best speedup vs eager")
     ax.set_title("Discovery curves")
-    _legend_below(fig, ax, len(methods_metrics) + 1)
-    return _finish(fig, "discovery_curves")
+    legend_below(fig, ax, len(methods_metrics) + 1)
+    return finish(fig, "discovery_curves")
 
 
 def memory_graph(bank_file) -> Plot:
@@ -243,7 +133,7 @@ def memory_graph(bank_file) -> Plot:
 
     from htam.memory import MemoryBank
 
-    plt = _pyplot()
+    plt = pyplot()
     with MemoryBank.open(bank_file) as bank:
         nodes = {node.id: node.stats.tries for node in bank.directions()}
         edges = [(e.src, e.dst, e.stats.count, e.stats.observed) for e in bank.edges()]
@@ -313,4 +203,4 @@ def memory_graph(bank_file) -> Plot:
     )
     ax.set_title("Transition graph (node size: tries, grey: untried; edge width: times taken)")
     ax.set_axis_off()
-    return _finish(fig, "memory_graph", axes_texts=False, edges=drawn)
+    return finish(fig, "memory_graph", axes_texts=False, edges=drawn)

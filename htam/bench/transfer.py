@@ -165,16 +165,16 @@ def _per_task(arms: dict[str, dict]) -> dict[str, dict[str, Any]]:
 def _plot_curves(arms: dict[str, dict], path: Path) -> Path | None:
     if not any(arm["curve"] for arm in arms.values()):
         return None
-    from htam.bench.plots import _finish, _legend_below, _pyplot
+    from htam.bench.drawing import finish, legend_below, pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     for arm, data in arms.items():
         ax.plot(range(1, len(data["curve"]) + 1), data["curve"], marker="o", label=arm)
     ax.set_xlabel("step")
     ax.set_ylabel("mean best speedup vs eager (none correct = 1.0)")
-    _legend_below(fig, ax, ncol=len(arms))
-    path.write_bytes(_finish(fig, "transfer_curves").png)
+    legend_below(fig, ax, ncol=len(arms))
+    path.write_bytes(finish(fig, "transfer_curves").png)
     return path
 
 

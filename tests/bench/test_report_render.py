@@ -253,13 +253,13 @@ def test_no_gpu_column_on_a_cpu_run(report):
 
 def test_the_overlap_check_sees_a_legend_over_a_bar_and_a_label_on_a_point():
     """The figures' "overlaps" are not empty by construction: planted faults are found."""
-    from htam.bench.plots import _finish, _pyplot
+    from htam.bench.drawing import finish, pyplot
 
-    fig, ax = _pyplot().subplots(figsize=(4, 3))
+    fig, ax = pyplot().subplots(figsize=(4, 3))
     ax.bar([0, 1], [1.0, 1.0], label="a bar")
     ax.legend(loc="center")  # over both bars
     ax.plot([0.5], [0.5], marker="o")
     ax.annotate("here", (0.5, 0.5), ha="center", va="center")
-    overlaps = _finish(fig, "planted").data["overlaps"]
+    overlaps = finish(fig, "planted").data["overlaps"]
     assert any("'legend' over bar" in o for o in overlaps)
     assert any("'here' over point" in o for o in overlaps)
