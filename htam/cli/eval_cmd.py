@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import typer
@@ -74,7 +75,12 @@ def eval_command(
         metavar="TASK",
         help="task file (KernelBench format) or built-in task id, as for `htam optimize`",
     ),
-    solution_file: Path = typer.Argument(..., help="Python file defining ModelNew"),
+    solution_file: Path = typer.Argument(
+        ...,
+        metavar="SOLUTION_FILE",
+        help="Python file defining ModelNew; it runs alone, so its kernel sources are in it "
+        "(load_inline), not in files beside it",
+    ),
     target: str | None = typer.Option(None, help=TARGET_HELP),
     language: str | None = typer.Option(
         None, help="cuda | triton (target cuda), cpp | triton (target cpu)"
@@ -129,6 +135,7 @@ def eval_command(
     except EvaluatorError as exc:
         fail(str(exc))
     timed = signature(task, size)  # what was timed, said (newcomer: optimize said it, eval not)
+    result.messages[:0] = beside_note(result, solution_file)
     if as_json:
         data = result.to_dict()
         if not show_log:
@@ -147,6 +154,18 @@ def eval_command(
             console.print(result.log, markup=False, highlight=False)
     # 3: the machine could not judge the task (nothing said of the candidate), as elsewhere
     raise typer.Exit(0 if result.correct else INFRASTRUCTURE_EXIT if result.infrastructure else 1)
+
+
+def beside_note(result: EvalResult, solution_file: Path) -> list[str]:
+    """A first message for a solution that read a file beside it, which the job does not have
+    (newcomer round 5: a traceback about /tmp/job/kernel.cpp was all it said)."""
+    found = re.search(r"No such file or directory: '/tmp/job/([^'/]+)'", " ".join(result.messages))
+    if result.correct or not found or not (solution_file.parent / found[1]).is_file():
+        return []
+    return [
+        f"the solution reads {found[1]}, a file beside it: a solution runs alone, as one file; "
+        "put that source in it (torch.utils.cpp_extension.load_inline)"
+    ]
 
 
 def verdict_line(result: EvalResult) -> str:

@@ -78,3 +78,19 @@ def test_check_types_its_eval_settings(tmp_path):
         assert result.exit_code == 2, result.output
         assert f"--eval {item.split('=')[0]}=" in result.output and said in result.output
         assert not out.exists()
+
+
+def test_a_solution_reading_a_file_beside_it_is_told_why_it_failed(tmp_path):
+    """Newcomer round 5: ``load(sources=[<dir of __file__>/relu.cpp])`` failed with a traceback
+    about /tmp/job/relu.cpp: the job holds the solution file alone."""
+    (tmp_path / "relu.cpp").write_text("// the kernel\n")
+    solution = tmp_path / "sol.py"
+    solution.write_text(
+        "import os\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load\n\n"
+        'ext = load(name="sib", sources=[os.path.join(os.path.dirname(__file__), "relu.cpp")])\n'
+        "\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.relu(x)\n"
+    )
+    args = ["eval", "level1/1_ReLU", str(solution), "--target", "cpu", "--language", "cpp"]
+    result = runner.invoke(app, [*args, "--quiet"])
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith("compile_error: the solution reads relu.cpp, a file beside it")
