@@ -103,9 +103,14 @@ def judge_against_exact(
         problem = compare_tensor(o[~zero], r[~zero], table)
         # or is as near float64 as float32's worst rounding in this output: where the reference
         # landed near its float64 value by chance, another order of the same sums did not
-        # (a centred mean over rows with outliers planted, 1.6e-6 off against atol 1e-6)
+        # (a centred mean over rows with outliers planted, 1.6e-6 off against atol 1e-6).
+        # Such elements are the few of the zeros that float32 hit by chance, never more than
+        # the zeros themselves: one cancelling sum's noise (1e-3) beside a softmax (values
+        # below it) let an answer of all zeros through, the softmax never computed (red team
+        # 12, cheat_exact_slack.py).
         slack = FACTOR * float(noise.max())
-        if problem and float((o.double() - e)[~zero].abs().max()) > slack:
+        by_chance = zero.numel() - n <= n
+        if problem and (not by_chance or float((o.double() - e)[~zero].abs().max()) > slack):
             return False, f"elements not zero to float32 precision: {problem}"
     ref_err = float(torch.linalg.vector_norm(noise[zero]))
     err = float(torch.linalg.vector_norm((o.double() - e)[zero]))

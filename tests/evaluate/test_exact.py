@@ -2,6 +2,8 @@
 sums in another order passes; a wrong one, and the red team's ways around the rule, still fail;
 a well-conditioned output is judged as before."""
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -127,3 +129,30 @@ def test_an_output_all_zero_to_float32_precision_says_a_constant_passes():
     assert why.endswith("so a constant near 0 passes too")
     ok, why = judge_against_exact(torch.full((64,), 1e-3), ref, ref.clone(), exact, tol)
     assert not ok and "within 10x" in why
+
+
+REDTEAM12 = Path(__file__).resolve().parents[2] / "redteam12"
+
+
+def test_one_cancelling_sum_does_not_excuse_the_rest_of_the_output():
+    """Red team 12: a centred row's sum (exactly 0, float32 noise near 1e-3) beside a softmax
+    whose values are all below that noise. Float32's worst rounding in the output excused every
+    softmax element, and an answer of all zeros passed (ok, 2.4x: the softmax never computed).
+    The slack is for the few zeros float32 hit by chance, never for more elements than the
+    zeros themselves."""
+    tol = TOLERANCES["float32"]
+    torch.manual_seed(0)
+    x = torch.randn(64, 1 << 16)
+    ref = torch.cat([(x - x.mean(1, keepdim=True)).sum(1), torch.softmax(x, 1).reshape(-1)])
+    xd = x.double()
+    exact = torch.cat([(xd - xd.mean(1, keepdim=True)).sum(1), torch.softmax(xd, 1).reshape(-1)])
+    ok, why = judge_against_exact(torch.zeros_like(ref), ref, ref.clone(), exact, tol)
+    assert not ok and "not zero to float32 precision" in why
+
+
+@pytest.mark.slow
+def test_cheat_exact_slack_fixture_is_incorrect(cpu_evaluator):
+    task = load_task(REDTEAM12 / "cancel_softmax_task.py")
+    source = (REDTEAM12 / "cheat_exact_slack.py").read_text()
+    result = cpu_evaluator.evaluate(task, source, "cpp")
+    assert result.status == "incorrect", (result.status, result.messages, result.flags)
