@@ -140,7 +140,8 @@ def narrowed(out: torch.Tensor, ref: torch.Tensor, generator: torch.Generator) -
     10); one element in 32 nudged off a 16-bit value then passed a check of every element (red
     team 11: 1.58x against 0.98x). An answer nudged off 16-bit values everywhere is beyond any
     check of values (docs/evaluator.md). Zeros say nothing (an exact 0 where the reference has
-    float32 noise is no sign of 16 bits), and fewer than 1% nonzero is no evidence."""
+    float32 noise is no sign of 16 bits); where fewer than 1% of the draw is nonzero, it is
+    drawn again from the nonzero elements alone, and fewer than 64 of them is no evidence."""
     if ref.dtype != torch.float32 or out.shape != ref.shape or ref.numel() < 64:
         return None
     n = min(NARROW_SAMPLE, ref.numel())
@@ -149,7 +150,17 @@ def narrowed(out: torch.Tensor, ref: torch.Tensor, generator: torch.Generator) -
     nonzero = o != 0
     count = int(nonzero.sum())
     if count * 100 < n:
-        return None
+        # Mostly zeros: the draw is taken again from the nonzero elements alone. Taken as no
+        # evidence, a float16 answer to a ReLU whose output was 99.9% zeros passed (red team
+        # 12, attack_sparse_float16.py).
+        places = out.reshape(-1).nonzero().reshape(-1)
+        if places.numel() < 64:
+            return None
+        pick = torch.randint(0, places.numel(), (n,), generator=generator).to(places.device)
+        where = places[pick]
+        o, r = out.reshape(-1)[where], ref.reshape(-1)[where]
+        nonzero = torch.ones_like(o, dtype=torch.bool)
+        count = n
     o, r = o[nonzero], r[nonzero]
     for dtype in _NARROW:
         own = int((o.to(dtype).float() == o).sum()) / count

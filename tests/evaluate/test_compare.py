@@ -1,10 +1,14 @@
 """The correctness rule on its own: tolerances, non-finite values, slices, no side effects."""
 
+from pathlib import Path
+
+import pytest
 import torch
 
 from htam.evaluate import compare
 from htam.evaluate.compare import compare_outputs, compare_tensor, narrowed
 from htam.evaluate.eval_config import TOLERANCES
+from htam.tasks import load_task
 
 BIG = 3 * compare._SLICE + 123  # several slices and a ragged last one
 
@@ -100,3 +104,30 @@ def test_a_float32_answer_held_in_16_bits_is_told_apart():
     assert narrowed(torch.zeros(10_000), torch.randn(10_000) * 1e-9, g) is None
     whole = torch.randint(-50, 50, (10_000,)).float()  # float16 holds each of them
     assert narrowed(whole.clone(), whole, g) is None
+
+
+def test_a_mostly_zero_answer_held_in_16_bits_is_told_apart():
+    """Red team 12 (redteam12/attack_sparse_float16.py): a ReLU of the inputs less 3 is 99.9%
+    zeros, so a draw of 4,096 elements held a handful of nonzero ones, taken as no evidence,
+    and a float16 answer through the hand-over passed. The draw is now taken again from the
+    nonzero elements; an honest sparse answer still passes."""
+    g = torch.Generator().manual_seed(0)
+    ref = torch.relu(torch.randn(1 << 20) - 3.0)
+    assert float((ref != 0).float().mean()) < 0.002
+    assert narrowed(ref.clone(), ref, g) is None
+    why = narrowed(ref.half().float(), ref, g)
+    assert why and "float16" in why
+    few = torch.zeros(1 << 20)
+    few[:10] = torch.rand(10).half().float()  # too few nonzero elements to say anything
+    assert narrowed(few, few.clone() + 1e-9 * (few != 0), g) is None
+
+
+@pytest.mark.slow
+def test_attack_sparse_float16_is_rejected(cpu_evaluator):
+    folder = Path(__file__).resolve().parents[2] / "redteam12"
+    task = load_task(folder / "sparse_relu_task.py")
+    result = cpu_evaluator.evaluate(task, (folder / "attack_sparse_float16.py").read_text(), "cpp")
+    assert result.status == "rejected", (result.status, result.messages)
+    assert "float16 values" in result.messages[0]
+    honest = cpu_evaluator.evaluate(task, (folder / "honest_sparse_float32.py").read_text(), "cpp")
+    assert honest.status == "ok", honest.messages
