@@ -107,7 +107,7 @@ def test_a_float32_answer_held_in_16_bits_is_told_apart():
 
 
 def test_a_mostly_zero_answer_held_in_16_bits_is_told_apart():
-    """Red team 12 (redteam12/attack_sparse_float16.py): a ReLU of the inputs less 3 is 99.9%
+    """Red team 12 (fixtures/attack_sparse_float16.py): a ReLU of the inputs less 3 is 99.9%
     zeros, so a draw of 4,096 elements held a handful of nonzero ones, taken as no evidence,
     and a float16 answer through the hand-over passed. The draw is now taken again from the
     nonzero elements; an honest sparse answer still passes."""
@@ -124,7 +124,7 @@ def test_a_mostly_zero_answer_held_in_16_bits_is_told_apart():
 
 @pytest.mark.slow
 def test_attack_sparse_float16_is_rejected(cpu_evaluator):
-    folder = Path(__file__).resolve().parents[2] / "redteam12"
+    folder = Path(__file__).parent / "fixtures"
     task = load_task(folder / "sparse_relu_task.py")
     result = cpu_evaluator.evaluate(task, (folder / "attack_sparse_float16.py").read_text(), "cpp")
     assert result.status == "rejected", (result.status, result.messages)
