@@ -43,6 +43,22 @@ def _check_resume(config: BenchConfig, resume: bool) -> None:
         raise BenchError(f"cannot resume {config.out}: {', '.join(changed)} changed")
 
 
+def _check_plan(config: BenchConfig, units: list[Unit]) -> None:
+    """A resumed bench keeps every unit it planned: one resumed with fewer tasks, methods or
+    seeds rewrote its plan and its report lost the units left out (newcomer round 8)."""
+    path = config.out / "plan.json"
+    if not path.exists():
+        return
+    planned = {u["key"] for u in json.loads(path.read_text())}
+    left_out = planned - {u.key for u in units}
+    if left_out:
+        raise BenchError(
+            f"cannot resume {config.out}: {len(left_out)} of its {len(planned)} planned units "
+            f"are not in this one (e.g. {min(left_out)}); give the tasks, methods and seeds "
+            "it was started with (more are fine), or another --out"
+        )
+
+
 def write_plan(config: BenchConfig, units: list[Unit]) -> None:
     from htam.agent.rundir import write_atomic
 
@@ -64,6 +80,7 @@ def run_bench(
     started = time.monotonic()
     _check_resume(config, resume)
     units = plan_units(tasks, config)
+    _check_plan(config, units)
     write_plan(config, units)
     outcome = BenchOutcome(planned=len(units))
     pending: deque[tuple[Unit, int]] = deque()

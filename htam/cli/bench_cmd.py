@@ -16,6 +16,7 @@ from htam.cli.common import (
     METHOD_HELP,
     TARGET_HELP,
     TIMEOUT_HELP,
+    check_bank,
     check_cache_dir,
     console,
     err_console,
@@ -191,6 +192,10 @@ def bench_command(
     from htam.bench import BenchConfig, BenchError, ProposerSpec, run_bench
 
     ray_spec = check_ray(ray, ray_address, ray_slots)
+    if memory is not None:  # read before anything is written (newcomer round 8: a traceback)
+        if not memory.exists():
+            fail(f"--memory {memory}: no such memory bank (`htam memory init` creates one)")
+        check_bank(memory)
     if ray_spec is not None and workers is not None and ray_slots is not None:
         fail("--workers and --ray-slots both give the number of Ray workers: give one of them")
     offline = llm is None and base_url is None and proposer is None

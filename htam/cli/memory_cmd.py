@@ -72,18 +72,32 @@ def _any_bank(path: Path) -> Iterator[MemoryBank]:
             yield bank
 
 
-def _write_json(data: dict[str, Any], out: Path) -> None:
-    if out.exists():
+def _to_write(out: Path, new: bool = True) -> Path:
+    """``out`` checked before anything is read or made: its folder exists (a typo is not a new
+    folder: newcomer round 8, `plot` made one at the root and the others gave a traceback),
+    and a ``new`` file does not."""
+    if new and out.exists():
         fail(f"{out}: already exists; refusing to overwrite it")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    if not out.parent.is_dir():
+        cause = "is not a directory" if out.parent.exists() else "does not exist"
+        fail(f"{out}: its folder {out.parent} {cause}")
+    return out
+
+
+def _write_json(data: dict[str, Any], out: Path) -> None:
+    try:
+        _to_write(out).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", "utf-8")
+    except OSError as error:
+        fail(f"{out}: cannot write it: {error.strerror or error}")
 
 
 @memory_app.command("init")
 def init(path: Annotated[Path, typer.Argument(help="New bank file (must not exist).")]) -> None:
     """Create a bank from the packaged seed knowledge."""
+    if path.parent == default_memory().parent:  # HTAM's own cache folder: made when first used
+        path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        with MemoryBank.create(path) as bank:
+        with MemoryBank.create(_to_write(path)) as bank:
             typer.echo(
                 f"created {path}: {len(bank.direction_ids)} directions, "
                 f"{len(bank.parent_of)} strategies, {len(bank.edges())} prior transitions"
@@ -98,6 +112,7 @@ def export(
     out: Annotated[Path, typer.Argument(help="JSON file to write (must not exist).")],
 ) -> None:
     """Write a bank as versioned JSON."""
+    _to_write(out)
     with _open(path) as bank:
         _write_json(bank.export_json(), out)
     typer.echo(f"exported {path} -> {out}")
@@ -109,6 +124,7 @@ def import_(
     path: Annotated[Path, typer.Argument(help="New bank file (must not exist).")],
 ) -> None:
     """Create a bank from a JSON export."""
+    _to_write(path)
     data = _load_any(source)
     try:
         MemoryBank.import_json(data, path).close()
@@ -124,6 +140,7 @@ def merge_cmd(
     out: Annotated[Path, typer.Argument(help="New bank file, or a .json export to write.")],
 ) -> None:
     """Merge two banks: statistics add, evidence and step ledgers union without duplicates."""
+    _to_write(out)
     try:
         merged = merge(_load_any(a), _load_any(b), PolicyConfig())
         if out.suffix.lower() == ".json":
@@ -281,6 +298,7 @@ def plot(
     """Draw the transition graph (node size = tries, edge width = utility)."""
     if not path.exists():
         fail(f"{path}: no such file")
+    _to_write(out, new=False)
     with _any_bank(path) as bank:
         try:
             plot_bank(bank, out, edge_utilities(bank, PolicyConfig()))

@@ -118,3 +118,19 @@ def test_unit_that_kills_its_worker_twice_is_recorded_failed(tmp_path):
     assert "died (exit code -9)" in (out / "report.md").read_text()
     title, console = render_html(out / "report.html", tmp_path)
     assert title == "IMAGES 3 BROKEN 0" and console == ""  # no bank: refine has no memory
+
+
+def test_a_resume_with_fewer_units_is_refused_before_it_rewrites_the_plan(tmp_path):
+    """Newcomer round 8: a bench resumed with fewer tasks rewrote plan.json, and its report
+    lost the units left out (their runs still on disk)."""
+    from htam.bench import BenchError
+    from htam.bench.bench_config import plan_units
+    from htam.bench.runner import write_plan
+
+    cfg = config(tmp_path / "out", methods=("htam",), workers=1)
+    both = tasks()[:2]
+    write_plan(cfg, plan_units(both, cfg))
+    before = (cfg.out / "plan.json").read_text()
+    with pytest.raises(BenchError, match="1 of its 2 planned units are not in this one"):
+        run_bench(cfg, both[:1], resume=True)
+    assert (cfg.out / "plan.json").read_text() == before

@@ -94,3 +94,35 @@ def test_a_solution_reading_a_file_beside_it_is_told_why_it_failed(tmp_path):
     result = runner.invoke(app, [*args, "--quiet"])
     assert result.exit_code == 1, result.output
     assert result.output.startswith("compile_error: the solution reads relu.cpp, a file beside it")
+
+
+def test_memory_commands_refuse_a_missing_folder_in_one_line(tmp_path):
+    """Newcomer round 8: init, export, import and merge gave a traceback for an output in a
+    folder that does not exist, and plot made the folder."""
+    bank, export = tmp_path / "b.db", tmp_path / "e.json"
+    assert runner.invoke(app, ["memory", "init", str(bank)]).exit_code == 0
+    assert runner.invoke(app, ["memory", "export", str(bank), str(export)]).exit_code == 0
+    nowhere = tmp_path / "no" / "such"
+    for args in (
+        ["init", str(nowhere / "x.db")],
+        ["export", str(bank), str(nowhere / "x.json")],
+        ["import", str(export), str(nowhere / "x.db")],
+        ["merge", str(bank), str(export), str(nowhere / "x.db")],
+        ["plot", str(bank), str(nowhere / "x.png")],
+    ):
+        result = runner.invoke(app, ["memory", *args])
+        assert result.exit_code == 2, (args, result.output)
+        assert f"its folder {nowhere} does not exist" in result.output
+    assert not (tmp_path / "no").exists()
+
+
+def test_bench_refuses_a_memory_that_is_no_bank_before_writing(tmp_path):
+    """Newcomer round 8: a traceback, and an --out that could be neither resumed nor reused."""
+    not_a_bank, out = tmp_path / "a.json", tmp_path / "out"
+    not_a_bank.write_text("{}")
+    args = ["bench", "builtin", "--tasks", "1_ReLU", "--target", "cpu", "--out", str(out)]
+    result = runner.invoke(app, [*args, "--memory-mode", "accumulate", "--memory", str(not_a_bank)])
+    assert result.exit_code == 2 and "not a memory bank" in result.output
+    missing = runner.invoke(app, [*args, "--memory", str(tmp_path / "none.db")])
+    assert missing.exit_code == 2 and "no such memory bank" in missing.output
+    assert not out.exists()
