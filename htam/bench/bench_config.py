@@ -15,6 +15,25 @@ from typing import Any
 from htam.vocab import METHOD_NAMES, Guide, method_spec, methods_of
 
 MEMORY_MODES = ("accumulate", "frozen", "fresh")
+
+
+class BenchError(Exception):
+    """A bench that cannot start or go on (its one-line message says why)."""
+
+
+class ResultsError(BenchError):
+    """A bench directory that cannot be read back."""
+
+
+def read_json(path: Path) -> Any:
+    """A bench file's JSON; a damaged one (cut short, edited) is a one-line ResultsError that
+    names it (newcomer round 8: a JSONDecodeError traceback from `report` and `--resume`)."""
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"{path}: damaged, not JSON ({exc}); restore or remove it") from None
+
+
 # Methods that never read the memory (their guide is none, htam.vocab): they get no bank at all.
 MEMORYLESS = methods_of(Guide.NONE)
 # Kept in every process the bench starts (multicast over NVLink is off on the lent machines).
@@ -179,7 +198,7 @@ def plan_units(tasks: list, config: BenchConfig) -> list[Unit]:
 
 def read_summary(unit: Unit, out: Path) -> dict[str, Any] | None:
     path = unit.run_dir(out) / "summary.json"
-    return json.loads(path.read_text()) if path.exists() else None
+    return read_json(path) if path.exists() else None
 
 
 def unit_done(unit: Unit, out: Path) -> bool:

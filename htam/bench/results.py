@@ -7,12 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from htam.bench.bench_config import Unit
+from htam.bench.bench_config import ResultsError, Unit, read_json
 from htam.bench.metrics import UnitRow, compute_metrics
 
-
-class ResultsError(Exception):
-    pass
+__all__ = ["ResultsError", "bench_metrics", "load_plan", "load_rows"]
 
 
 def load_plan(out: Path) -> list[Unit]:
@@ -20,8 +18,7 @@ def load_plan(out: Path) -> list[Unit]:
     if not path.exists():
         raise ResultsError(f"{out}: not a bench directory (no plan.json)")
     return [
-        Unit(d["method"], d["seed"], d["task_id"], d["level"], d["steps"])
-        for d in json.loads(path.read_text())
+        Unit(d["method"], d["seed"], d["task_id"], d["level"], d["steps"]) for d in read_json(path)
     ]
 
 
@@ -30,15 +27,21 @@ def load_log(out: Path) -> dict[str, dict[str, Any]]:
     path = Path(out) / "units.jsonl"
     last: dict[str, dict[str, Any]] = {}
     if path.exists():
-        for line in path.read_text().splitlines():
-            if line.strip():
-                record = json.loads(line)
+        lines = path.read_text().splitlines()
+        for k, line in enumerate(lines):
+            try:
+                record = json.loads(line) if line.strip() else None
+            except json.JSONDecodeError:
+                if k == len(lines) - 1:  # an append cut short by a crash: that attempt is lost
+                    break
+                raise ResultsError(f"{path}: line {k + 1} is damaged, not JSON") from None
+            if record is not None:
                 last[record["unit"]] = record
     return last
 
 
 def _steps(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in sorted((run_dir / "steps").glob("step_*.json"))]
+    return [read_json(p) for p in sorted((run_dir / "steps").glob("step_*.json"))]
 
 
 def unit_row(unit: Unit, out: Path, last: dict[str, Any] | None) -> UnitRow | None:
@@ -58,7 +61,7 @@ def unit_row(unit: Unit, out: Path, last: dict[str, Any] | None) -> UnitRow | No
     )
     if not summary_path.exists():
         return row if last and last["status"] == "failed" else None
-    s = json.loads(summary_path.read_text())
+    s = read_json(summary_path)
     steps = _steps(run_dir)
     # A result served by the evaluation cache carries its original cost: cap each evaluation by
     # its step's wall time so cached re-evaluations are not counted as device time again.

@@ -18,14 +18,17 @@ import time
 from collections import deque
 
 from htam.bench.banks import prepare_shared
-from htam.bench.bench_config import BenchConfig, Unit, plan_units, unit_done
+from htam.bench.bench_config import (
+    BenchConfig,
+    BenchError,
+    Unit,
+    plan_units,
+    read_json,
+    unit_done,
+)
 from htam.bench.executor import BenchOutcome, Event, Ledger, dispatch
 
 __all__ = ["BenchError", "BenchOutcome", "run_bench", "write_plan"]
-
-
-class BenchError(Exception):
-    pass
 
 
 def _check_resume(config: BenchConfig, resume: bool) -> None:
@@ -37,7 +40,7 @@ def _check_resume(config: BenchConfig, resume: bool) -> None:
             f"{config.out} already holds a bench; pass --resume to continue it "
             "or choose another --out"
         )
-    old = json.loads(path.read_text()).get("identity", {})
+    old = read_json(path).get("identity", {})
     changed = [k for k, v in config.identity().items() if old.get(k) != v]
     if changed:
         raise BenchError(f"cannot resume {config.out}: {', '.join(changed)} changed")
@@ -49,7 +52,7 @@ def _check_plan(config: BenchConfig, units: list[Unit]) -> None:
     path = config.out / "plan.json"
     if not path.exists():
         return
-    planned = {u["key"] for u in json.loads(path.read_text())}
+    planned = {u["key"] for u in read_json(path)}
     left_out = planned - {u.key for u in units}
     if left_out:
         raise BenchError(

@@ -181,3 +181,18 @@ def test_compare_names_what_two_benches_ran_differently(bench, tmp_path):
     steps = record["identity"]["steps"]
     assert f"steps differs: A {steps - 2}, B {steps}" in result.output
     assert "the tasks differ: 1 only in A, 0 only in B, 2 in both" in result.output
+
+
+def test_a_damaged_results_file_is_named_in_one_line(bench, tmp_path):
+    """Newcomer round 8: a summary.json or units.jsonl cut short gave `report` and `--resume` a
+    JSONDecodeError traceback. A last log line cut short is an append a crash interrupted."""
+    copy = tmp_path / "copy"
+    shutil.copytree(bench[0], copy)
+    log = copy / "units.jsonl"
+    log.write_bytes(log.read_bytes()[:-40])
+    assert CliRunner().invoke(app, ["report", str(copy)]).exit_code == 0
+    summary = next((copy / "runs").glob("*/s0/*/summary.json"))
+    summary.write_bytes(summary.read_bytes()[:-40])
+    result = CliRunner().invoke(app, ["report", str(copy)])
+    assert result.exit_code == 2, result.output
+    assert f"{summary}: damaged, not JSON" in result.output and "Traceback" not in result.output
