@@ -182,7 +182,8 @@ def check_command(
     as_json: Annotated[bool, typer.Option("--json", help="print check.json to stdout")] = False,
 ) -> None:
     """Run every reference at its real size: status and cause, eager and torch.compile times,
-    FLOPs, bytes, roofline bound. Writes OUT/check.json and OUT/check.md; exit 1 if any failed."""
+    FLOPs, bytes, roofline bound. Writes OUT/check.json and OUT/check.md; exit 1 if any failed,
+    2 if a task file could not be loaded (the others are checked)."""
     from htam.bench.check import CheckConfig, CheckError, run_check
     from htam.cli.common import default_target
     from htam.tasks import TaskError, load_suite
@@ -241,7 +242,13 @@ def check_command(
         highlight=False,
         soft_wrap=True,
     )
-    if errors or any(r["status"] == "failed" for r in outcome.records):
+    if errors:  # as `htam optimize SUITE`: the others ran, and the bad files are a usage error
+        err_console.print(
+            f"{plural(len(errors), 'task file')} could not be loaded (above); exit {USAGE_EXIT}",
+            highlight=False,
+        )
+        raise typer.Exit(USAGE_EXIT)
+    if any(r["status"] == "failed" for r in outcome.records):
         raise typer.Exit(1)
 
 

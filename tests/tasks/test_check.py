@@ -146,3 +146,17 @@ def test_torch_compile_is_warmed_then_timed_beside_eager(tmp_path):
     assert record["ratio"] == pytest.approx(record["eager_ms"] / record["compile_ms"])
     assert record["sol_compile"] == pytest.approx(record["bound_ms"] / record["compile_ms"])
     assert record["warm_s"] > 0 and record["warm_cause"] is None
+
+
+def test_a_bad_task_file_is_a_usage_error_after_the_others_are_checked(tmp_path):
+    """Newcomer round 8: exit 1 with no line saying why (the README says 2, as optimize)."""
+    from tests.cli.tasks_src import write_suite
+
+    suite = write_suite(tmp_path / "suite", "good")
+    (suite / "broken.py").write_text("def (:\n")
+    out = tmp_path / "check"
+    result = check(str(suite), "--target", "cpu", "--out", str(out))
+    assert result.exit_code == 2, result.output
+    assert "broken.py" in result.stderr and "1 task file could not be loaded" in result.stderr
+    (record,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert record["id"] == "suite/good" and record["status"] == "ok"
