@@ -58,7 +58,32 @@ def parse_eval_options(items: list[str]) -> dict[str, Any]:
         error = exc.errors()[0]
         key = error["loc"][0]
         fail(f"--eval {key}={options[key]!r}: {error['msg'][0].lower()}{error['msg'][1:]}")
+    for key, value in options.items():
+        least = _LEAST.get(key)
+        if least is not None and getattr(checked, key) is not None and value < least:
+            fail(f"--eval {key}={value!r}: at least {least}")
     return {key: getattr(checked, key) for key in options}
+
+
+# The least value of a setting that has one (newcomer round 8: trials=0 failed every reference
+# with a TypeError, and memory_limit_mb=1 passed); 0 where any positive amount will do.
+_LEAST = {
+    "trials": 1,
+    "min_timed": 1,
+    "max_timed": 1,
+    "memory_limit_mb": 256,
+    "compile_timeout_s": 1,
+    "run_timeout_s": 1,
+    "call_timeout_s": 0.001,
+    "output_limit_bytes": 1024,
+    "warmup_ms": 0,
+    "timing_budget_ms": 0.001,
+    "l2_flush_mb": 0,
+    "escape_ratio": 0,
+    "escape_slack_ms": 0,
+    "busy_probe_ms": 0,
+    "flag_speedup": 1,
+}
 
 
 class Reporter:

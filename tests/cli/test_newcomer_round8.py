@@ -72,6 +72,8 @@ def test_check_types_its_eval_settings(tmp_path):
         ("timing_budget_ms=abc", "valid number"),
         ("min_timed=2.5", "valid integer"),
         ("allow_torch=maybe", "valid boolean"),
+        ("trials=0", "at least 1"),
+        ("memory_limit_mb=1", "at least 256"),
     ):
         args = ["tasks", "check", "builtin", "--tasks", "1_ReLU", "--target", "cpu"]
         result = runner.invoke(app, [*args, "--eval", item, "--out", str(out)])
