@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import threading
 import traceback
 import types
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from pprint import pformat
 from typing import Any
@@ -31,6 +35,32 @@ REAL_RUN_MAX_FLOPS = 1e9
 REAL_RUN_MAX_BYTES = 256 * 2**20
 
 _LEVEL_DIR = re.compile(r"level(\d+)$")
+# A task's module, and its reference's one run at the small size, in the loading process: a
+# task that sleeps or loops there hung every command, silently (newcomer round 8).
+LOAD_TIMEOUT_S = 120.0
+
+
+class _TooLong(BaseException):  # not caught as the task's own failure
+    pass
+
+
+@contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Raise _TooLong after ``seconds`` (SIGALRM: the main thread only; elsewhere no limit)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def alarm(signum: int, frame: object) -> None:
+        raise _TooLong
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def load_task(path: str | Path, suite: str | None = None, *, validate: bool = True) -> Task:
@@ -51,12 +81,17 @@ def load_task(path: str | Path, suite: str | None = None, *, validate: bool = Tr
     else:
         source = _configs_dir_source(path) if path.is_dir() else _read(path)
     task_id, name, level = task_identity(path, suite)
-    module = _execute(source, path, name)
-    _check_module(module, path)
-    task = Task(id=task_id, name=name, source=source, path=path, level=level,
-                kind=kind or "forward")  # fmt: skip
-    if validate:
-        _validate(task, path)
+    try:
+        with _time_limit(LOAD_TIMEOUT_S):
+            module = _execute(source, path, name)
+            _check_module(module, path)
+            task = Task(id=task_id, name=name, source=source, path=path, level=level,
+                        kind=kind or "forward")  # fmt: skip
+            if validate:
+                _validate(task, path)
+    except _TooLong:
+        what = "its module and its reference's run at the small size" if validate else "its module"
+        raise TaskError(path, f"{what} did not finish within {LOAD_TIMEOUT_S:.0f} s") from None
     return task
 
 
