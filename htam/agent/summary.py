@@ -64,6 +64,9 @@ def summary(
         ),
         "best_speedup_vs_compile": best.speedup_vs_compile if best else None,
         "best_runtime_ms": best.runtime_ms if best else None,
+        # the reference beside the best candidate, in the same rounds: best_speedup is the
+        # ratio of these two (ref_runtime_ms is the reference timed alone, before the steps)
+        "best_ref_runtime_ms": best.ref_runtime_ms if best else None,
         "best_sol_fraction": best.sol_fraction if best else None,
         "best_flags": list(best.flags) if best else [],
         "ref_runtime_ms": ref.timing["median_ms"] if ref.timing else None,

@@ -68,6 +68,10 @@ def test_scripted_run_survives_faults_and_updates_memory(tmp_path, evaluator, pr
         # best.py only when faster than the reference (the interpreter on a CPU rarely is)
         best_file = "best.py" if summary["best_speedup"] > 1 else "best_slower_than_reference.py"
         assert summary["best_file"] == best_file
+        # the speedup is the ratio of the two times beside each other (newcomer round 8: only
+        # the reference's time alone was in the summary, and its ratio was not the speedup)
+        paired = summary["best_ref_runtime_ms"] / summary["best_runtime_ms"]
+        assert summary["best_speedup"] == pytest.approx(paired)
         assert (tmp_path / "run" / best_file).read_text().count("class ModelNew") == 1
         assert len(list((tmp_path / "run").glob("best*.py"))) == 1
         # cost: 1 USD / 1M prompt tokens, 2 USD / 1M completion tokens, summed over every call
