@@ -23,8 +23,7 @@ import time
 
 import torch
 
-from htam.evaluate import buffers, channel, exact, gradients, judge_timing, shifted
-from htam.evaluate.compare import compare_tensor, narrowed
+from htam.evaluate import buffers, channel, exact, gradients, judge_outputs, judge_timing, shifted
 from htam.evaluate.eval_config import Tolerance
 from htam.evaluate.runner import Runner, Verdict, jsonable
 from htam.evaluate.trusted_jobs import (
@@ -202,35 +201,7 @@ class Judge:
     def round(self, x: list, where: str, timeout_s: float, cand_first: bool) -> tuple:
         order = (self.cand, self.ref) if cand_first else (self.ref, self.cand)
         got = {r.name: self.call(r, x, timeout_s, where) for r in order}
-        runs = None
-        for k, (o, r) in enumerate(zip(self.cand.slots, self.ref.slots, strict=True)):
-            problem = compare_tensor(o, r, self.tol)
-            tol = self.tol.get("float32")
-            if problem and tol and r.dtype == torch.float32 and self.grad_specs is None:
-                # a second opinion from float64, for elements float32 cannot pin down
-                runs = runs or exact.reference_runs(
-                    *self.model_args, self.device, x, self.ref.slots, self.exact_budget
-                )
-                if runs is not None and k < len(runs[0]):
-                    ok, why = exact.judge_against_exact(o, r, runs[0][k], runs[1][k], tol)
-                    if ok:
-                        self.notes.setdefault(k, f"output {k}: {why}")
-                        continue
-                    problem += f" ({why})" if why else ""
-            if problem:
-                raise Verdict("incorrect", f"{where}, output {k}: {problem}")
-            narrow = narrowed(o, r, self.draws)
-            if narrow:
-                raise Verdict("rejected", f"{where}, output {k}: {narrow}")
-        # Sealed again after the comparison: whatever it saw a kernel left running write, this
-        # sees too.
-        changed = buffers.changed(self.cand.slots, *self.cand.sealed)
-        if changed is not None:
-            raise Verdict(
-                "rejected",
-                f"{where}, output {changed}: changed after the call returned (written by "
-                "something the solution left running)",
-            )
+        judge_outputs.check(self, x, where)
         self.cand.check_still()
         return got[self.cand.name], got[self.ref.name]
 

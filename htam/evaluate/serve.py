@@ -12,11 +12,11 @@ import signal
 import socket
 import sys
 import time
-import traceback
 from dataclasses import dataclass, replace
 
-from htam.evaluate import candidate_user, isolation, syscall_filter
+from htam.evaluate import candidate_user, isolation
 from htam.evaluate.forkserver import OPTIONAL_PRELOAD, PRELOAD, recv_frame, send_frame
+from htam.evaluate.serve_children import candidate_main, finish, judge_main
 
 
 def _waitpid(pid: int, timeout: float) -> int | None:
@@ -33,16 +33,6 @@ def _waitpid(pid: int, timeout: float) -> int | None:
         time.sleep(0.005)
 
 
-def _stdio_to(log: str) -> None:
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(null)
-    os.close(fd)
-
-
 # What the server meets when its client went away: the channel closed, Ctrl-C.
 _GONE = (EOFError, BrokenPipeError, ConnectionError, KeyboardInterrupt)
 
@@ -52,19 +42,6 @@ def _abandoned(exc: BaseException, *folders: str) -> bool:
     removed the folders it gave: the work root, the server's home) rather than a fault worth a
     traceback. Such an end is quiet: the client reports its own interruption."""
     return isinstance(exc, _GONE) or any(not os.path.isdir(folder) for folder in folders)
-
-
-def _finish(fn, *args) -> None:
-    code = 0
-    try:
-        fn(*args)
-    except BaseException:  # the child must always exit through os._exit, whatever happened
-        traceback.print_exc()
-        code = 1
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
 
 
 @dataclass
@@ -138,6 +115,7 @@ class Server:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         pid = os.fork()
         if pid == 0:
+            isolation.die_with_parent()
             ours.close()
             self.sock.close()
             os.setsid()
@@ -145,12 +123,12 @@ class Server:
             keep = theirs.fileno()
             os.closerange(3, keep)
             os.closerange(keep + 1, 65536)
-            _finish(main, theirs, *args)
+            finish(main, theirs, *args)
         theirs.close()
         return Standby(pid, ours)
 
     def _fork_judge(self) -> Standby:
-        return self._fork(_judge_main, self.warm_cuda)
+        return self._fork(judge_main, self.warm_cuda)
 
     def _fork_candidate(self) -> Standby:
         self.jobs += 1
@@ -162,7 +140,7 @@ class Server:
         if self.plan.drop_uid:
             os.chown(job_dir, uid, uid)
             os.chown(log, uid, uid)
-        standby = self._fork(_candidate_main, job_dir, uid, self.plan, self.limits, self.warm_cuda)
+        standby = self._fork(candidate_main, job_dir, uid, self.plan, self.limits, self.warm_cuda)
         standby.uid, standby.job_dir = uid, job_dir
         return standby
 
@@ -240,67 +218,6 @@ def _tail(path: str) -> str:
         return lines[-1] if lines else ""
     except OSError:
         return ""
-
-
-def _warm(warm_cuda: bool) -> None:
-    if warm_cuda:
-        try:
-            import torch
-
-            torch.empty(1, device="cuda")
-        except Exception:  # noqa: BLE001 - the job will meet (and report) the same problem
-            pass
-
-
-def _judge_main(control: socket.socket, warm_cuda: bool) -> None:
-    _warm(warm_cuda)
-    try:
-        request, fds = recv_frame(control, with_fds=True)
-    except (EOFError, OSError):
-        os._exit(0)  # the server went away or gave up on this standby
-    control.close()
-    _stdio_to(request["log"])
-    job = request["job"]
-    if job["kind"] == "judge":
-        from htam.evaluate import judge, trusted_jobs
-
-        cand, ref = (socket.socket(fileno=fd) for fd in fds[1:3])
-        judge.run(job, trusted_jobs.Emitter(fds[0]), cand, ref)
-    else:
-        from htam.evaluate import trusted_jobs
-
-        trusted_jobs.run(job, fds[0])
-
-
-def _candidate_main(control: socket.socket, job_dir: str, uid: int, plan, limits, warm) -> None:
-    try:
-        _stdio_to(os.path.join(job_dir, "output.log"))
-    except FileNotFoundError:  # the client removed the work root: nothing will come
-        os._exit(0)
-    seen_at = isolation.enter(job_dir, uid, plan, limits)
-    _warm(warm)
-    if plan.socket_filter:  # after CUDA has made its threads: the filter covers them too
-        syscall_filter.restrict_syscalls(limits.memfd)
-    try:
-        request, fds = recv_frame(control, with_fds=True)
-    except (EOFError, OSError):
-        os._exit(0)
-    control.close()
-    job = request["job"]
-    code_path = os.path.join(seen_at, "candidate.py")
-    with open(code_path, "w") as f:
-        f.write(job["code"])
-    job = {**job, "code_path": code_path, "extension_dir": os.path.join(seen_at, "ext")}
-    job["env"] = {
-        **job.get("env", {}),
-        "TRITON_CACHE_DIR": os.path.join(seen_at, "triton"),
-        "TORCHINDUCTOR_CACHE_DIR": os.path.join(seen_at, "inductor"),
-        "TORCH_EXTENSIONS_DIR": os.path.join(seen_at, "ext"),
-        "HOME": seen_at,
-    }
-    from htam.evaluate import harness
-
-    harness.run(job, socket.socket(fileno=fds[0]))
 
 
 def serve(fd: int) -> None:
