@@ -87,6 +87,12 @@ def figures(rounds: Rounds, job: dict, method: str, extra: dict) -> tuple[dict, 
     centre = statistics.median(diffs)
     spread = statistics.median(abs(d - centre) for d in diffs)
     doubt = 2 * spread / len(diffs) ** 0.5 + job["escape_slack_ms"]
+    if method == "perf_counter":
+        # On the CPU a call runs in the judge's sight, start to end, and the spread of a loaded
+        # machine is no doubt about it (red team 12: a timer forged on every call got 16.3x
+        # against the honest 1x where two spreads over the root of 10 rounds were as large as
+        # the 3 ms call): the least slack alone is taken off.
+        doubt = job["escape_slack_ms"]
 
     def attested(own: list[float], seen: list[float], paired: bool) -> dict:
         """The median as far as the judge's clock bears it out: not below the least of the

@@ -11,15 +11,18 @@ TASK = FIXTURES / "relu_16mb_task.py"  # calls of milliseconds at the large size
 
 
 @pytest.mark.slow
-def test_forging_two_calls_in_three_buys_nothing():
+@pytest.mark.parametrize(
+    ("attack", "honest_twin"),
+    [
+        ("attack_cpp_forge_some_calls.py", "honest_relu_pyh.py"),  # two calls in three
+        ("attack_plain_forge.py", "honest_relu_cpp.py"),  # every call (red team 12: 16.3x)
+    ],
+)
+def test_a_forged_timer_buys_nothing(attack, honest_twin):
     with Evaluator("cpu", fast_config(size="large", min_timed=9)) as evaluator:
         results = [
             evaluator.evaluate(task_for(TASK), (FIXTURES / name).read_text(), "cpp")
-            for name in (
-                "honest_relu_pyh.py",
-                "attack_cpp_forge_some_calls.py",
-                "honest_relu_pyh.py",
-            )
+            for name in (honest_twin, attack, honest_twin)
         ]
     # the honest kernel timed before and after, its better time kept: one load spike on a shared
     # 2-core machine once made it 19x slower than the reference (CI, 2026-12-03)
@@ -28,9 +31,9 @@ def test_forging_two_calls_in_three_buys_nothing():
     assert honest.status == "ok", honest.messages
     assert forged.status in ("ok", "rejected"), forged.messages
     if forged.status == "ok":
-        # The same kernel: before, it reported 100x its honest speedup (a hundredth of the time
-        # on the median call). Now it gets at most its least true time instead of its median:
-        # on a loaded 2-core machine up to ~2.5x apart, so the bound is 4x.
+        # The same kernel: before, it reported up to 100x its honest speedup. On the CPU its
+        # time is now the judge's clock, as the honest kernel's is: what is left is the load of
+        # a shared 2-core machine between the runs (up to ~2.5x), so the bound is 4x.
         assert forged.speedup < 4 * honest.speedup, (forged.speedup, honest.speedup)
 
 

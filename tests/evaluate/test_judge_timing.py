@@ -2,6 +2,7 @@
 pass, on inputs of its own, bears it out."""
 
 import random
+import statistics
 import types
 
 import pytest
@@ -95,3 +96,23 @@ def test_a_time_reported_short_on_every_call_is_bounded_by_the_paired_rounds():
     )
     timing, _, _ = judge_timing.figures(honest, JOB, "cuda_events", {})
     assert timing["median_ms"] == pytest.approx(3.6)
+
+
+def test_on_the_cpu_a_call_takes_the_judges_clock_not_its_own_word():
+    """Red team 12: a timer forged to 0.3 ms on every call of a 3 ms ReLU got 16.3x on a loaded
+    CPU, where the paired rounds' doubt was as large as the call. On the CPU a call runs in the
+    judge's sight: its time is at least what the judge's clock shows beyond the reference's
+    runner's call in the same round, less the least slack (not the machine's spread)."""
+    draw = random.Random(1)
+    noise = [draw.uniform(0, 3.0) for _ in range(10)]  # a loaded machine: noise as large as a call
+    rounds = judge_timing.Rounds(
+        cand_ms=[0.3] * 10,  # reported
+        hidden=[2.7 + n for n in noise],  # the rest of its 3 ms call, and the load
+        ref_ms=[3.0] * 10,
+        ref_hidden=[n for n in reversed(noise)],
+    )
+    timing, paired, _ = judge_timing.figures(rounds, JOB, "perf_counter", {})
+    beyond = [a - b for a, b in zip(noise, reversed(noise), strict=True)]  # 0 in the median
+    slack = JOB["escape_slack_ms"]  # the least slack alone is taken off, not the spread
+    assert timing["median_ms"] == pytest.approx(3.0 + statistics.median(beyond) - slack)
+    assert paired["median_ms"] == pytest.approx(3.0)
