@@ -14,6 +14,7 @@ import typer
 import typer.core
 
 from htam.cli.console import console, err_console  # noqa: F401 - every command's, from here
+from htam.signals import TERMINATED_EXIT
 from htam.vocab import LANGUAGES, METHOD_NAMES, check_target, languages_help, targets_help
 
 DEFAULT_LANGUAGE = {str(target): str(langs[0]) for target, langs in LANGUAGES.items()}
@@ -70,6 +71,10 @@ def pipe_safe(command: Callable) -> Callable:
             return command(*args, **kwargs)
         except KeyboardInterrupt:  # Ctrl-C where the command has no handler of its own
             interrupts.interrupted()
+        except SystemExit as exc:  # SIGTERM (htam.signals): the same line, exit 143
+            if exc.code != TERMINATED_EXIT:
+                raise
+            interrupts.interrupted(TERMINATED_EXIT)
         except BrokenPipeError:
             for hook in reversed(_closed_stdout_hooks):
                 try:

@@ -27,9 +27,10 @@ def clear_hooks() -> None:
     _said.clear()
 
 
-def interrupted() -> NoReturn:
+def interrupted(code: int = INTERRUPTED_EXIT) -> NoReturn:
     """Say what ``on_interrupt`` set (else "interrupted") on one line of stderr (and as a JSON
-    object on stdout under ``--json``), and exit ``INTERRUPTED_EXIT``."""
+    object on stdout under ``--json``), and exit ``code``: ``INTERRUPTED_EXIT``, or for SIGTERM
+    143, saying "terminated" (newcomer round 8: SIGTERM gave no ``--resume`` line)."""
     from htam.cli.common import err_console
     from htam.cli.json_errors import json_requested, print_json_error
 
@@ -38,10 +39,13 @@ def interrupted() -> NoReturn:
         say, fields = _said[0]
         message = say()
     _said.clear()
+    if code != INTERRUPTED_EXIT:
+        message = message.replace("interrupted", "terminated", 1)
+        fields = {k: "terminated" if v == "interrupted" else v for k, v in fields.items()}
     if json_requested():
-        print_json_error(message, INTERRUPTED_EXIT, **fields)
+        print_json_error(message, code, **fields)
     err_console.print(message, highlight=False, soft_wrap=True, markup=False)
-    raise typer.Exit(INTERRUPTED_EXIT)
+    raise typer.Exit(code)
 
 
 def exit_at_start(signum: int, frame: object) -> None:

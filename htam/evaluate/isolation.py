@@ -63,6 +63,17 @@ def not_dumpable() -> None:
     prctl(PR_SET_DUMPABLE, 0)
 
 
+def die_with_parent() -> None:
+    """SIGKILL to this process when its parent ends: the fork server's children (a runner is
+    stopped between its calls, and a stopped process notices nothing) went on for good after
+    the CLI was killed with SIGKILL and the server left (newcomer round 8). Set in each child
+    of the server, and again after a change of user, which clears it. (Not in the server: a
+    client's thread that started it may end before the client does.)"""
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() == 1:  # the parent ended before the call: this one goes as it would have
+        os._exit(0)
+
+
 @dataclass(frozen=True)
 class Plan:
     """What a candidate child will do, decided once per fork server from what the machine
@@ -134,7 +145,6 @@ def enter(job_dir: str, uid: int, plan: Plan, limits: Limits) -> str:
         path = JOB_MOUNT
     os.chdir(path)
     _rlimits(limits)
-    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     if plan.drop_uid:
         os.setgroups([])
@@ -143,6 +153,7 @@ def enter(job_dir: str, uid: int, plan: Plan, limits: Limits) -> str:
         # A change of user clears "dumpable", which would leave the candidate's own /proc files
         # owned by root; other users still cannot reach it.
         prctl(PR_SET_DUMPABLE, 1)
+    die_with_parent()  # after the change of user, which clears it
     return path
 
 

@@ -91,6 +91,14 @@ def _serve_pids(root: int | None = None) -> set[int]:
     return found if root is None else {pid for pid in found if _descends(pid, root)}
 
 
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
 def _descends(pid: int, root: int) -> bool:
     while pid > 1:
         if pid == root:
@@ -103,12 +111,10 @@ def _descends(pid: int, root: int) -> bool:
     return False
 
 
-def test_sigterm_mid_step_exits_143_and_leaves_no_sandboxed_process(tmp_path):
-    """Newcomer round 5: `timeout -s TERM 10 htam optimize ...` ended htam at once and left its
-    runners stopped behind it (about 550 MB, re-parented to init, 13 minutes later still
-    there). SIGTERM now exits through the evaluator's close."""
+def _mid_step(tmp_path, group: bool = False):
+    """htam started, and its evaluator's processes once the fork server and both runners run."""
     before = _serve_pids()
-    proc = start_htam(tmp_path, ARGS, group=False)
+    proc = start_htam(tmp_path, ARGS, group=group)
     deadline = time.monotonic() + 90
     ours: set[int] = set()
     while len(ours) < 3 and proc.poll() is None:  # the fork server and both runners
@@ -116,9 +122,38 @@ def test_sigterm_mid_step_exits_143_and_leaves_no_sandboxed_process(tmp_path):
         ours |= _serve_pids(proc.pid) - before
         time.sleep(0.1)
     time.sleep(1.0)
-    ours |= _serve_pids(proc.pid) - before
+    return proc, ours | (_serve_pids(proc.pid) - before)
+
+
+def test_sigkill_mid_step_leaves_no_evaluator_process(tmp_path):
+    """Newcomer round 8: `timeout -s KILL 25 htam optimize ...` left two runners, stopped
+    between their calls, re-parented to init, 590 and 720 MB, for good. Each child of the fork
+    server now dies with it. `timeout` kills the whole process group, the fork server with
+    htam; the runners, in sessions of their own, were out of its reach."""
+    proc, ours = _mid_step(tmp_path, group=True)
+    deadline = time.monotonic() + 120
+    while not any(_state(pid) == "T" for pid in ours):  # a runner frozen while the other runs
+        assert proc.poll() is None and time.monotonic() < deadline, "no runner was stopped"
+        ours |= _serve_pids(proc.pid)
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    deadline = time.monotonic() + 30
+    while ours & _serve_pids() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not ours & _serve_pids()
+
+
+def test_sigterm_mid_step_exits_143_and_leaves_no_sandboxed_process(tmp_path):
+    """Newcomer round 5: `timeout -s TERM 10 htam optimize ...` ended htam at once and left its
+    runners stopped behind it (about 550 MB, re-parented to init, 13 minutes later still
+    there). SIGTERM now exits through the evaluator's close."""
+    proc, ours = _mid_step(tmp_path)
     proc.send_signal(signal.SIGTERM)  # to htam alone, as `timeout` sends it
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 143, (proc.returncode, stderr)
+    # the line Ctrl-C gives, with its --resume command (newcomer round 8: none)
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("terminated at step ") and "--resume --out" in last, stderr
     time.sleep(1.0)
     assert not ours & _serve_pids(), (ours & _serve_pids(), stderr)
