@@ -188,7 +188,9 @@ class Judge:
         if collected.problem:
             raise runner._fail("incorrect", f"{where}: {collected.problem}")
         for k, (buf, v) in enumerate(zip(runner.ins, x, strict=True)):
-            if buf is not None and not torch.equal(buf, v):
+            # the reference may work in place on its own copy (newcomer round 8: `x.mul_(2)`
+            # in a task's forward was blamed on every candidate beside it)
+            if not runner.trusted and buf is not None and not torch.equal(buf, v):
                 raise runner._fail("rejected", f"the solution modified its inputs (input {k})")
         if len(done.seals) != len(runner.slots):
             raise runner._fail("rejected", f"{where}: {len(done.seals)} seals for the outputs")

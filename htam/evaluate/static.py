@@ -216,6 +216,8 @@ def _kernel_rule(checker: _Checker, language: str) -> list[Violation]:
         if checker.jit_functions & checker.launched:
             return []
         detail = "no @triton.jit kernel is launched (kernel[grid](...))"
+        if checker.load_inline_calls:  # newcomer round 8: a C++ solution told --allow-torch
+            detail += "; it builds a C++/CUDA extension: give the language as cpp or cuda"
     else:
         if checker.load_inline_calls:
             return []

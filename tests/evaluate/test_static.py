@@ -64,3 +64,11 @@ def test_environment_writes_and_torchs_compiler_are_refused(line, rule):
 def test_reading_the_environment_is_allowed():
     code = "import os\n" + HEAD + "d = os.environ.get('HTAM_CACHE_DIR')\n" + KERNEL + MODEL
     assert check_source(code, "cpp") == []
+
+
+def test_a_cpp_solution_given_as_triton_is_told_its_language():
+    """Newcomer round 8: a C++ solution evaluated with --language triton was told to pass
+    --allow-torch."""
+    build = "ext = torch.utils.cpp_extension.load_inline('e', cpp_sources='')\n"
+    (found,) = [v for v in check_source(HEAD + build + MODEL, "triton") if v.rule == "no-kernel"]
+    assert "give the language as cpp or cuda" in found.detail

@@ -49,3 +49,18 @@ def test_an_empty_output_beside_a_full_one_is_judged(tmp_path):
     path.write_text(TASK.format(body="(x.relu(), x[:0])", shape="64, 64"))
     with Evaluator("cpu", EvalConfig(size="large", cache_dir=tmp_path / "cache")) as evaluator:
         assert evaluator.reference(load_task(path), timed=False).flops >= 0
+
+
+def test_a_reference_working_in_place_is_no_fault_of_the_candidate(tmp_path):
+    """Newcomer round 8: a forward that did `x.mul_(2.0)` on its input was caught by the check
+    meant for candidates, and every candidate beside it was blamed."""
+    path = tmp_path / "task.py"
+    path.write_text(TASK.format(body="torch.sigmoid(x.mul_(2.0))", shape="64, 64"))
+    code = (
+        "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+        "    def forward(self, x):\n        return torch.sigmoid(x * 2.0)\n"
+    )
+    config = EvalConfig(cache_dir=tmp_path / "cache", timing_budget_ms=30.0, min_timed=3)
+    with Evaluator("cpu", config) as evaluator:
+        result = evaluator.evaluate(load_task(path), code, "cpp", allow_torch=True)
+    assert result.status == "ok", result.messages
