@@ -171,6 +171,11 @@ ATTACKS_CPU = [
     ),
     # ---------------------------------------------------------------- attacking the evaluator
     Attack("attack_kill_evaluator.py", "attacking the evaluator", "triton", OK),
+    # red team 12: a time of NaN drops every floor that min() and max() take; the host's job
+    # folders (the reference runner's, other evaluations') and shared mappings, read
+    Attack("attack_nan_time.py", "forged timing", "cpp", (("rejected", "malformed"),)),
+    Attack("attack_read_sibling_jobs.py", "reading", "cpp", OK_OR_ESCAPE),
+    Attack("attack_shared_maps.py", "reading", "cpp", OK_OR_ESCAPE),
     # stopped by the watchdog's disk check, or (when the job ends first) removed all the same
     Attack(
         "attack_deep_tree.py",
@@ -213,6 +218,11 @@ ATTACKS_GPU = [
         (("compile_error", "Permission denied"),),
     ),
     Attack("attack_kill_evaluator.py", "attacking the evaluator", "triton", OK),
+    # red team 12: a time of NaN drops every floor that min() and max() take; the host's job
+    # folders (the reference runner's, other evaluations') and shared mappings, read
+    Attack("attack_nan_time.py", "forged timing", "cpp", (("rejected", "malformed"),)),
+    Attack("attack_read_sibling_jobs.py", "reading", "cpp", OK_OR_ESCAPE),
+    Attack("attack_shared_maps.py", "reading", "cpp", OK_OR_ESCAPE),
     # the reference's runner out of GPU memory beside it: the candidate's failure, not the task's
     Attack(
         "attack_gpu_memory_hog.py",
