@@ -17,7 +17,7 @@ from htam.evaluate.result import EvalResult, truncate
 from htam.evaluate.static import check_source
 from htam.evaluate.verdict import EVALUATOR_FAILED, add_timing, judge_outcome
 from htam.evaluate.watchdog import JobOutcome, Limits, run_job
-from htam.status import Status
+from htam.status import Fault, Status
 from htam.tasks.task import Task, TaskError
 
 LANGUAGES = {"cuda": ("cuda", "triton"), "cpu": ("cpp", "triton")}
@@ -248,7 +248,9 @@ class Evaluator:
         try:
             outcome = self._run(job, candidate, runner)
         except ForkServerError as exc:
-            result.status = Status.RUNTIME_ERROR
+            # the evaluator's fault, not the candidate's: never a verdict (never learned, never
+            # cached); the loop evaluates it again on the new server
+            result.status, result.fault = Status.LOST, Fault.EVALUATOR
             result.messages = [f"{exc}; it was replaced, and this evaluation is lost (rerun it)"]
             return result
         result.log = truncate(outcome.log)
