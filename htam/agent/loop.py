@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from htam.agent.guides import NO_DIRECTION, Context, make_guide
+from htam.agent.outcomes import after_retry, meaningful, needs_retry, noise_of, repeated, unjudged
 from htam.agent.ports import EvaluatorPort
 from htam.agent.propose import Asker, EvaluationError, InfrastructureError
 from htam.agent.rundir import RunDir, new_run_id
@@ -20,7 +21,6 @@ from htam.agent.state import (
     Progress,
     comparable_times,
     features,
-    noise_of,
     outcome_text,
     summary_text,
 )
@@ -33,7 +33,7 @@ from htam.evaluate.verdict import EVALUATOR_FAILED
 from htam.memory import MemoryBank, StepRecord
 from htam.policy import PolicyConfig, reward
 from htam.proposer import Proposal, Proposer, Usage
-from htam.status import Status
+from htam.status import Fault
 from htam.tasks import Task, signature
 from htam.vocab import method_spec
 
@@ -179,7 +179,12 @@ class Optimizer:
         repeats, repair, usage = asked.last.repeats, asked.repair, asked.usage
         progress.exhausted_strategies.update(asked.exhausted_strategies)
         progress.exhausted_directions.update(asked.exhausted_directions)
-        result = self._evaluate(task, proposal) if repeats is None else _repeat(repeats)
+        if repeats is not None:
+            result = repeated(repeats)
+        elif proposal.code is None:
+            result = unjudged(proposal, list(sig.families))
+        else:
+            result = self._evaluate(task, proposal)
         value = self._reward(result, progress)
         applied = choice.strategy or proposal.strategy
         if proposal.baseline:  # no strategy applied: no direction to credit or to extend the path
@@ -199,6 +204,7 @@ class Optimizer:
                 repair is not None,
                 repeats is not None,
             ),
+            band=self._band(result, progress),
         )
         memory_record = StepRecord(
             run_id=run_id,
@@ -215,10 +221,10 @@ class Optimizer:
             error_excerpt="" if result.correct else " ".join(result.messages)[:300],
             lesson=lesson(result, strategy_id),
         )
-        # A repeat teaches nothing new: the memory learned from that code once already. Nor does
-        # a proposal the proposer could not write at all (newcomer: three steps without a
-        # template taught "fusion failed" to the bank).
-        learns = repeats is None and not proposal.unsupported
+        # Only the kernel's doing is learned (htam.status): not a repeat (the memory learned
+        # from that code once already), not a proposal the proposer could not write, not an
+        # endpoint's reply without code, not an evaluation the evaluator or the machine lost.
+        learns = result.cause is Fault.KERNEL
         memory_updated = learns and self.guide.learn(memory_record, ctx.state_text)
         step = Step(
             step=ctx.step,
@@ -246,23 +252,39 @@ class Optimizer:
         )
         return step, proposal.code
 
+    def _band(self, result: EvalResult, progress: Progress) -> float:
+        """The relative gain a correct result must show over the best to be a new best: the
+        measurement's noise, at least the policy's ``min_gain``; none under no measurement
+        (the interpreter's times) nor before the first success."""
+        if progress.best_result is None:
+            return 0.0
+        if not meaningful(result):
+            return float("inf")  # a time that says nothing moves nothing
+        noise = noise_of(result, progress.best_result, progress.ref_ms)
+        return max(noise, self.policy_config.min_gain)
+
     def _reward(self, result: EvalResult, progress: Progress) -> float:
         # One unit on both sides (see comparable_times); a failure has no time.
         before, new = comparable_times(result, progress.best_result, progress.ref_ms)
         new = new if result.correct and result.runtime_ms else None
-        noise = noise_of(result, progress.best_result)
+        if result.correct and not meaningful(result):
+            before = new  # correct, but its time says nothing: a tie
+        noise = noise_of(result, progress.best_result, progress.ref_ms)
         return reward(result.status, before, new, self.policy_config, noise)
 
     def _evaluate(self, task: Task, proposal: Proposal) -> EvalResult:
-        if proposal.code is None:
-            return EvalResult(
-                Status.REJECTED, messages=[proposal.error or "the reply held no code"]
-            )
-        result = self.evaluator.evaluate(task, proposal.code, self.config.language)
+        result = self._judged(task, proposal.code)
+        if needs_retry(result) and not result.infrastructure:
+            # judged again (a fresh fork server, a quieter moment): a second fault is named in
+            # the step and never learned; a second timeout is the kernel's own
+            result = after_retry(result, self._judged(task, proposal.code))
         if result.infrastructure:
             cause = result.messages[0] if result.messages else "no cause given"
             raise EvaluationError(cause.removeprefix(f"{EVALUATOR_FAILED}: "))
         return result
+
+    def _judged(self, task: Task, code: str) -> EvalResult:
+        return self.evaluator.evaluate(task, code, self.config.language)
 
     def _replay(self, step: Step, rundir: RunDir, progress: Progress, usage: Usage) -> None:
         """Rebuild the state from a persisted step; re-apply its (idempotent) memory update."""
@@ -280,14 +302,9 @@ class Optimizer:
                 step.repair_of is not None,
                 step.repeats_step is not None,
             ),
+            band=self._band(step.feedback, progress),
         )
         usage.add(step.usage)
         progress.duplicates += step.repeated_proposals
         if step.memory_updated:
             self.guide.learn(step.memory_record, step.state_text)
-
-
-def _repeat(step: int) -> EvalResult:
-    return EvalResult(
-        Status.REJECTED, messages=[f"the same code as step {step}: not evaluated again"]
-    )

@@ -90,6 +90,11 @@ class Evaluator:
     def _restart_server(self) -> None:
         if self.server is not None:
             self.server.close()
+        # The new server numbers its candidates' folders from job1 again: the dead one's stay
+        # behind and made every later start fail (FileExistsError), so that every later
+        # evaluation was lost too. Its children died with it: nothing uses them.
+        for stale in self._workroot.glob("job*"):
+            folders.remove(stale)
         self._start_server()
 
     # ------------------------------------------------------------------ plumbing
