@@ -7,6 +7,7 @@ four steps and nothing else.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from htam.agent.state import (
     Progress,
     comparable_times,
     features,
+    normalized,
     outcome_text,
     summary_text,
 )
@@ -98,8 +100,9 @@ class Optimizer:
         identity = {k: v for k, v in spec.items() if k not in ("task_digest", "steps")}
         identity |= {"steps_planned": cfg.steps, "run_dir": str(rundir.path)}
         started = time.monotonic()
-        sig = signature(task, "small")
-        timed = signature(task, size)  # the shapes timed, shown to the user
+        # the shapes timed: shown to the user, and the state the policy decides on and the
+        # memory learns under (the small size's said "tiny tensors" of every GPU task)
+        timed = signature(task, size)
         # A proposer with nothing to write for this task spares the reference's timing: no
         # candidate will need it; one step records why, and the run ends there.
         able = self.proposer.can_propose(task)
@@ -126,11 +129,11 @@ class Optimizer:
                 seed=cfg.seed,
                 language=cfg.language,
                 prefix=self._prefix(progress),
-                state=features(sig, bound.kind, progress),
+                state=features(timed, bound.kind, progress),
                 state_text=state_text,
             )
             try:
-                step, code = self._step(task, sig, ctx, progress, run_id)
+                step, code = self._step(task, timed, ctx, progress, run_id)
             except InfrastructureError as exc:
                 infra_failures += 1
                 if infra_failures >= cfg.infra_patience or not exc.retry:
@@ -220,6 +223,13 @@ class Optimizer:
             reward=value,
             error_excerpt="" if result.correct else " ".join(result.messages)[:300],
             lesson=lesson(result, strategy_id),
+            code_digest=self._digest(task, proposal.code),
+            context={
+                "target": self.config.target,
+                "language": self.config.language,
+                "device": result.device or self.config.target,
+                "size": self.evaluator.config.size,
+            },
         )
         # Only the kernel's doing is learned (htam.status): not a repeat (the memory learned
         # from that code once already), not a proposal the proposer could not write, not an
@@ -282,6 +292,16 @@ class Optimizer:
             cause = result.messages[0] if result.messages else "no cause given"
             raise EvaluationError(cause.removeprefix(f"{EVALUATOR_FAILED}: "))
         return result
+
+    def _digest(self, task: Task, code: str | None) -> str:
+        """The candidate's identity for the memory: the same code on the same task, target,
+        language and size is learned from once (a rerun served from the cache is not news)."""
+        if code is None:
+            return ""
+        cfg = self.config
+        parts = [task.digest, normalized(code), cfg.target, cfg.language]
+        parts.append(str(self.evaluator.config.size))
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
 
     def _judged(self, task: Task, code: str) -> EvalResult:
         return self.evaluator.evaluate(task, code, self.config.language)

@@ -1,0 +1,56 @@
+"""A rerun served the same evaluations (from the cache) does not teach the bank again, and what
+the memory learns carries what it was measured on: target, language, device and the size timed,
+whose shapes are also the state the policy decides on."""
+
+from __future__ import annotations
+
+import json
+
+from htam.agent import OptimizeConfig, Optimizer
+from htam.memory import MemoryBank
+from htam.offline import OfflineProposer
+from tests.evaluate.conftest import task_for
+from tests.scripted_evaluator import ScriptedEvaluator
+
+CHAIN = "level2/5_Elementwise_Chain.py"
+
+
+def _run(bank, out, method="htam", size="small"):
+    evaluator = ScriptedEvaluator(lambda n, code: 1.5 + 0.25 * n)
+    evaluator.config.size = size
+    cfg = OptimizeConfig(method=method, steps=3, seed=0, target="cpu", language="cpp")
+    return Optimizer(OfflineProposer("cpu"), evaluator, bank, cfg).run(task_for(CHAIN), out)
+
+
+def test_a_rerun_of_the_same_candidates_is_not_learned_twice(tmp_path):
+    with MemoryBank.in_memory() as bank:
+        _run(bank, tmp_path / "a")
+        learned = bank.step_count()
+        tries = sum(d.stats.tries for d in bank.directions())
+        _run(bank, tmp_path / "b")  # a new run id, the same code and outcomes
+        assert learned == 3 and bank.step_count() == learned
+        assert sum(d.stats.tries for d in bank.directions()) == tries
+    second = [json.loads(p.read_text()) for p in sorted((tmp_path / "b/steps").glob("*.json"))]
+    assert [s["memory_updated"] for s in second] == [False] * 3
+
+
+def test_the_flat_baseline_learns_a_candidate_once_too(tmp_path):
+    with MemoryBank.in_memory() as bank:
+        _run(bank, tmp_path / "a", method="flat")
+        count = bank.connection.execute("SELECT count(*) FROM flat_experiences").fetchone()[0]
+        _run(bank, tmp_path / "b", method="flat")
+        again = bank.connection.execute("SELECT count(*) FROM flat_experiences").fetchone()[0]
+    assert count > 0 and again == count
+
+
+def test_evidence_and_state_carry_the_timed_size_and_the_target(tmp_path):
+    with MemoryBank.in_memory() as bank:
+        _run(bank, tmp_path / "a", size="large")
+        rows = bank.connection.execute("SELECT task_signature, context FROM evidence").fetchall()
+    small = task_for(CHAIN)
+    from htam.tasks import signature
+
+    assert rows and all(r[0] == signature(small, "large").text for r in rows)
+    assert signature(small, "large").text != signature(small, "small").text
+    context = json.loads(rows[0][1])
+    assert context == {"target": "cpu", "language": "cpp", "device": "cpu", "size": "large"}
