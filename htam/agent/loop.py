@@ -128,6 +128,7 @@ class Optimizer:
                 step=index,
                 seed=cfg.seed,
                 language=cfg.language,
+                target=cfg.target,
                 prefix=self._prefix(progress),
                 state=features(timed, bound.kind, progress),
                 state_text=state_text,

@@ -54,3 +54,23 @@ def test_evidence_and_state_carry_the_timed_size_and_the_target(tmp_path):
     assert signature(small, "large").text != signature(small, "small").text
     context = json.loads(rows[0][1])
     assert context == {"target": "cpu", "language": "cpp", "device": "cpu", "size": "large"}
+
+
+def test_evidence_measured_on_another_target_is_not_offered(tmp_path):
+    from htam.memory import StepRecord, choice_guidance
+    from htam.policy import PolicyConfig
+
+    with MemoryBank.in_memory() as bank:
+        local = bank.locals_of("fusion")[0]
+        record = StepRecord(
+            run_id="r", task_id="t", task_signature="f32[8]", step=0, prefix=[],
+            direction="fusion", local_id=local.id, status="compile_error",
+            speedup_before=None, speedup_after=None, reward=-0.6,
+            error_excerpt="g++: CPU-ONLY-FAILURE", context={"target": "cpu", "language": "cpp"},
+        )  # fmt: skip
+        bank.record_step(record, config=PolicyConfig())
+        shown = {
+            target: choice_guidance(bank, "fusion", [local.id], [], target=target)
+            for target in ("cpu", "cuda")
+        }
+    assert "CPU-ONLY-FAILURE" in shown["cpu"] and "CPU-ONLY-FAILURE" not in shown["cuda"]
