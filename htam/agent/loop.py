@@ -34,6 +34,7 @@ from htam.evaluate.result import EvalResult
 from htam.evaluate.verdict import EVALUATOR_FAILED
 from htam.memory import MemoryBank, StepRecord
 from htam.policy import PolicyConfig, reward
+from htam.policy.shares import term_shares
 from htam.proposer import Proposal, Proposer, Usage
 from htam.status import Fault
 from htam.tasks import Task, signature
@@ -183,6 +184,7 @@ class Optimizer:
         repeats, repair, usage = asked.last.repeats, asked.repair, asked.usage
         progress.exhausted_strategies.update(asked.exhausted_strategies)
         progress.exhausted_directions.update(asked.exhausted_directions)
+        progress.prefix_shares.append(prefix_share(asked.breakdown))
         if repeats is not None:
             result = repeated(repeats)
         elif proposal.code is None:
@@ -327,5 +329,11 @@ class Optimizer:
         )
         usage.add(step.usage)
         progress.duplicates += step.repeated_proposals
+        progress.prefix_shares.append(prefix_share(step.decision))
         if step.memory_updated:
             self.guide.learn(step.memory_record, step.state_text)
+
+
+def prefix_share(breakdown: dict) -> float | None:
+    shares = term_shares(breakdown)
+    return None if shares is None else shares["transition"]

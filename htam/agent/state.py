@@ -36,6 +36,9 @@ class Progress:
     exhausted_strategies: set[str] = field(default_factory=set)
     exhausted_directions: set[str] = field(default_factory=set)
     last_failure: str | None = None  # the first line of the last failed step's cause
+    # The prefix's (transition term's) share of each step's decision (htam.policy.shares);
+    # None for a step whose direction was not scored (a repair, a flat or uniform decision).
+    prefix_shares: list[float | None] = field(default_factory=list)
 
     @property
     def best_speedup(self) -> float:
