@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Literal, get_args
 
 
 class Target(StrEnum):
@@ -40,6 +41,15 @@ class Direction(StrEnum):
 
     NONE = "none"  # a method that decides no direction (refine, oneshot): nothing to learn
     ANY = "*"  # a no-hierarchy decision: every local is a candidate, the pick's parent is recorded
+
+
+# A task's problem size: "small" (the task's HTAM_SMALL overrides, for CPUs) or "large" (its own).
+Size = Literal["small", "large"]
+SIZES: tuple[Size, ...] = get_args(Size)
+
+# Which roof of the roofline bounds an operator's time (its lower bound's kind).
+BoundKind = Literal["memory", "compute"]
+BOUND_KINDS: tuple[BoundKind, ...] = get_args(BoundKind)
 
 
 @dataclass(frozen=True)

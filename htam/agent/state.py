@@ -10,7 +10,7 @@ from htam.evaluate.result import EvalResult
 from htam.policy import StateFeatures, timing_noise
 from htam.status import NO_CODE
 from htam.tasks import Signature
-from htam.vocab import Direction
+from htam.vocab import BoundKind, Direction
 
 
 @dataclass
@@ -91,8 +91,9 @@ def comparable_times(
     processes, unlike absolute times, which drift between them. Else both in milliseconds (the
     reference's own time before the first success); with nothing to compare against, a tie.
     """
-    if new.speedup and (best is None or best.speedup):
-        return (1.0 / best.speedup if best else 1.0), 1.0 / new.speedup
+    best_speedup = best.speedup if best else 1.0
+    if new.speedup and best_speedup:
+        return 1.0 / best_speedup, 1.0 / new.speedup
     before = best.runtime_ms if best else ref_ms
     return (before if before else new.runtime_ms), new.runtime_ms
 
@@ -113,7 +114,7 @@ def outcome_text(result: EvalResult, wrote_code: bool = True) -> str:
     return str(result.status)
 
 
-def features(signature: Signature, bound: str | None, progress: Progress) -> StateFeatures:
+def features(signature: Signature, bound: BoundKind | None, progress: Progress) -> StateFeatures:
     best = progress.best_result
     last = progress.last_result
     return StateFeatures(
@@ -130,7 +131,7 @@ def features(signature: Signature, bound: str | None, progress: Progress) -> Sta
 def summary_text(
     task_id: str,
     signature: Signature,
-    bound: str | None,
+    bound: BoundKind | None,
     roofline_ms: float | None,
     progress: Progress,
     k: int,

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from htam.vocab import BoundKind
+
 if TYPE_CHECKING:  # the evaluator package imports torch; the view only needs the type
     from htam.evaluate.result import EvalResult
 
@@ -43,7 +45,7 @@ class StateView:
     shapes: list[str] = field(default_factory=list)
     flops: float | None = None
     bytes: float | None = None
-    bound: str | None = None  # "memory" or "compute"
+    bound: BoundKind | None = None
     roofline_ms: float | None = None
     feedback: EvalResult | None = None
     path: list[PathStep] = field(default_factory=list)

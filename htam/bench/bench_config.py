@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from htam.vocab import METHOD_NAMES, Guide, method_spec, methods_of
+from htam.vocab import METHOD_NAMES, Guide, Size, method_spec, methods_of
 
 MEMORY_MODES = ("accumulate", "frozen", "fresh")
 
@@ -97,7 +97,7 @@ class BenchConfig:
     steps: int = 6
     target: str = "cpu"
     language: str = "cpp"
-    size: str = "small"
+    size: Size = "small"
     devices: list[str] = field(default_factory=lambda: ["cpu0"])  # one worker per entry
     memory: Path | None = None  # starting bank for accumulate/frozen (default: the seed)
     memory_mode: str = "fresh"

@@ -106,8 +106,8 @@ def load_into(conn: sqlite3.Connection, data: dict[str, Any]) -> None:
             raise ValueError(f"duplicate {kind} ids: {repeated}")
     for ord_, node in enumerate(globals_):
         codec.insert_global(conn, node, ord_)
-    for ord_, node in enumerate(locals_):
-        codec.insert_local(conn, node, ord_)
+    for ord_, local in enumerate(locals_):
+        codec.insert_local(conn, local, ord_)
     for edge in edges:
         codec.insert_edge(conn, edge)
     for item in data.get("evidence", []):

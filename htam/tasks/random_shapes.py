@@ -71,7 +71,7 @@ def random_shape(rng: random.Random, size: str, rank: int | None = None) -> tupl
     """A shape of ``rank`` (1-4 when None) whose product stays under the size's cap."""
     cap = CAPS[size]
     rank = rank or rng.randint(1, 4)
-    dims = []
+    dims: list[int] = []
     for i in range(rank):
         left = max(1, cap // max(1, math.prod(dims)) // (2 ** (rank - i - 1)))
         dims.append(min(_dim(rng, cap), left))
