@@ -25,8 +25,8 @@ def outcome(progress: Progress) -> str:
     return FASTER if is_faster(best) else REFERENCE_STANDS
 
 
-def is_faster(result: EvalResult) -> bool:
-    return bool(result.correct and result.speedup and result.speedup > 1.0)
+def is_faster(result: EvalResult | None) -> bool:
+    return bool(result and result.correct and result.speedup and result.speedup > 1.0)
 
 
 def timed_shapes(sig: Signature) -> list[str]:

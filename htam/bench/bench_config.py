@@ -138,6 +138,11 @@ class BenchConfig:
         if self.ray_slots is not None and self.ray_slots < 1:
             raise ValueError("ray_slots must be at least 1")
 
+    @property
+    def executor(self) -> str:
+        """The executor that runs the units (``htam.bench.executor.EXECUTORS``' key)."""
+        return "local" if self.ray is None else "ray"
+
     def planned_steps(self, method: str) -> int:
         return method_spec(method).steps_for(self.steps)
 

@@ -25,7 +25,8 @@ class UnitWorker:
         self.slot, self.config, self.owner, self.frozen_data = slot, config, owner, frozen_data
         self.scratch = Path(tempfile.mkdtemp(prefix=f"htam-ray-w{slot}-"))
         self.fatal: str | None = None
-        self.evaluator = self.proposer = None
+        self.evaluator: Any = None  # an Evaluator once started (imported in the actor only)
+        self.proposer: Any = None
         self.info: dict[str, Any] = {}
         self._start()
 
@@ -106,7 +107,7 @@ class UnitWorker:
             pid=self.info["pid"],
             device=self.info["device"],
             node=self.info["node"],
-            device_name=self.evaluator.device_name,
+            device_name=self.evaluator.device_name if self.evaluator else None,
         )
         _write_status(out, self.slot, {**status, "unit": None})
         return record

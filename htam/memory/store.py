@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from htam.memory import codec, schema, updates
 from htam.memory.model import Edge, EdgeView, Evidence, GlobalNode, LocalNode, StepRecord
@@ -44,7 +44,7 @@ class MemoryBank:
     # -- opening ---------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | Path, create: bool = False) -> MemoryBank:
+    def open(cls, path: str | Path, create: bool = False) -> Self:
         """Open the bank at ``path``; with ``create`` a missing file is built from the seed."""
         path = Path(path)
         if not path.exists():
@@ -61,7 +61,7 @@ class MemoryBank:
         return cls(conn, path)
 
     @classmethod
-    def create(cls, path: str | Path, data: dict[str, Any] | None = None) -> MemoryBank:
+    def create(cls, path: str | Path, data: dict[str, Any] | None = None) -> Self:
         """Build a new bank at ``path`` from ``data`` (a seed or an export); never overwrites."""
         path = Path(path)
         if path.exists():
