@@ -10,11 +10,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from htam.agent.guides import NO_DIRECTION, Context, make_guide
+from htam.agent.guides import Context, make_guide
 from htam.agent.ports import EvaluatorPort
 from htam.agent.propose import Asker, EvaluationError, InfrastructureError
+from htam.agent.run_summary import RunSummary
 from htam.agent.rundir import RunDir, new_run_id
 from htam.agent.state import (
     Progress,
@@ -22,6 +22,7 @@ from htam.agent.state import (
     features,
     noise_of,
     outcome_text,
+    step_status,
     summary_text,
 )
 from htam.agent.step import ChoiceRecord, ProposalRecord, Step
@@ -35,7 +36,7 @@ from htam.policy import PolicyConfig, reward
 from htam.proposer import Proposal, Proposer, Usage
 from htam.status import Status
 from htam.tasks import Task, signature
-from htam.vocab import method_spec
+from htam.vocab import Direction, method_spec
 
 
 @dataclass
@@ -86,7 +87,7 @@ class Optimizer:
 
     # ------------------------------------------------------------------ one run
 
-    def run(self, task: Task, out_dir, resume: bool = False) -> dict[str, Any]:
+    def run(self, task: Task, out_dir, resume: bool = False) -> RunSummary:
         cfg = self.config
         rundir = RunDir(out_dir)
         run_id = cfg.run_id or self._run_id(rundir, task, resume)
@@ -165,7 +166,7 @@ class Optimizer:
 
     def _prefix(self, progress: Progress) -> list[str]:
         # The path moves only with the code the loop continues from (see Progress.lineage).
-        return [d for d in progress.lineage if d != NO_DIRECTION][-self.policy_config.K :]
+        return [d for d in progress.lineage if d != Direction.NONE][-self.policy_config.K :]
 
     # ------------------------------------------------------------------ one step
 
@@ -183,8 +184,8 @@ class Optimizer:
         value = self._reward(result, progress)
         applied = choice.strategy or proposal.strategy
         if proposal.baseline:  # no strategy applied: no direction to credit or to extend the path
-            applied, direction = None, NO_DIRECTION
-        elif applied is not None and direction not in (NO_DIRECTION, applied.direction):
+            applied, direction = None, Direction.NONE
+        elif applied is not None and direction not in (Direction.NONE, applied.direction):
             direction = applied.direction  # nothing under the chosen one applied: say what did
         strategy_id = applied.id if applied else None
         speedup_before = progress.best_speedup or None
@@ -198,6 +199,7 @@ class Optimizer:
                 outcome_text(result, proposal.code is not None),
                 repair is not None,
                 repeats is not None,
+                step_status(result, proposal.code is not None),
             ),
         )
         memory_record = StepRecord(
@@ -279,6 +281,7 @@ class Optimizer:
                 outcome_text(step.feedback, step.proposal.wrote_code),
                 step.repair_of is not None,
                 step.repeats_step is not None,
+                step_status(step.feedback, step.proposal.wrote_code),
             ),
         )
         usage.add(step.usage)

@@ -23,6 +23,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from htam.agent.run_summary import RunSummary
+
 
 def write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -124,5 +126,10 @@ class RunDir:
         else:
             write_atomic(self.path / SLOWER_BEST, code)
 
-    def save_summary(self, summary: dict[str, Any]) -> None:
-        write_atomic(self.path / "summary.json", json.dumps(summary, indent=2))
+    def save_summary(self, summary: RunSummary) -> None:
+        write_atomic(self.path / "summary.json", json.dumps(summary.to_dict(), indent=2))
+
+    def summary(self) -> RunSummary | None:
+        """The run's summary as written last (by this version or an older one), if any."""
+        path = self.path / "summary.json"
+        return RunSummary.from_dict(json.loads(path.read_text())) if path.exists() else None

@@ -103,15 +103,17 @@ def faster_than(result: EvalResult, best: EvalResult) -> bool:
     return new is not None and before is not None and new < before
 
 
+def step_status(result: EvalResult, wrote_code: bool = True) -> str:
+    """A step's bare status: its evaluation's, or "no_code" where the proposer wrote none (no
+    template applies; "rejected" would call it a cheat)."""
+    return str(result.status) if wrote_code else NO_CODE
+
+
 def outcome_text(result: EvalResult, wrote_code: bool = True) -> str:
-    """A step's outcome as its path and the run's summary name it: "ok 1.32x", a status, or
-    "no_code" where the proposer wrote none (no template applies: it read "rejected", the
-    word for a cheat, newcomer round 5)."""
-    if not wrote_code:
-        return NO_CODE
-    if result.correct and result.speedup:
+    """A step's outcome as its path shows it: "ok 1.32x", else its bare status."""
+    if wrote_code and result.correct and result.speedup:
         return f"ok {result.speedup:.2f}x"
-    return str(result.status)
+    return step_status(result, wrote_code)
 
 
 def features(signature: Signature, bound: BoundKind | None, progress: Progress) -> StateFeatures:
@@ -161,7 +163,7 @@ def repair_target(progress: Progress, repairs: int) -> tuple[int, PathStep] | No
         return None
     if progress.path[-1].repeat:
         return None  # its code was evaluated before: nothing failed here to repair
-    if progress.path[-1].direction == Direction.NONE.value:
+    if progress.path[-1].direction == Direction.NONE:
         # the operator as written, no direction: none to repair under (a timed-out baseline
         # made every step after it, and every resume, fail on "unknown direction 'none'")
         return None

@@ -31,9 +31,10 @@ EXCERPT_LIMIT = 2000
 class PathStep:
     direction: str
     strategy: str | None
-    outcome: str  # e.g. "ok 1.32x", "compile_error"
+    outcome: str  # for people and prompts, e.g. "ok 1.32x", "compile_error"
     repair: bool = False  # the step repaired the previous step's failed code
     repeat: bool = False  # the step's code repeated an earlier step's (not evaluated again)
+    status: str = ""  # the outcome's bare status (a Status, or NO_CODE), for the run's summary
 
 
 @dataclass

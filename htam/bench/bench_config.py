@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from htam.agent.run_summary import RunSummary
 from htam.vocab import METHOD_NAMES, Guide, Size, method_spec, methods_of
 
 MEMORY_MODES = ("accumulate", "frozen", "fresh")
@@ -201,11 +202,11 @@ def plan_units(tasks: list, config: BenchConfig) -> list[Unit]:
     ]
 
 
-def read_summary(unit: Unit, out: Path) -> dict[str, Any] | None:
+def read_summary(unit: Unit, out: Path) -> RunSummary | None:
     path = unit.run_dir(out) / "summary.json"
-    return read_json(path) if path.exists() else None
+    return RunSummary.from_dict(read_json(path)) if path.exists() else None
 
 
 def unit_done(unit: Unit, out: Path) -> bool:
     summary = read_summary(unit, out)
-    return summary is not None and summary.get("steps") == unit.steps
+    return summary is not None and summary.steps == unit.steps

@@ -1,5 +1,5 @@
-"""The ledger every executor writes: each attempt's end appended to ``units.jsonl`` (fsynced),
-and the tally of what a bench invocation did (``BenchOutcome``)."""
+"""The ledger every executor writes: each attempt's end (a ``UnitRecord``) appended to
+``units.jsonl`` (fsynced), and the tally of what a bench invocation did (``BenchOutcome``)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,55 @@ import json
 import os
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from htam.bench.bench_config import Unit
 
 Event = Callable[[str, dict[str, Any]], None]
+
+
+class UnitStatus(StrEnum):
+    """How one attempt at a unit ended."""
+
+    DONE = "done"  # the unit ran its steps (its own outcome is in its summary.json)
+    FAILED = "failed"  # an error of the unit, or its last attempt's worker died
+    RETRY = "retry"  # its worker died; the unit runs again
+
+
+@dataclass
+class UnitRecord:
+    """One attempt's end, as a line of ``units.jsonl`` holds it."""
+
+    unit: str  # the unit's key
+    attempt: int
+    status: str  # a UnitStatus
+    wall_s: float | None = None  # None: the worker died, no time was taken
+    worker: int | None = None
+    pid: int | None = None
+    device: str | None = None
+    node: str | None = None  # a Ray node id
+    device_name: str | None = None
+    best_status: str | None = None  # of a unit done: its summary's best status and speedup
+    best_speedup: float | None = None
+    error: str | None = None
+    traceback: str | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.status == UnitStatus.DONE
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["status"] = str(self.status)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> UnitRecord:
+        known = {f.name for f in fields(cls)}
+        return cls(**{"attempt": 1} | {k: v for k, v in data.items() if k in known})
 
 
 @dataclass
@@ -34,47 +76,40 @@ class Ledger:
         self.path = Path(out) / "units.jsonl"
         self.outcome, self.on_event = outcome, on_event
 
-    def log(self, record: dict[str, Any]) -> None:
+    def log(self, record: UnitRecord) -> None:
         with open(self.path, "a") as f:
-            f.write(json.dumps(record, default=str) + "\n")
+            f.write(json.dumps(record.to_dict(), default=str) + "\n")
             f.flush()
             os.fsync(f.fileno())
 
-    def finished(self, record: dict[str, Any]) -> None:
+    def finished(self, record: UnitRecord) -> None:
         """A unit's attempt ended by itself: done, or failed with its error."""
         self.log(record)
-        (self.outcome.done if record["status"] == "done" else self.outcome.failed).append(
-            record["unit"]
-        )
-        self.on_event("unit_end", record)
+        (self.outcome.done if record.done else self.outcome.failed).append(record.unit)
+        self.on_event("unit_end", record.to_dict())
 
     def lost(
-        self, unit: Unit, attempt: int, record: dict[str, Any], max_attempts: int, pending: deque
+        self,
+        unit: Unit,
+        attempt: int,
+        died: dict[str, Any],
+        max_attempts: int,
+        pending: deque[tuple[Unit, int]],
     ) -> None:
-        """The worker of an attempt died: re-queue the unit (front) or record it failed."""
-        record = {"unit": unit.key, "attempt": attempt, "wall_s": None, **record}
-        if attempt < max_attempts:
-            record["status"] = "retry"
+        """The worker of an attempt died (``died``: its worker, device, pid, node and error):
+        re-queue the unit (front) or record it failed."""
+        retry = attempt < max_attempts
+        status = UnitStatus.RETRY if retry else UnitStatus.FAILED
+        record = UnitRecord(unit=unit.key, attempt=attempt, status=status, **died)
+        if retry:
             pending.appendleft((unit, attempt + 1))
             self.outcome.retried.append(unit.key)
         else:
-            record["status"] = "failed"
             self.outcome.failed.append(unit.key)
         self.log(record)
-        self.on_event("unit_lost", record)
+        self.on_event("unit_lost", record.to_dict())
 
-    def fail_pending(self, pending: deque, why: str) -> None:
+    def fail_pending(self, pending: deque[tuple[Unit, int]], why: str) -> None:
         while pending:
             unit, attempt = pending.popleft()
-            self.finished(
-                {
-                    "unit": unit.key,
-                    "attempt": attempt,
-                    "worker": None,
-                    "device": None,
-                    "pid": None,
-                    "wall_s": None,
-                    "status": "failed",
-                    "error": why,
-                }
-            )
+            self.finished(UnitRecord(unit.key, attempt, UnitStatus.FAILED, error=why))

@@ -262,7 +262,7 @@ def optimize_command(
             view.display(),
         ):
             optimizer = Optimizer(proposer, CachedEvaluator(evaluator), bank, config, on_step=view)
-            summary = optimizer.run(the_task, out, resume=resume)
+            summary = optimizer.run(the_task, out, resume=resume).to_dict()
     except KeyboardInterrupt:  # every finished step is in the run directory
         interrupted()
     except InfrastructureError as exc:
