@@ -26,7 +26,7 @@ from htam.cli.common import (
 from htam.cli.fmt import plural
 from htam.cli.json_errors import echo_json
 from htam.cli.workers import parse_levels
-from htam.vocab import Target, targets_help
+from htam.vocab import SIZES, Target, targets_help
 
 
 def default_jobs(target: str) -> int:
@@ -216,8 +216,8 @@ def check_command(
     target = target or default_target()
     if target not in tuple(Target):
         fail(f"unknown target {target!r}; choose {targets_help()}")
-    if size not in ("small", "large"):
-        fail(f"unknown size {size!r}; choose small or large")
+    if size not in SIZES:
+        fail(f"unknown size {size!r}; choose {' or '.join(SIZES)}")
     if measurers < 1 or (jobs is not None and jobs < 0):
         fail("--measurers must be at least 1 and --jobs at least 0")
     errors: list[TaskError] = []

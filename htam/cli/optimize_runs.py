@@ -12,6 +12,7 @@ import typer
 
 from htam.cli.common import fail, writable_dir
 from htam.cli.interrupts import on_interrupt
+from htam.vocab import SIZES
 
 
 def run_dir(out: Path | None, stem: Path, resume: bool) -> Path:
@@ -84,7 +85,7 @@ def resume_settings(ctx: typer.Context, out: Path, record: dict, config, size: s
                 f"cannot resume {out}: --steps {config.steps} is fewer than the run's {old} "
                 f"steps; give --steps {old} or more (or leave it out)"
             )
-    if size is None and record.get("size") in ("small", "large"):
+    if size is None and record.get("size") in SIZES:
         size = record["size"]
     return config, size
 

@@ -19,8 +19,8 @@ from htam.evaluate.verdict import EVALUATOR_FAILED, add_timing, judge_outcome
 from htam.evaluate.watchdog import JobOutcome, Limits, run_job
 from htam.status import Status
 from htam.tasks.task import Task, TaskError
+from htam.vocab import LANGUAGES
 
-LANGUAGES = {"cuda": ("cuda", "triton"), "cpu": ("cpp", "triton")}
 # What a reference job checks, in its cached results' names: a change of the rules is a new
 # name (2: outputs a candidate cannot be judged against, trusted_jobs.unjudgeable).
 REFERENCE_RULES = 2

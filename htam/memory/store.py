@@ -20,8 +20,8 @@ from htam.memory import codec, schema, updates
 from htam.memory.model import Edge, EdgeView, Evidence, GlobalNode, LocalNode, StepRecord
 from htam.memory.schema import MemoryBankError
 from htam.memory.seed import load_seed
-from htam.memory.triggers import FLAT_DIRECTION
 from htam.memory.updates import UpdateRule
+from htam.vocab import Direction
 
 
 class MemoryBank:
@@ -207,7 +207,7 @@ class MemoryBank:
     ) -> tuple[StepRecord, list[float]]:
         prefix = list(record.prefix) if weights is not None else list(record.prefix)[-rule.K :]
         direction = record.direction
-        if direction == FLAT_DIRECTION and record.local_id is not None:
+        if direction == Direction.ANY and record.local_id is not None:
             direction = self.parent_of.get(record.local_id, direction)
         unknown = [d for d in [*prefix, direction] if d not in self.direction_ids]
         if unknown:

@@ -25,11 +25,7 @@ from typing import Any
 
 from htam.status import Status
 from htam.tasks.families import FAMILIES
-from htam.vocab import BOUND_KINDS, BoundKind, Direction
-
-# The direction of a no-hierarchy decision: there is no direction choice, the chosen strategy's
-# parent is recorded instead.
-FLAT_DIRECTION = Direction.ANY.value
+from htam.vocab import BOUND_KINDS, BoundKind
 
 OP_FAMILIES = FAMILIES  # the task analysis's vocabulary
 
