@@ -37,6 +37,7 @@ from htam.cli.sizes import (
     tensor_bytes,
 )
 from htam.cli.workers import WORKERS_HELP, csv, parse_levels, plan_workers
+from htam.vocab import Size
 
 RAY_HELP = "run the units on a Ray cluster (pip install 'htam[ray]'), see --ray-address"
 RAY_ADDRESS_HELP = (
@@ -101,7 +102,7 @@ def load_tasks(
 
 
 def fitting_tasks(
-    tasks: list, suites: list[str], target: str, size: str, memory_limit_mb: int | None, ray
+    tasks: list, suites: list[str], target: str, size: Size, memory_limit_mb: int | None, ray
 ) -> list:
     """The tasks whose tensors at ``size`` fit the memory limit (see ``over_memory_limit``):
     each other one is skipped with its reason on one line of stderr, since its reference could

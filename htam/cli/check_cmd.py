@@ -11,7 +11,14 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from htam.cli.common import (
@@ -55,9 +62,9 @@ def parse_eval_options(items: list[str]) -> dict[str, Any]:
     try:  # typed as EvalConfig types them (newcomer round 5: a string reached the evaluator)
         checked = pydantic.TypeAdapter(EvalConfig).validate_python(options)
     except pydantic.ValidationError as exc:
-        error = exc.errors()[0]
-        key = error["loc"][0]
-        fail(f"--eval {key}={options[key]!r}: {error['msg'][0].lower()}{error['msg'][1:]}")
+        first = exc.errors()[0]
+        name, msg = str(first["loc"][0]), first["msg"]
+        fail(f"--eval {name}={options[name]!r}: {msg[0].lower()}{msg[1:]}")
     for key, value in options.items():
         least = _LEAST.get(key)
         if least is not None and getattr(checked, key) is not None and value < least:
@@ -92,7 +99,7 @@ class Reporter:
     def __init__(self) -> None:
         self.live = err_console.is_terminal
         self.progress: Progress | None = None
-        self.bar = None
+        self.bar: TaskID | None = None
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "plan":
@@ -114,7 +121,7 @@ class Reporter:
         elif kind == "task_end":
             record = data["record"]
             line = f"[{data['done']}/{data['todo']}] {record['id']}: {summary_line(record)}"
-            if self.progress is not None:
+            if self.progress is not None and self.bar is not None:
                 self.progress.update(self.bar, advance=1, last=record["id"])
                 if record["status"] != "ok":
                     self._line(line)

@@ -34,7 +34,7 @@ def interrupted(code: int = INTERRUPTED_EXIT) -> NoReturn:
     from htam.cli.common import err_console
     from htam.cli.json_errors import json_requested, print_json_error
 
-    message, fields = "interrupted", {}
+    message, fields = "interrupted", dict[str, object]()
     if _said:
         say, fields = _said[0]
         message = say()

@@ -121,7 +121,8 @@ def optimize_many(
     bank = config.out / "memory" / f"{method}.db"
     learned = learn_into(memory, method, [unit_dir(r, out) for r in rows])
     if as_json:
-        record = {"suite": suite, "method": method, "target": target, "language": language}
+        record: dict[str, object] = {"suite": suite, "method": method, "target": target}
+        record |= {"language": language}
         record |= {"size": size, "out": str(out), "memory": str(memory), "bank": str(bank)}
         record |= {"learned_steps": learned}
         record |= {"count": len(rows), "tasks": task_records(rows, out)}
