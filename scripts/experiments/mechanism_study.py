@@ -23,7 +23,7 @@ has no memory of strategies: uniform. Score: mean reward per chosen step over th
 the episodes. Reported: per method the mean over seeds with a 95% t-interval, and htam minus
 each other method, paired by seed, with its interval and the seeds htam wins.
 
-Usage: python scripts/mechanism_study.py [--seeds 20] [--episodes 240] [--jobs 1]
+Usage: python scripts/experiments/mechanism_study.py [--seeds 20] [--episodes 240] [--jobs 1]
 """
 
 from __future__ import annotations

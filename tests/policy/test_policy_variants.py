@@ -128,8 +128,8 @@ def test_memory_and_policy_stay_light():
 
 
 def test_mechanism_check_ranks_full_htam_above_random():
-    """A small run of scripts/mechanism_check.py (the full table is in the script's output)."""
-    path = Path(__file__).resolve().parents[2] / "scripts" / "mechanism_check.py"
+    """A small run of scripts/experiments/mechanism_check.py (the full table is its output)."""
+    path = Path(__file__).resolve().parents[2] / "scripts" / "experiments" / "mechanism_check.py"
     spec = importlib.util.spec_from_file_location("mechanism_check", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules["mechanism_check"] = module  # dataclasses resolve annotations through it
