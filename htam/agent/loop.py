@@ -111,12 +111,12 @@ class Optimizer:
         finished = rundir.finished_steps()
         for record in finished:
             self._replay(Step.from_dict(record), rundir, progress, usage)
-        # a resumed run's times count its earlier sessions' steps (newcomer round 6)
+        # a resumed run's times count its earlier sessions' steps
         identity["resumed_s"] = sum(record.get("wall_s") or 0.0 for record in finished)
         started -= identity["resumed_s"]
         infra_failures = 0
         while (index := len(progress.path)) < cfg.steps:
-            # the prompt's shapes, work and bound are those of the size timed (newcomer: it
+            # the prompt's shapes, work and bound are those of the size timed (seen: it
             # said 33x257 and a 50 ms bound for 68 kB while 4096x8192 was timed)
             state_text = summary_text(
                 task.id, timed, bound.kind, bound.time_ms, progress, self.policy_config.K
@@ -218,7 +218,7 @@ class Optimizer:
             lesson=lesson(result, strategy_id),
         )
         # A repeat teaches nothing new: the memory learned from that code once already. Nor does
-        # a proposal the proposer could not write at all (newcomer: three steps without a
+        # a proposal the proposer could not write at all (seen: three steps without a
         # template taught "fusion failed" to the bank).
         learns = repeats is None and not proposal.unsupported
         memory_updated = learns and self.guide.learn(memory_record, ctx.state_text)

@@ -137,7 +137,7 @@ class Asker:
             if att.repeats is None:
                 break
             # Only code evaluated before: what it applied has nothing new left for this code.
-            # Decide again without it rather than spend the step (newcomer: three steps went to
+            # Decide again without it rather than spend the step (seen: three steps went to
             # one exhausted strategy while fusion was never tried).
             new = exhaust(self.guide, ctx, att)
             marked = (marked[0] + new[0], marked[1] + new[1])

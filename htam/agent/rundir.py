@@ -61,7 +61,7 @@ def latest_run_dir(stem: Path) -> Path | None:
 
 def new_run_id(method: str, task_id: str, seed: int) -> str:
     """The memory's id of a new run: unique to it, so that the bank learns from every run of a
-    command (it records each (run id, task, step) once: newcomer, a second run of the same
+    command (it records each (run id, task, step) once; seen: a second run of the same
     command, another path, taught it nothing under the old ``method:task:s<seed>``)."""
     return f"{method}:{task_id}:s{seed}:{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
 

@@ -28,7 +28,7 @@ class ResultsError(BenchError):
 
 def read_json(path: Path) -> Any:
     """A bench file's JSON; a damaged one (cut short, edited) is a one-line ResultsError that
-    names it (newcomer round 8: a JSONDecodeError traceback from `report` and `--resume`)."""
+    names it (seen: a JSONDecodeError traceback from `report` and `--resume`)."""
     try:
         return json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

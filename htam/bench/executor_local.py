@@ -99,7 +99,7 @@ class LocalPool:
                 slot.process.join(timeout=grace_s)
                 if slot.process.is_alive():
                     # SIGTERM first: the worker closes its evaluator, whose sandboxed processes
-                    # a SIGKILL left stopped behind it (newcomer round 5: 550 MB a Ctrl-C)
+                    # a SIGKILL left stopped behind it (seen: 550 MB a Ctrl-C)
                     slot.process.terminate()
                     slot.process.join(timeout=TERM_GRACE_S)
                 if slot.process.is_alive():

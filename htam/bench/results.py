@@ -104,7 +104,7 @@ def bench_metrics(out: Path) -> dict[str, Any]:
     metrics["not_run"] = len(plan) - len(rows)
     bench = out / "bench.json"
     metrics["bench"] = read_json(bench)["identity"] if bench.exists() else {}
-    if metrics["bench"].get("size") == "small":  # newcomer round 8: 2.43x here, 0.71x in full
+    if metrics["bench"].get("size") == "small":  # seen: 2.43x here, 0.71x in full
         metrics["notes"].append(
             "Timed at the small size (the CPU's default): a speedup there need not hold at the "
             "task's full size; `htam eval TASK best.py --size large` times one there."

@@ -49,7 +49,7 @@ def _check_resume(config: BenchConfig, resume: bool) -> None:
 
 def _check_plan(config: BenchConfig, units: list[Unit]) -> None:
     """A resumed bench keeps every unit it planned: one resumed with fewer tasks, methods or
-    seeds rewrote its plan and its report lost the units left out (newcomer round 8)."""
+    seeds rewrote its plan and its report lost the units left out."""
     path = config.out / "plan.json"
     if not path.exists():
         return

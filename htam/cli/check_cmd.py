@@ -59,7 +59,7 @@ def parse_eval_options(items: list[str]) -> dict[str, Any]:
             options[key] = json.loads(value)
         except json.JSONDecodeError:
             options[key] = value
-    try:  # typed as EvalConfig types them (newcomer round 5: a string reached the evaluator)
+    try:  # typed as EvalConfig types them (seen: a string reached the evaluator)
         checked = pydantic.TypeAdapter(EvalConfig).validate_python(options)
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
@@ -72,7 +72,7 @@ def parse_eval_options(items: list[str]) -> dict[str, Any]:
     return {key: getattr(checked, key) for key in options}
 
 
-# The least value of a setting that has one (newcomer round 8: trials=0 failed every reference
+# The least value of a setting that has one (seen: trials=0 failed every reference
 # with a TypeError, and memory_limit_mb=1 passed); 0 where any positive amount will do.
 _LEAST = {
     "trials": 1,

@@ -21,7 +21,7 @@ class _Console(Console):
 
     def print(self, *objects, **kwargs) -> None:
         """Tables fold what does not fit a narrow terminal onto more lines, never cut it to
-        "buil…" (newcomer round 7: ids and headers lost at 60 columns)."""
+        "buil…" (seen: ids and headers lost at 60 columns)."""
         for item in objects:
             if isinstance(item, Table):
                 fold(item)

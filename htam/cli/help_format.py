@@ -32,8 +32,7 @@ class _HelpContext(_Context):
 
 class HelpCommand(typer.core.TyperCommand):
     """A command whose usage line names its arguments as its help does, in capitals:
-    ``htam eval [OPTIONS] TASK SOLUTION_FILE``, where typer wrote ``{TASK} {solution_file}``
-    (newcomer round 7)."""
+    ``htam eval [OPTIONS] TASK SOLUTION_FILE``, where typer wrote ``{TASK} {solution_file}``."""
 
     context_class = _HelpContext
 

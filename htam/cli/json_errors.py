@@ -88,7 +88,7 @@ class JsonErrorsCommand(HelpCommand):
         token = _JSON_MODE.set(as_json)
         real = sys.stdout
         out = _JSON_OUT.set(real if as_json else None)
-        if as_json:  # newcomer round 6: a task file's print() went before the object
+        if as_json:  # seen: a task file's print() went before the object
             sys.stdout = sys.stderr
         try:
             return super().invoke(ctx)

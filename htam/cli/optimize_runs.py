@@ -121,7 +121,7 @@ def check_resume(out: Path, record: dict, task, config, proposer: str, size: str
 
 def resume_on_interrupt(ctx: typer.Context, out: Path, what: str) -> None:
     """From here on Ctrl-C says how to continue the ``what`` (bench, batch, experiment) in
-    ``out`` (newcomer rounds 6 and 7: it said only "interrupted")."""
+    ``out`` (seen: it said only "interrupted")."""
     on_interrupt(
         lambda: f"interrupted; `{resume_command(ctx, out)}` continues the {what} in {out}",
         outcome="interrupted",
