@@ -21,8 +21,8 @@ from htam.evaluate.result import EvalResult, truncate
 from htam.evaluate.sandbox import isolation
 from htam.status import Fault, Status
 from htam.tasks.task import Task, TaskError
+from htam.vocab import LANGUAGES
 
-LANGUAGES = {"cuda": ("cuda", "triton"), "cpu": ("cpp", "triton")}
 # What a reference job checks, in its cached results' names: a change of the rules is a new
 # name (2: outputs a candidate cannot be judged against, trusted_jobs.unjudgeable).
 REFERENCE_RULES = 2
