@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,7 +13,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from htam.cli.common import console, default_memory, fail
+from htam.cli.common import console, default_memory, fail, path_error
 from htam.cli.json_errors import echo_json
 from htam.memory import MemoryBank, MemoryBankError, merge
 from htam.memory.plot import plot_bank
@@ -104,6 +105,9 @@ def init(path: Annotated[Path, typer.Argument(help="New bank file (must not exis
             )
     except MemoryBankError as error:
         fail(str(error))
+    except (OSError, sqlite3.Error) as error:
+        fail(path_error(error, path, "cannot create it") if isinstance(error, OSError)
+             else f"{path}: cannot create it: {error}")  # fmt: skip
 
 
 @memory_app.command("export")
@@ -304,4 +308,6 @@ def plot(
             plot_bank(bank, out, edge_utilities(bank, PolicyConfig()))
         except ValueError as error:
             fail(str(error))
+        except OSError as error:
+            fail(path_error(error, out, "cannot write it"))
     typer.echo(f"wrote {out}")
