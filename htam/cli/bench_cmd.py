@@ -28,7 +28,7 @@ from htam.cli.common import (
 )
 from htam.cli.console import LoadProgress
 from htam.cli.fmt import plural
-from htam.cli.llm_options import build_proposer, check_llm_options
+from htam.cli.llm_options import build_proposer, check_llm_options, llm_timeout_option
 from htam.cli.optimize_runs import resume_on_interrupt
 from htam.cli.report_cmd import print_metrics
 from htam.cli.sizes import (
@@ -157,6 +157,7 @@ def bench_command(
     llm: str | None = typer.Option(None, help="LLM preset (default: the offline proposer)"),
     base_url: str | None = typer.Option(None, help="any OpenAI-compatible endpoint (with --model)"),
     model: str | None = typer.Option(None, help="model name for --llm or --base-url"),
+    llm_timeout: float | None = llm_timeout_option(),
     proposer: str | None = typer.Option(
         None,
         help="a custom proposer factory module:attr, called with target= and language= "
@@ -210,7 +211,9 @@ def bench_command(
     )
     devices, ray_slots = plan.devices, ray_slots or plan.ray_slots
     check_llm_options(llm, base_url, model)
-    spec = ProposerSpec(llm=llm, base_url=base_url, model=model, factory=proposer)
+    spec = ProposerSpec(
+        llm=llm, base_url=base_url, model=model, factory=proposer, llm_timeout_s=llm_timeout
+    )
     build_proposer(spec, target, language)
     try:
         config = BenchConfig(

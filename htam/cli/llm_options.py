@@ -3,7 +3,25 @@ sense together, and an endpoint that can serve the work."""
 
 from __future__ import annotations
 
+import typer
+
 from htam.cli.common import INFRASTRUCTURE_EXIT, err_console, fail
+
+# htam.llm.presets.DEFAULT_TIMEOUT_S, said here without importing the LLM side (an offline run
+# never does); tests/cli/test_llm_timeout.py keeps the two equal.
+DEFAULT_LLM_TIMEOUT_S = 240.0
+
+
+def llm_timeout_option():
+    """``--llm-timeout``, the same in every command that can use an LLM."""
+    return typer.Option(
+        None,
+        "--llm-timeout",
+        min=1.0,
+        help=f"seconds one LLM call may wait for its answer before it is retried (default "
+        f"{DEFAULT_LLM_TIMEOUT_S:g}; a long wait is shown every 15 s with --verbose, and once "
+        "after a minute)",
+    )
 
 
 def check_llm_options(llm: str | None, base_url: str | None, model: str | None) -> None:

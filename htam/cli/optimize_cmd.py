@@ -41,7 +41,7 @@ from htam.cli.common import (
 )
 from htam.cli.interrupts import interrupted, on_interrupt
 from htam.cli.json_errors import echo_json
-from htam.cli.llm_options import build_proposer, check_llm_options
+from htam.cli.llm_options import build_proposer, check_llm_options, llm_timeout_option
 from htam.cli.optimize_runs import (
     check_resume,
     check_run_out,
@@ -78,6 +78,7 @@ def optimize_command(
     ),
     base_url: str | None = typer.Option(None, help="any OpenAI-compatible endpoint (with --model)"),
     model: str | None = typer.Option(None, help="model name for --llm or --base-url"),
+    llm_timeout: float | None = llm_timeout_option(),
     steps: int = typer.Option(6, min=1, help="optimization steps T"),
     target: str | None = typer.Option(None, help=TARGET_HELP),
     language: str | None = typer.Option(None, help=LANGUAGE_HELP),
@@ -136,6 +137,8 @@ def optimize_command(
     if verbose:
         logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
     quiet = quiet or as_json
+    if quiet:  # the LLM's long-wait warning is not the one last line --quiet promises
+        logging.getLogger("htam.llm").setLevel(logging.ERROR)
     check_llm_options(llm, base_url, model)
     target, language = resolve_target(target, language, offline=llm is None and base_url is None)
     check_size(size)  # before the run directory exists: a bad value leaves nothing behind
@@ -158,7 +161,7 @@ def optimize_command(
     # (newcomer round 7: a bank was left behind by a run refused for its endpoint).
     from htam.bench.bench_config import ProposerSpec
 
-    spec = ProposerSpec(llm=llm, base_url=base_url, model=model)
+    spec = ProposerSpec(llm=llm, base_url=base_url, model=model, llm_timeout_s=llm_timeout)
     proposer = build_proposer(spec, target, language, quiet)
     check_cache_dir()
     check_bank(memory or default_memory(), "--memory" if memory else "memory bank")

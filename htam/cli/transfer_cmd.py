@@ -24,7 +24,7 @@ from htam.cli.common import (
     writable_dir,
 )
 from htam.cli.fmt import plural
-from htam.cli.llm_options import build_proposer, check_llm_options
+from htam.cli.llm_options import build_proposer, check_llm_options, llm_timeout_option
 from htam.cli.optimize_runs import resume_on_interrupt
 from htam.cli.sizes import (
     default_size,
@@ -48,6 +48,7 @@ def transfer_command(
     llm: str | None = typer.Option(None, help="LLM preset (default: the offline proposer)"),
     base_url: str | None = typer.Option(None, help="any OpenAI-compatible endpoint (with --model)"),
     model: str | None = typer.Option(None, help="model name for --llm or --base-url"),
+    llm_timeout: float | None = llm_timeout_option(),
     proposer: str | None = typer.Option(None, help="a custom proposer factory module:attr"),
     target: str | None = typer.Option(None, help=TARGET_HELP),
     language: str | None = typer.Option(None, help=LANGUAGE_HELP),
@@ -84,7 +85,9 @@ def transfer_command(
         target, workers, units, "unit", " (tasks x seeds, in its largest phase)", gpus=gpus
     ).devices
     check_llm_options(llm, base_url, model)
-    spec = ProposerSpec(llm=llm, base_url=base_url, model=model, factory=proposer)
+    spec = ProposerSpec(
+        llm=llm, base_url=base_url, model=model, factory=proposer, llm_timeout_s=llm_timeout
+    )
     build_proposer(spec, target, language)
     if (out / "build" / "bench.json").exists() and not resume:
         fail(f"{out} already holds a transfer experiment; pass --resume or choose another --out")
