@@ -45,6 +45,7 @@ from htam.cli.llm_options import build_proposer, check_llm_options, llm_timeout_
 from htam.cli.optimize_runs import (
     check_resume,
     check_run_out,
+    finished_records,
     remove_if_nothing_ran,
     resume_command,
     resume_settings,
@@ -252,7 +253,8 @@ def optimize_command(
 
         write_atomic(out / "run.json", json.dumps({**record, "steps": config.steps}, indent=2))
     title = f"{the_task.id} · {method} · {proposer.name} · {target}/{language} · {size}"
-    view = StepsView(title, config.steps, quiet=quiet, verbose=verbose, first=steps_done(out))
+    earlier = finished_records(out) if resume else []
+    view = StepsView(title, config.steps, quiet=quiet, verbose=verbose, earlier=earlier)
     try:
         with (
             MemoryBank.open(memory, create=True) as bank,
