@@ -39,6 +39,7 @@ class Context:
     # evaluated already in this run): a decision leaves them out (htam.agent.propose.exhaust).
     exhausted_strategies: frozenset[str] = frozenset()
     exhausted_directions: frozenset[str] = frozenset()
+    target: str = ""  # where the run's candidates run: evidence from another is not shown
 
 
 class MethodGuide(Protocol):
@@ -149,13 +150,17 @@ class HTAMGuide:
             language=ctx.language,
             state=ctx.state,
             budget_tokens=self.config.prompt_memory_tokens,
+            target=ctx.target or None,
         )
 
     def guidance(self, direction: str, choice: Choice, ctx: Context) -> str:
         if direction == NO_DIRECTION:
             return ""
         local_id = choice.strategy.id if choice.strategy else None
-        return guidance(self.bank, direction, local_id, ctx.prefix, language=ctx.language)
+        return guidance(
+            self.bank, direction, local_id, ctx.prefix, language=ctx.language,
+            target=ctx.target or None,
+        )  # fmt: skip
 
     def strategy(self, local_id: str) -> Strategy:
         return self.bank.local(local_id).to_strategy()

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from htam.agent.view import PathStep, StateView, render_state
 from htam.evaluate.result import EvalResult
-from htam.policy import StateFeatures, timing_noise
+from htam.policy import StateFeatures
 from htam.status import NO_CODE
 from htam.tasks import Signature
 from htam.vocab import Direction
@@ -36,6 +36,9 @@ class Progress:
     exhausted_strategies: set[str] = field(default_factory=set)
     exhausted_directions: set[str] = field(default_factory=set)
     last_failure: str | None = None  # the first line of the last failed step's cause
+    # The prefix's (transition term's) share of each step's decision (htam.policy.shares);
+    # None for a step whose direction was not scored (a repair, a flat or uniform decision).
+    prefix_shares: list[float | None] = field(default_factory=list)
 
     @property
     def best_speedup(self) -> float:
@@ -43,8 +46,16 @@ class Progress:
             return self.best_result.speedup
         return 1.0 if self.best_result else 0.0
 
-    def observe(self, result: EvalResult, code: str | None, direction: str, step: PathStep) -> bool:
-        """Take one step's result in; True when it is the new best."""
+    def observe(
+        self,
+        result: EvalResult,
+        code: str | None,
+        direction: str,
+        step: PathStep,
+        band: float = 0.0,
+    ) -> bool:
+        """Take one step's result in; True when it is the new best: correct and faster than
+        the best by more than ``band`` (relative: the measurement's noise)."""
         self.last_result, self.last_code = result, code
         if not result.correct:
             lines = [ln.strip() for msg in result.messages for ln in msg.splitlines()]
@@ -58,7 +69,7 @@ class Progress:
         better = (
             result.correct
             and result.runtime_ms is not None
-            and (self.best_result is None or faster_than(result, self.best_result))
+            and (self.best_result is None or faster_than(result, self.best_result, band))
         )
         if better:
             self.best_code, self.best_result = code, result
@@ -72,13 +83,6 @@ class Progress:
 def normalized(code: str) -> str:
     """Source without trailing spaces and blank lines: reformatting alone is no new candidate."""
     return "\n".join(line.rstrip() for line in code.strip().splitlines() if line.strip())
-
-
-def noise_of(*results: EvalResult | None) -> float:
-    """Relative timing noise of comparing these results (see htam.policy.timing_noise)."""
-    return timing_noise(
-        *((r.timing.iqr_ms, r.timing.median_ms) if r and r.timing else None for r in results)
-    )
 
 
 def comparable_times(
@@ -97,17 +101,20 @@ def comparable_times(
     return (before if before else new.runtime_ms), new.runtime_ms
 
 
-def faster_than(result: EvalResult, best: EvalResult) -> bool:
+def faster_than(result: EvalResult, best: EvalResult, band: float = 0.0) -> bool:
+    """Faster than ``best`` by more than the relative ``band`` (a noise band)."""
     before, new = comparable_times(result, best, None)
-    return new is not None and before is not None and new < before
+    return new is not None and before is not None and new * (1.0 + band) < before
 
 
 def outcome_text(result: EvalResult, wrote_code: bool = True) -> str:
     """A step's outcome as its path and the run's summary name it: "ok 1.32x", a status, or
     "no_code" where the proposer wrote none (no template applies: it read "rejected", the
     word for a cheat, newcomer round 5)."""
+    if not result.status.judged:
+        return str(result.status)  # no_code, no_strategy, repeat, lost
     if not wrote_code:
-        return NO_CODE
+        return NO_CODE  # a step file written before those had their own status
     if result.correct and result.speedup:
         return f"ok {result.speedup:.2f}x"
     return str(result.status)

@@ -79,6 +79,7 @@ def summary(
         # are in the step files and "curve")
         "statuses": [p.outcome.split(" ", 1)[0] for p in progress.path],
         "path": [[p.direction, p.strategy] for p in progress.path],
+        "prefix_shares": progress.prefix_shares,  # the transition term's share per decision
         "duplicates": progress.duplicates,
         "cost_usd": usage.cost_usd,
         "tokens": {"prompt": usage.prompt_tokens, "completion": usage.completion_tokens},

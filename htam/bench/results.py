@@ -82,9 +82,19 @@ def unit_row(unit: Unit, out: Path, last: dict[str, Any] | None) -> UnitRow | No
     row.wall_s = max(s["wall_s"], sum(st["wall_s"] for st in steps))
     row.eval_s = sum(walls) if walls else row.wall_s
     row.timing_meaningful = s["timing_meaningful"]
+    row.no_strategy = missing_family(steps)
     if row.state == "complete":
         row.error = None
     return row
+
+
+def missing_family(steps: list[dict[str, Any]]) -> str | None:
+    """The family a unit lacked a template for, when every step says no_strategy."""
+    if not steps or any(st["feedback"]["status"] != "no_strategy" for st in steps):
+        return None
+    message = " ".join(steps[0]["feedback"].get("messages") or [])
+    _, found, rest = message.partition("(missing family: ")
+    return rest.split(" (")[0].rstrip(")") if found else "unknown"
 
 
 def load_rows(out: Path) -> list[UnitRow]:

@@ -108,6 +108,7 @@ def _local_lines(
     language: str | None,
     state: StateFeatures | None,
     detail: Detail,
+    target: str | None = None,
 ) -> list[str]:
     label = language if language in node.patterns else "general"
     lines = [
@@ -123,7 +124,12 @@ def _local_lines(
         lines.append("Risks: " + "; ".join(node.risks) + ".")
     lines.append(_record(node.stats))
     if detail.evidence:
-        evidence = bank.evidence(node.id)
+        # evidence measured on another target is not offered (a CPU C++ failure says nothing
+        # of a GPU kernel); records from before evidence carried its target are
+        evidence = [
+            ev for ev in bank.evidence(node.id)
+            if not target or ev.context.get("target", target) == target
+        ]  # fmt: skip
         best = [ev for ev in evidence if ev.polarity == "positive"][: detail.evidence]
         recent = [ev for ev in evidence if ev.polarity == "negative"][: detail.evidence]
         lines.extend(_evidence_line(ev, detail.excerpt) for ev in best + recent)
@@ -187,6 +193,7 @@ def guidance(
     *,
     language: str | None = None,
     state: StateFeatures | None = None,
+    target: str | None = None,
 ) -> str:
     """The code writer's memory: the direction, the chosen strategy and the incoming
     transitions from the recent prefix (a single previous direction may be given as a str)."""
@@ -197,7 +204,8 @@ def guidance(
     detail = DETAILS[0]
     sections = [_direction_lines(bank, direction)]
     if local_id is not None:
-        sections.append(_local_lines(bank, bank.local(local_id), language, state, detail))
+        node = bank.local(local_id)
+        sections.append(_local_lines(bank, node, language, state, detail, target))
     edges = _transitions(bank, direction, prefix, state, detail)
     if edges:
         sections.append(edges)
@@ -213,6 +221,7 @@ def choice_guidance(
     language: str | None = None,
     state: StateFeatures | None = None,
     budget_tokens: int = 1800,
+    target: str | None = None,
 ) -> str:
     """The strategy choice's memory, at the richest detail within ``budget_tokens``.
 
@@ -229,7 +238,9 @@ def choice_guidance(
             edges = _transitions(bank, direction, prefix, state, detail)
             if edges:
                 sections.append("Transitions into it from the recent path:\n" + "\n".join(edges))
-        blocks = ["\n".join(_local_lines(bank, node, language, state, detail)) for node in nodes]
+        blocks = [
+            "\n".join(_local_lines(bank, node, language, state, detail, target)) for node in nodes
+        ]
         sections.append("Candidate strategies, with their memory:\n\n" + "\n\n".join(blocks))
         text = "\n\n".join(sections)
         if estimate_tokens(text) <= budget_tokens:

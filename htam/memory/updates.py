@@ -74,12 +74,15 @@ def apply_step(
     rule: UpdateRule,
     now: float,
 ) -> bool:
-    """Record ``record``; False (and no change) when its key is already in the ledger."""
+    """Record ``record``; False (and no change) when its key is already in the ledger, or when
+    its candidate was learned from under another key (a rerun served from the cache)."""
     status = str(Status(record.status))
+    if not claim(conn, record, "graph"):
+        return False
     cursor = conn.execute(
         "INSERT OR IGNORE INTO steps (run_id, task_id, step, task_signature, direction, "
-        "local_id, status, reward, prefix, weights, speedup_before, speedup_after, recorded_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "local_id, status, reward, prefix, weights, speedup_before, speedup_after, recorded_at, "
+        "context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             record.run_id,
             record.task_id,
@@ -94,6 +97,7 @@ def apply_step(
             record.speedup_before,
             record.speedup_after,
             now,
+            json.dumps(record.context, sort_keys=True),
         ),
     )
     if cursor.rowcount == 0:
@@ -117,6 +121,26 @@ def apply_step(
     for src, weight in zip(record.prefix, weights, strict=True):
         if weight > 0:
             _update_edge(conn, src, record.direction, weight, record, error, rule)
+    return True
+
+
+def claim(conn: sqlite3.Connection, record: StepRecord, store: str) -> bool:
+    """Mark ``record``'s candidate as learned from in ``store`` ("graph" or "flat"); False when
+    a step under another key learned from it already. A record without a digest (written
+    before candidates had one) is always new."""
+    if not record.code_digest:
+        return True
+    row = conn.execute(
+        "SELECT run_id, task_id, step FROM learned_candidates WHERE digest = ? AND store = ?",
+        (record.code_digest, store),
+    ).fetchone()
+    if row is not None:
+        return tuple(row) == record.key
+    conn.execute(
+        "INSERT INTO learned_candidates (digest, store, run_id, task_id, step) "
+        "VALUES (?, ?, ?, ?, ?)",
+        (record.code_digest, store, *record.key),
+    )
     return True
 
 
@@ -173,7 +197,7 @@ def _add_evidence(
     conn.execute(
         "INSERT OR IGNORE INTO evidence (run_id, task_id, step, local_id, polarity, "
         "task_signature, status, speedup_before, speedup_after, reward, error_excerpt, lesson, "
-        "recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "recorded_at, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             record.run_id,
             record.task_id,
@@ -188,6 +212,7 @@ def _add_evidence(
             _clip(record.error_excerpt, EXCERPT_LIMIT),
             _clip(record.lesson, LESSON_LIMIT),
             now,
+            json.dumps(record.context, sort_keys=True),
         ),
     )
     prune_evidence(conn, record.local_id, polarity, keep)

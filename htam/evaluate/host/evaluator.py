@@ -10,14 +10,16 @@ import weakref
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from htam.evaluate import folders, integrity, isolation, roofline
+from htam.evaluate import roofline
 from htam.evaluate.eval_config import EvalConfig
-from htam.evaluate.forkserver import ForkServer, ForkServerError
+from htam.evaluate.host import folders, integrity
+from htam.evaluate.host.forkserver import ForkServer, ForkServerError
+from htam.evaluate.host.static import check_source
+from htam.evaluate.host.verdict import EVALUATOR_FAILED, add_timing, judge_outcome
+from htam.evaluate.host.watchdog import JobOutcome, Limits, run_job
 from htam.evaluate.result import EvalResult, truncate
-from htam.evaluate.static import check_source
-from htam.evaluate.verdict import EVALUATOR_FAILED, add_timing, judge_outcome
-from htam.evaluate.watchdog import JobOutcome, Limits, run_job
-from htam.status import Status
+from htam.evaluate.sandbox import isolation
+from htam.status import Fault, Status
 from htam.tasks.task import Task, TaskError
 
 LANGUAGES = {"cuda": ("cuda", "triton"), "cpu": ("cpp", "triton")}
@@ -90,6 +92,11 @@ class Evaluator:
     def _restart_server(self) -> None:
         if self.server is not None:
             self.server.close()
+        # The new server numbers its candidates' folders from job1 again: the dead one's stay
+        # behind and made every later start fail (FileExistsError), so that every later
+        # evaluation was lost too. Its children died with it: nothing uses them.
+        for stale in self._workroot.glob("job*"):
+            folders.remove(stale)
         self._start_server()
 
     # ------------------------------------------------------------------ plumbing
@@ -248,7 +255,9 @@ class Evaluator:
         try:
             outcome = self._run(job, candidate, runner)
         except ForkServerError as exc:
-            result.status = Status.RUNTIME_ERROR
+            # the evaluator's fault, not the candidate's: never a verdict (never learned, never
+            # cached); the loop evaluates it again on the new server
+            result.status, result.fault = Status.LOST, Fault.EVALUATOR
             result.messages = [f"{exc}; it was replaced, and this evaluation is lost (rerun it)"]
             return result
         result.log = truncate(outcome.log)
