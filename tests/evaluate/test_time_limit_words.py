@@ -1,7 +1,7 @@
 """A job over its time limit names the limit it ran over: the build's is fixed, and only the
 run's is raised with --timeout-s (a build killed under --timeout-s 5 said "build 300 s")."""
 
-from htam.evaluate.watchdog import _over_time
+from htam.evaluate.host.watchdog import _over_time
 
 
 def test_a_build_over_its_limit_does_not_send_the_user_to_timeout_s():
