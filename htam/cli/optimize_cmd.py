@@ -41,7 +41,14 @@ from htam.cli.common import (
 )
 from htam.cli.interrupts import interrupted, on_interrupt
 from htam.cli.json_errors import echo_json
-from htam.cli.llm_options import build_proposer, check_llm_options, llm_timeout_option
+from htam.cli.llm_options import (
+    BaseUrl,
+    LlmPreset,
+    LlmTimeout,
+    ModelName,
+    build_proposer,
+    check_llm_options,
+)
 from htam.cli.optimize_runs import (
     check_resume,
     check_run_out,
@@ -74,12 +81,10 @@ def optimize_command(
     task: str = typer.Argument(
         ..., help="task file, or a built-in task id such as level1/6_Softmax"
     ),
-    llm: str | None = typer.Option(
-        None, help="LLM preset: deepseek, openai, vllm, sglang, ollama, llamacpp"
-    ),
-    base_url: str | None = typer.Option(None, help="any OpenAI-compatible endpoint (with --model)"),
-    model: str | None = typer.Option(None, help="model name for --llm or --base-url"),
-    llm_timeout: float | None = llm_timeout_option(),
+    llm: LlmPreset = None,
+    base_url: BaseUrl = None,
+    model: ModelName = None,
+    llm_timeout: LlmTimeout = None,
     steps: int = typer.Option(6, min=1, help="optimization steps T"),
     target: str | None = typer.Option(None, help=TARGET_HELP),
     language: str | None = typer.Option(None, help=LANGUAGE_HELP),

@@ -71,6 +71,10 @@ def test_the_timeout_option_reaches_the_client_and_its_help_says_the_default():
     assert (
         DEFAULT_LLM_TIMEOUT_S == DEFAULT_TIMEOUT_S == LLMConfig(base_url="u", model="m").timeout_s
     )
+    from htam.cli.llm_options import PRESET_NAMES
+    from htam.llm.presets import PRESETS
+
+    assert PRESET_NAMES == tuple(PRESETS)  # the --llm help lists every preset
     spec = ProposerSpec(base_url="http://127.0.0.1:9/v1", model="m", llm_timeout_s=7.0)
     assert spec.build("cpu", "cpp").client.config.timeout_s == 7.0
     assert ProposerSpec(base_url="http://127.0.0.1:9/v1").label().endswith("model none given")
