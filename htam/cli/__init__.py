@@ -29,18 +29,20 @@ def main() -> None:
     if sys.argv[1:] == ["--version"]:
         print(f"htam {__version__}")
         return
-    at_start = (
-        threading.current_thread() is threading.main_thread()
-        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    )
+    main_thread = threading.current_thread() is threading.main_thread()
+    # SIGINT ignored (`nohup`, a shell's background job) stays ignored; SIGTERM is handled
+    # whatever SIGINT is (a background run stopped with `kill` closes its evaluator too)
+    at_start = main_thread and signal.getsignal(signal.SIGINT) is signal.default_int_handler
     if at_start:
         signal.signal(signal.SIGINT, _exit_at_start)
-    from htam.cli.application import app
     from htam.signals import exit_on_sigterm
+
+    if main_thread:
+        exit_on_sigterm()
+    from htam.cli.application import app
 
     if at_start:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        exit_on_sigterm()
     app()
 
 

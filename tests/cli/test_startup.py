@@ -49,3 +49,26 @@ def test_importing_the_cli_installs_no_signal_handler():
     )
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
+
+
+def test_sigterm_is_handled_even_where_sigint_is_ignored(tmp_path):
+    """A background job of a shell (or `nohup`) starts with SIGINT ignored: SIGTERM must still
+    exit through the evaluator's close (143), not kill htam outright."""
+    import os
+
+    probe = (
+        "import signal, sys\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "from htam import cli\n"
+        "import htam.cli.application as application\n"
+        "application.app = lambda: print(signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL,"
+        " signal.getsignal(signal.SIGINT) is signal.SIG_IGN)\n"
+        "sys.argv = ['htam', 'doctor']\n"
+        "cli.main()\n"
+    )
+    env = {**os.environ, "HTAM_CACHE_DIR": str(tmp_path)}
+    run = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["True", "True"]

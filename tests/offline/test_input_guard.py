@@ -78,3 +78,21 @@ def test_a_broadcast_input_must_stay_broadcast():
     assert checks["broadcast"] == {1: [1, 2]}
     assert checks["dtypes"] == {0: "float32", 1: "float32"}
     assert checks["same_shape"] == []
+
+
+@pytest.mark.slow
+def test_the_built_quickstart_model_refuses_float64_and_computes_float32(tmp_path, monkeypatch):
+    """The real extension, built as best.py builds it: float64 is refused before any kernel
+    runs (it returned NaNs), float32 matches the reference."""
+    monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path))
+    task = _task("5_Elementwise_Chain")
+    module = load_solution(solution(task, "cpp"))
+    model = module.ModelNew(1.7, -0.3)
+    with pytest.raises(TypeError, match="float64.*float32 only"):
+        model(torch.randn(64, 128, dtype=torch.float64))
+    from htam.tasks.module import load_task_module
+
+    ref_module = load_task_module(task.source, "small", name="guard_ref")
+    reference = ref_module.Model(*ref_module.get_init_inputs())
+    x = torch.randn(64, 128)
+    torch.testing.assert_close(model(x), reference(x), rtol=1e-4, atol=1e-5)
