@@ -22,6 +22,7 @@ from htam.offline.backends.base import Backend, KernelCode
 from htam.offline.front.lower import CNode
 from htam.offline.front.lower import lower as lower_graph
 from htam.offline.front.trace import NoMatch, Traced, trace_task
+from htam.offline.guard import input_checks
 from htam.offline.ir.model import Match
 from htam.offline.matcher.families import match_families, match_library_prefix
 from htam.offline.params import Params, baseline, parse_header
@@ -64,9 +65,11 @@ def lower(traced: Traced) -> CNode:
 def match(traced: Traced, source: str) -> Match:
     """The family that the lowered graph fits, else the library path (its reason added)."""
     try:
-        return match_families(lower(traced), traced, source)
+        found = match_families(lower(traced), traced, source)
     except NoMatch as err:
-        return match_library_prefix(traced, source, err)
+        found = match_library_prefix(traced, source, err)
+    found.input_checks = input_checks(traced.inputs)
+    return found
 
 
 # source -> its match, or the reason it has none (a fresh NoMatch is raised on every call: one
