@@ -23,7 +23,16 @@ import time
 
 import torch
 
-from htam.evaluate import buffers, channel, exact, gradients, judge_outputs, judge_timing, shifted
+from htam.evaluate import (
+    buffers,
+    channel,
+    exact,
+    gradients,
+    judge_outputs,
+    judge_timing,
+    kernel_probe,
+    shifted,
+)
 from htam.evaluate.eval_config import Tolerance
 from htam.evaluate.runner import Runner, Verdict, jsonable
 from htam.evaluate.trusted_jobs import (
@@ -268,6 +277,8 @@ class Judge:
         self.marks["trials_done"] = _clock()
         timing, paired, escape = judge_timing.timed(self, module)
         self.marks["timed"] = _clock()
+        if self.job.get("kernel_required"):
+            kernel_probe.check(self, module)  # last: spoiled results may corrupt its state
         return {
             "timing": timing,
             "paired_reference": paired,
