@@ -30,6 +30,8 @@ _excerpt_limit = 3000
 
 
 def _excerpt(exc: BaseException) -> str:
+    if isinstance(exc, CompileError):  # its message leads with the first error: kept whole
+        return str(exc)
     return "".join(traceback.format_exception(exc))[-_excerpt_limit:]
 
 

@@ -229,12 +229,20 @@ def run_job(
     return outcome
 
 
+# The phase a job is in after each stage the judge reports: a timeout names it.
+_PHASES = {
+    "built": "after the build (constructing ModelNew, the first calls)",
+    "reference": "in the run phase (the trials and the timed calls)",
+}
+
+
 def _loop(watch: _Watch, read_fd: int, start: float) -> None:
     outcome, limits = watch.outcome, watch.limits
     buffer = bytearray()
     deadline = start + limits.compile_timeout_s + (0 if watch.cand else limits.run_timeout_s)
     run_s = limits.run_timeout_s  # raised with the reference's own time once the build is over
     next_check = next_disk = 0.0
+    phase = "during the build (importing the solution, compiling its extensions)"
     while True:
         now = time.monotonic()
         if now > deadline:
@@ -242,7 +250,7 @@ def _loop(watch: _Watch, read_fd: int, start: float) -> None:
             # the limits applied: --timeout-s, or what the reference's time raised it to
             # (newcomer: "run 5 s" was printed where 30 s applied)
             outcome.killed = (
-                f"time limit: {now - start:.0f} s (build {limits.compile_timeout_s:.0f}"
+                f"time limit {phase}: {now - start:.0f} s (build {limits.compile_timeout_s:.0f}"
                 f" s + run {run_s:.0f} s; raise with --timeout-s)"
             )
             return
@@ -257,6 +265,7 @@ def _loop(watch: _Watch, read_fd: int, start: float) -> None:
                 if frame.get("type") == "stage":  # the build is over: the run's limit from now
                     run_s = max(limits.run_timeout_s, frame.get("run_s", 0))
                     deadline = time.monotonic() + run_s
+                    phase = _PHASES.get(frame.get("stage"), phase)
                 if frame.get("type") in ("result", "verdict"):
                     outcome.result_at = time.monotonic()
                     return
