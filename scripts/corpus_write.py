@@ -10,7 +10,7 @@ from pathlib import Path
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "evaluate" / "corpus"
 
-CPP_SRC = r'''
+CPP_SRC = r"""
 #include <torch/extension.h>
 #include <cmath>
 
@@ -47,9 +47,9 @@ torch::Tensor bias_relu(torch::Tensor x, torch::Tensor bias) {
     }
     return y;
 }
-'''
+"""
 
-CUDA_SRC = r'''
+CUDA_SRC = r"""
 #include <torch/extension.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <cuda_runtime.h>
@@ -119,7 +119,7 @@ torch::Tensor relu_with_event(torch::Tensor x) {
     cudaStreamDestroy(side);
     return y;
 }
-'''
+"""
 
 CUDA_DECLS = (
     "torch::Tensor relu(torch::Tensor x);\n"
@@ -161,7 +161,9 @@ ext = load_inline(
 
 # Python bodies shared by the C++ and CUDA variants: how forward reaches ``ext``.
 EXT_IDIOMS: dict[str, tuple[str, str]] = {
-    "module_ext": ("relu", '''
+    "module_ext": (
+        "relu",
+        """
 
 class ModelNew(nn.Module):
     def __init__(self):
@@ -169,8 +171,11 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         return ext.relu(x)
-'''),
-    "ext_on_self": ("relu", '''
+""",
+    ),
+    "ext_on_self": (
+        "relu",
+        """
 
 class ModelNew(nn.Module):
     def __init__(self):
@@ -179,8 +184,11 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         return self.ops.relu(x)
-'''),
-    "fn_bound_in_init": ("relu", '''
+""",
+    ),
+    "fn_bound_in_init": (
+        "relu",
+        """
 
 class ModelNew(nn.Module):
     def __init__(self):
@@ -189,8 +197,11 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         return self.relu_fn(x.contiguous())
-'''),
-    "submodule_forward": ("relu", '''
+""",
+    ),
+    "submodule_forward": (
+        "relu",
+        """
 
 class FusedReLU(nn.Module):
     def __init__(self):
@@ -208,8 +219,11 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         return self.features(x)
-'''),
-    "helper_wrapper": ("relu", '''
+""",
+    ),
+    "helper_wrapper": (
+        "relu",
+        '''
 
 def relu_forward(x: torch.Tensor) -> torch.Tensor:
     """Launch the custom ReLU on a contiguous float32 tensor."""
@@ -221,8 +235,11 @@ def relu_forward(x: torch.Tensor) -> torch.Tensor:
 class ModelNew(nn.Module):
     def forward(self, x):
         return relu_forward(x)
-'''),
-    "functools_partial": ("relu", '''
+''',
+    ),
+    "functools_partial": (
+        "relu",
+        """
 import functools
 
 
@@ -238,8 +255,11 @@ fast_relu = functools.partial(_apply, ext.relu_out)
 class ModelNew(nn.Module):
     def forward(self, x):
         return fast_relu(x)
-'''),
-    "getattr_name": ("relu", '''
+""",
+    ),
+    "getattr_name": (
+        "relu",
+        """
 
 class ModelNew(nn.Module):
     def __init__(self, op_name: str = "relu"):
@@ -248,8 +268,11 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         return getattr(ext, self.op_name)(x)
-'''),
-    "lambda_attr": ("relu", '''
+""",
+    ),
+    "lambda_attr": (
+        "relu",
+        """
 
 class ModelNew(nn.Module):
     def __init__(self):
@@ -258,8 +281,11 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         return self.activation(x)
-'''),
-    "staticmethod": ("relu", '''
+""",
+    ),
+    "staticmethod": (
+        "relu",
+        """
 
 class ModelNew(nn.Module):
     @staticmethod
@@ -268,8 +294,11 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         return self._kernel(x)
-'''),
-    "custom_op": ("relu", '''
+""",
+    ),
+    "custom_op": (
+        "relu",
+        """
 
 
 @torch.library.custom_op("corpus::relu", mutates_args=())
@@ -285,8 +314,11 @@ def _(x):
 class ModelNew(nn.Module):
     def forward(self, x):
         return corpus_relu(x)
-'''),
-    "autograd_function": ("relu", '''
+""",
+    ),
+    "autograd_function": (
+        "relu",
+        """
 
 
 class ReLUFunction(torch.autograd.Function):
@@ -305,8 +337,11 @@ class ReLUFunction(torch.autograd.Function):
 class ModelNew(nn.Module):
     def forward(self, x):
         return ReLUFunction.apply(x)
-'''),
-    "layer_loop": ("layers", '''
+""",
+    ),
+    "layer_loop": (
+        "layers",
+        """
 import torch.nn.functional as F
 
 
@@ -319,8 +354,11 @@ class ModelNew(nn.Module):
         for layer in self.layers:
             x = ext.bias_relu(F.linear(x, layer.weight), layer.bias)
         return x
-'''),
-    "init_weights": ("gemm", '''
+""",
+    ),
+    "init_weights": (
+        "gemm",
+        """
 
 
 class ModelNew(nn.Module):
@@ -331,8 +369,11 @@ class ModelNew(nn.Module):
     def forward(self, x):
         y = torch.matmul(x, self.linear.weight.t())
         return ext.bias_relu(y, self.linear.bias)
-'''),
-    "out_param": ("relu", '''
+""",
+    ),
+    "out_param": (
+        "relu",
+        """
 
 class ModelNew(nn.Module):
     def forward(self, x):
@@ -340,8 +381,11 @@ class ModelNew(nn.Module):
         out = torch.empty_like(x)
         ext.relu_out(x, out)
         return out
-'''),
-    "verbose_prints": ("relu", '''
+""",
+    ),
+    "verbose_prints": (
+        "relu",
+        """
 print("custom ReLU extension loaded")
 
 
@@ -360,17 +404,21 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''),
+""",
+    ),
 }
 
 # Only where CUDA has it.
 CUDA_ONLY = {
-    "stream_event": ("relu", '''
+    "stream_event": (
+        "relu",
+        """
 
 class ModelNew(nn.Module):
     def forward(self, x):
         return ext.relu_with_event(x)
-'''),
+""",
+    ),
 }
 
 LOAD_FROM_FILE = '''import os
@@ -398,11 +446,11 @@ class ModelNew(nn.Module):
         return relu_ops.relu(x)
 '''
 
-PYBIND = '''
+PYBIND = """
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.def("relu", &relu, "ReLU");
 }
-'''
+"""
 
 TORCH_LIBRARY = '''import torch
 import torch.nn as nn
@@ -547,13 +595,16 @@ class ModelNew(nn.Module):
         relu_kernel[(triton.cdiv(x.numel(), 512),)](x, y, x.numel(), BLOCK_SIZE=512)
         return y
 """,
-    "helper": RELU_KERNEL + RELU_HELPER + """
+    "helper": RELU_KERNEL
+    + RELU_HELPER
+    + """
 
 class ModelNew(nn.Module):
     def forward(self, x):
         return triton_relu(x)
 """,
-    "kernel_on_self": RELU_KERNEL + """
+    "kernel_on_self": RELU_KERNEL
+    + """
 
 class ModelNew(nn.Module):
     def __init__(self):
@@ -567,7 +618,9 @@ class ModelNew(nn.Module):
         self.kernel[(triton.cdiv(x.numel(), self.block),)](x, y, x.numel(), BLOCK_SIZE=self.block)
         return y
 """,
-    "submodule_forward": RELU_KERNEL + RELU_HELPER + """
+    "submodule_forward": RELU_KERNEL
+    + RELU_HELPER
+    + """
 
 class TritonReLU(nn.Module):
     def forward(self, x):
@@ -591,7 +644,8 @@ class ModelNew(nn.Module):
     def forward(self, x):
         return self.block(x)
 """,
-    "functools_partial": RELU_KERNEL + """
+    "functools_partial": RELU_KERNEL
+    + """
 import functools
 
 
@@ -609,7 +663,9 @@ class ModelNew(nn.Module):
     def forward(self, x):
         return relu(x)
 """,
-    "getattr_name": RELU_KERNEL + RELU_HELPER + """
+    "getattr_name": RELU_KERNEL
+    + RELU_HELPER
+    + """
 
 
 class ModelNew(nn.Module):
@@ -623,7 +679,9 @@ class ModelNew(nn.Module):
     def _triton_relu(self, x):
         return triton_relu(x)
 """,
-    "lambda_attr": RELU_KERNEL + RELU_HELPER + """
+    "lambda_attr": RELU_KERNEL
+    + RELU_HELPER
+    + """
 
 class ModelNew(nn.Module):
     def __init__(self):
@@ -633,7 +691,8 @@ class ModelNew(nn.Module):
     def forward(self, x):
         return self.act(x)
 """,
-    "staticmethod": RELU_KERNEL + """
+    "staticmethod": RELU_KERNEL
+    + """
 
 class ModelNew(nn.Module):
     @staticmethod
@@ -646,7 +705,9 @@ class ModelNew(nn.Module):
     def forward(self, x):
         return ModelNew.launch(x)
 """,
-    "custom_op": RELU_KERNEL + RELU_HELPER + """
+    "custom_op": RELU_KERNEL
+    + RELU_HELPER
+    + """
 
 @torch.library.custom_op("corpus_triton::relu", mutates_args=())
 def relu_op(x: torch.Tensor) -> torch.Tensor:
@@ -662,7 +723,9 @@ class ModelNew(nn.Module):
     def forward(self, x):
         return relu_op(x)
 """,
-    "autograd_function": RELU_KERNEL + RELU_HELPER + """
+    "autograd_function": RELU_KERNEL
+    + RELU_HELPER
+    + """
 
 class TritonReLUFn(torch.autograd.Function):
     @staticmethod
@@ -699,7 +762,8 @@ class ModelNew(nn.Module):
         relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK_SIZE=1024)
         return y
 """,
-    "layer_loop": BIAS_RELU_KERNEL + """
+    "layer_loop": BIAS_RELU_KERNEL
+    + """
 import torch.nn.functional as F
 
 
@@ -713,7 +777,8 @@ class ModelNew(nn.Module):
             x = bias_relu(F.linear(x, layer.weight), layer.bias)
         return x
 """,
-    "init_weights": BIAS_RELU_KERNEL + """
+    "init_weights": BIAS_RELU_KERNEL
+    + """
 
 class ModelNew(nn.Module):
     def __init__(self, in_features, out_features):
@@ -723,7 +788,9 @@ class ModelNew(nn.Module):
     def forward(self, x):
         return bias_relu(x @ self.linear.weight.T, self.linear.bias)
 """,
-    "prints_and_inputs": RELU_KERNEL + RELU_HELPER + """
+    "prints_and_inputs": RELU_KERNEL
+    + RELU_HELPER
+    + """
 print("Triton ReLU ready")
 
 
@@ -748,7 +815,8 @@ def get_init_inputs():
 # Cheats: a kernel built and never run, run only from dead code, or run beside torch doing the
 # work; each is refused by the judge's kernel probe (manifest.toml says with which cause).
 TRITON_CHEATS = {
-    "torch_only": RELU_KERNEL + """
+    "torch_only": RELU_KERNEL
+    + """
 
 class ModelNew(nn.Module):
     \"\"\"A kernel is defined, and never launched.\"\"\"

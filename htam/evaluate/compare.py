@@ -28,9 +28,8 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, table: dict[str, Tolera
         differ = (out != ref).reshape(-1)
         wrong = differ.sum().item()
         first = differ.nonzero()[:FIRST_SHOWN].reshape(-1).tolist()
-        return (
-            f"{wrong} of {ref.numel()} elements differ (exact comparison); "
-            + _shown(out.reshape(-1), ref.reshape(-1), first, ref.shape)
+        return f"{wrong} of {ref.numel()} elements differ (exact comparison); " + _shown(
+            out.reshape(-1), ref.reshape(-1), first, ref.shape
         )
     o, r = out.reshape(-1), ref.reshape(-1)
     norm, finite = _reference_stats(ref)
