@@ -18,7 +18,7 @@ import torch
 from kb_common import kb_paths, timer, write_row
 from torch.nn.modules.conv import _ConvNd
 
-from htam.evaluate.trusted_jobs import build, inputs_for
+from htam.evaluate.judge.trusted_jobs import build, inputs_for
 from htam.tasks.module import load_task_module
 
 ONCE = timer("cuda")

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 from kb_common import ROOT, kb_paths, kb_task, timer, write_row
 
-from htam.evaluate.trusted_jobs import build, inputs_for
+from htam.evaluate.judge.trusted_jobs import build, inputs_for
 from htam.offline.pipeline import NoMatch, analyze, apply_strategy, baseline, generate
 from htam.tasks.module import load_task_module
 

@@ -4,7 +4,7 @@ One line per task: matched (family and pattern) or not (the matcher's reason), t
 counts. With ``--check`` the baseline candidate of each matched task runs on the CPU at a
 shrunken size (module-level int constants: batch sizes -> 2, every other int above 16 -> 16, so a
 KernelBench file runs in seconds; Triton under the interpreter) against the reference, same
-seeds, compared by the evaluator's own comparison (htam.evaluate.compare), and the line says
+seeds, compared by the evaluator's own comparison (htam.evaluate.judge.compare), and the line says
 correct / incorrect. A task whose shrunken form no longer builds (sizes tied by a literal, e.g.
 a LayerNorm shape equal to a width) says "not checked". ``--evaluator`` runs each candidate through htam's Evaluator
 instead (isolated processes, timing included: minutes per task on a busy 2-core machine).
@@ -72,8 +72,8 @@ def direct_check(task, code: str) -> str:
 
     import torch
 
-    from htam.evaluate.compare import compare_tensor
     from htam.evaluate.eval_config import TOLERANCES
+    from htam.evaluate.judge.compare import compare_tensor
     from htam.tasks.module import load_task_module
 
     digest = hashlib.sha1(code.encode()).hexdigest()[:16]
@@ -131,7 +131,7 @@ def main() -> None:
     languages = ["triton", "cpp"] if args.language == "both" else [args.language]
     evaluator = None
     if args.check and args.evaluator:
-        from htam.evaluate.evaluator import Evaluator
+        from htam.evaluate.host.evaluator import Evaluator
 
         evaluator = Evaluator(target="cpu")
     matched, total, correct, unchecked = Counter(), Counter(), Counter(), Counter()

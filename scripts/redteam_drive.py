@@ -3,7 +3,7 @@
 import json
 import sys
 
-from htam.evaluate import evaluator, verdict
+from htam.evaluate.host import evaluator, verdict
 
 _add = verdict.add_timing
 

@@ -28,8 +28,8 @@ from htam.agent.step import ChoiceRecord, ProposalRecord, Step
 from htam.agent.summary import is_faster, lesson, summary
 from htam.agent.view import PathStep
 from htam.evaluate import roofline
+from htam.evaluate.host.verdict import EVALUATOR_FAILED
 from htam.evaluate.result import EvalResult
-from htam.evaluate.verdict import EVALUATOR_FAILED
 from htam.memory import MemoryBank, StepRecord
 from htam.policy import PolicyConfig, reward
 from htam.proposer import Proposal, Proposer, Usage

@@ -188,7 +188,7 @@ def verdict_line(result: EvalResult) -> str:
 
 def read_solution(path: Path) -> str:
     """The solution's text, or a one-line error: missing, a folder, too large, not UTF-8."""
-    from htam.evaluate.evaluator import MAX_SOLUTION_BYTES
+    from htam.evaluate.host.evaluator import MAX_SOLUTION_BYTES
 
     if path.is_dir():
         fail(f"{path}: is a directory, not a solution file")

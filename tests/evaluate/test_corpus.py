@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from htam.evaluate import Evaluator
-from htam.evaluate.static import check_source
+from htam.evaluate.host.static import check_source
 from tests.evaluate.conftest import fast_config, task_for
 
 CORPUS = Path(__file__).parent / "corpus"

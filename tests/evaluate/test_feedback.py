@@ -5,9 +5,9 @@ import socket
 
 import torch
 
-from htam.evaluate.compare import TOLERANCES, compare_tensor
-from htam.evaluate.compile_cache import build_failure
-from htam.evaluate.runner import PHASES, Runner, Verdict
+from htam.evaluate.host.compile_cache import build_failure
+from htam.evaluate.judge.compare import TOLERANCES, compare_tensor
+from htam.evaluate.judge.runner import PHASES, Runner, Verdict
 
 INCLUDE_CHAIN = "".join(
     f"In file included from /usr/lib/python3/site-packages/torch/include/ATen/h{k}.h:{k}:\n"

@@ -54,7 +54,7 @@ def test_generated_tasks_are_correct_in_triton(start):
 
 def test_a_handful_pass_the_htam_evaluator():
     from htam.evaluate.eval_config import EvalConfig
-    from htam.evaluate.evaluator import Evaluator
+    from htam.evaluate.host.evaluator import Evaluator
 
     picks = [next(g for g in TASKS if g.family == f) for f in ("elementwise", "row")]
     config = EvalConfig(

@@ -9,7 +9,8 @@ import signal
 import socket
 import time
 
-from htam.evaluate import candidate_user, channel
+from htam.evaluate import channel
+from htam.evaluate.sandbox import candidate_user
 
 SETTLE_S = 5.0  # how long every thread of a stopped runner may take to stop
 _STOPPED = "tTZX"  # stopped, traced, or gone

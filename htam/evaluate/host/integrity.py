@@ -15,7 +15,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from htam.evaluate import folders
+from htam.evaluate.host import folders
 
 _SECRET_NAME = "secret.key"
 MAX_BUILD_FILE = 512 << 20

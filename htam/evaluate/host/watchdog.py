@@ -15,10 +15,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from htam.evaluate import candidate_user, folders
-from htam.evaluate.forkserver import ForkServer
-from htam.evaluate.isolation import PRIVATE
-from htam.evaluate.trusted_jobs import decode_frames
+from htam.evaluate.host import folders
+from htam.evaluate.host.forkserver import ForkServer
+from htam.evaluate.judge.trusted_jobs import decode_frames
+from htam.evaluate.sandbox import candidate_user
+from htam.evaluate.sandbox.isolation import PRIVATE
 
 _TICK_S = 0.05
 

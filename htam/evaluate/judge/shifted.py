@@ -46,8 +46,8 @@ import random
 
 import torch
 
-from htam.evaluate import gradients, needles
-from htam.evaluate.trusted_jobs import as_list, build
+from htam.evaluate.judge import gradients, needles
+from htam.evaluate.judge.trusted_jobs import as_list, build
 
 RNG = random.SystemRandom()  # os.urandom: nothing a candidate can recover and replay
 CALIBRATIONS = 4  # fresh shifts on which the outliers' scale is sought (needles.calibrate)

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import torch
 
-from htam.evaluate.compare import compare_tensor
 from htam.evaluate.eval_config import Tolerance
-from htam.evaluate.trusted_jobs import as_list, build
+from htam.evaluate.judge.compare import compare_tensor
+from htam.evaluate.judge.trusted_jobs import as_list, build
 
 # How much further from the exact result than torch's own float32 answer a candidate may be: the
 # candidate's order of summation (blocks of 1,024, then the blocks) was 7x further on task 23.

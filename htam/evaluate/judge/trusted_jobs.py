@@ -15,7 +15,8 @@ from collections.abc import Callable
 
 import torch
 
-from htam.evaluate import gradients, measure
+from htam.evaluate import measure
+from htam.evaluate.judge import gradients
 from htam.tasks.module import extra_configs, load_task_module
 
 _HEADER = struct.Struct("!I")

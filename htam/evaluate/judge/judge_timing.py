@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass, field
 
 from htam.evaluate import measure
-from htam.evaluate.runner import Runner, Verdict
-from htam.evaluate.shifted import RNG
+from htam.evaluate.judge.runner import Runner, Verdict
+from htam.evaluate.judge.shifted import RNG
 
 _perf = time.perf_counter
 NULL_CALLS = 40  # calls that calibrate a runner's overhead (the first 3 are left out)

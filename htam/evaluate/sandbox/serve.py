@@ -1,6 +1,6 @@
-"""The fork server process (``python -m htam.evaluate.serve FD``): imports torch and the
+"""The fork server process (``python -m htam.evaluate.sandbox.serve FD``): imports torch and the
 evaluator's child code once, then forks judge and isolated children on request, keeping a
-standby of each role ready. ``htam.evaluate.forkserver`` is the client side and says why.
+standby of each role ready. ``htam.evaluate.host.forkserver`` is the client side and says why.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import sys
 import time
 from dataclasses import dataclass, replace
 
-from htam.evaluate import candidate_user, isolation
-from htam.evaluate.forkserver import OPTIONAL_PRELOAD, PRELOAD, recv_frame, send_frame
-from htam.evaluate.serve_children import candidate_main, finish, judge_main
+from htam.evaluate.host.forkserver import OPTIONAL_PRELOAD, PRELOAD, recv_frame, send_frame
+from htam.evaluate.sandbox import candidate_user, isolation
+from htam.evaluate.sandbox.serve_children import candidate_main, finish, judge_main
 
 
 def _waitpid(pid: int, timeout: float) -> int | None:

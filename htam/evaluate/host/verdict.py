@@ -8,8 +8,8 @@ import signal
 
 from htam.evaluate import roofline
 from htam.evaluate.eval_config import EvalConfig
+from htam.evaluate.host.watchdog import JobOutcome
 from htam.evaluate.result import EvalResult, Timing
-from htam.evaluate.watchdog import JobOutcome
 from htam.status import Status
 
 _STATUSES = {s.value for s in Status}

@@ -13,8 +13,8 @@ whose outputs differ, shows that the outputs depend on the kernels.
 
 from __future__ import annotations
 
-from htam.evaluate.compare import compare_tensor
-from htam.evaluate.runner import Verdict
+from htam.evaluate.judge.compare import compare_tensor
+from htam.evaluate.judge.runner import Verdict
 
 TORCH_ONLY = "pass --allow-torch to time torch-only code"
 

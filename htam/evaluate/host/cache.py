@@ -15,9 +15,9 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
-from htam.evaluate.evaluator import Evaluator
+from htam.evaluate.host.evaluator import Evaluator
+from htam.evaluate.host.verdict import EVALUATOR_FAILED
 from htam.evaluate.result import EvalResult
-from htam.evaluate.verdict import EVALUATOR_FAILED
 from htam.status import Status
 from htam.tasks.task import Task
 
@@ -37,8 +37,9 @@ def _rules() -> str:
     number bumped by hand was not, for several rule changes, and served a cheat the new rules
     reject its old ``ok``: red team 8's candidates, run again after their holes were closed.)"""
     digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    root = Path(__file__).parents[1]
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
 

@@ -25,10 +25,15 @@ import tempfile
 import threading
 from pathlib import Path
 
-from htam.evaluate import isolation
 from htam.evaluate.eval_config import env_allowed
+from htam.evaluate.sandbox import isolation
 
-PRELOAD = ("torch", "htam.evaluate.trusted_jobs", "htam.evaluate.judge", "htam.evaluate.harness")
+PRELOAD = (
+    "torch",
+    "htam.evaluate.judge.trusted_jobs",
+    "htam.evaluate.judge.judge",
+    "htam.evaluate.candidate.harness",
+)
 OPTIONAL_PRELOAD = ("triton", "triton.language")
 _HEADER = struct.Struct("!Q")
 CONTROL_TIMEOUT_S = 60.0  # no control answer takes longer unless the server is dead or stopped
@@ -102,10 +107,10 @@ class ForkServer:
             "limits": limits or isolation.Limits(),
         }
         # The server runs this very htam, whichever one an installed path would find.
-        root = str(Path(__file__).resolve().parents[2])
+        root = str(Path(__file__).resolve().parents[3])
         path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "htam.evaluate.serve", str(theirs.fileno())],
+            [sys.executable, "-m", "htam.evaluate.sandbox.serve", str(theirs.fileno())],
             pass_fds=[theirs.fileno()],
             env=scrubbed_env({**(env or {}), "PYTHONPATH": path}),
             cwd=self._home,

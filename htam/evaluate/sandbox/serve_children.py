@@ -8,8 +8,8 @@ import socket
 import sys
 import traceback
 
-from htam.evaluate import isolation, syscall_filter
-from htam.evaluate.forkserver import recv_frame
+from htam.evaluate.host.forkserver import recv_frame
+from htam.evaluate.sandbox import isolation, syscall_filter
 
 
 def _stdio_to(log: str) -> None:
@@ -55,12 +55,12 @@ def judge_main(control: socket.socket, warm_cuda: bool) -> None:
     _stdio_to(request["log"])
     job = request["job"]
     if job["kind"] == "judge":
-        from htam.evaluate import judge, trusted_jobs
+        from htam.evaluate.judge import judge, trusted_jobs
 
         cand, ref = (socket.socket(fileno=fd) for fd in fds[1:3])
         judge.run(job, trusted_jobs.Emitter(fds[0]), cand, ref)
     else:
-        from htam.evaluate import trusted_jobs
+        from htam.evaluate.judge import trusted_jobs
 
         trusted_jobs.run(job, fds[0])
 
@@ -91,6 +91,6 @@ def candidate_main(control: socket.socket, job_dir: str, uid: int, plan, limits,
         "TORCH_EXTENSIONS_DIR": os.path.join(seen_at, "ext"),
         "HOME": seen_at,
     }
-    from htam.evaluate import harness
+    from htam.evaluate.candidate import harness
 
     harness.run(job, socket.socket(fileno=fds[0]))

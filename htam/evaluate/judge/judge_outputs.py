@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import torch
 
-from htam.evaluate import buffers, exact
-from htam.evaluate.compare import compare_tensor, narrowed
-from htam.evaluate.runner import Verdict
+from htam.evaluate import buffers
+from htam.evaluate.judge import exact
+from htam.evaluate.judge.compare import compare_tensor, narrowed
+from htam.evaluate.judge.runner import Verdict
 
 
 def check(judge, x: list, where: str) -> None:

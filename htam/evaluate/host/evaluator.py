@@ -10,13 +10,15 @@ import weakref
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from htam.evaluate import folders, integrity, isolation, roofline
+from htam.evaluate import roofline
 from htam.evaluate.eval_config import EvalConfig
-from htam.evaluate.forkserver import ForkServer, ForkServerError
+from htam.evaluate.host import folders, integrity
+from htam.evaluate.host.forkserver import ForkServer, ForkServerError
+from htam.evaluate.host.static import check_source
+from htam.evaluate.host.verdict import EVALUATOR_FAILED, add_timing, judge_outcome
+from htam.evaluate.host.watchdog import JobOutcome, Limits, run_job
 from htam.evaluate.result import EvalResult, truncate
-from htam.evaluate.static import check_source
-from htam.evaluate.verdict import EVALUATOR_FAILED, add_timing, judge_outcome
-from htam.evaluate.watchdog import JobOutcome, Limits, run_job
+from htam.evaluate.sandbox import isolation
 from htam.status import Status
 from htam.tasks.task import Task, TaskError
 

@@ -23,9 +23,9 @@ import time
 
 import torch
 
-from htam.evaluate import (
-    buffers,
-    channel,
+from htam.evaluate import buffers, channel
+from htam.evaluate.eval_config import Tolerance
+from htam.evaluate.judge import (
     exact,
     gradients,
     judge_outputs,
@@ -33,9 +33,8 @@ from htam.evaluate import (
     kernel_probe,
     shifted,
 )
-from htam.evaluate.eval_config import Tolerance
-from htam.evaluate.runner import Runner, Verdict, jsonable
-from htam.evaluate.trusted_jobs import (
+from htam.evaluate.judge.runner import Runner, Verdict, jsonable
+from htam.evaluate.judge.trusted_jobs import (
     Emitter,
     as_list,
     build,
@@ -323,7 +322,7 @@ def run(job: dict, emit: Emitter, cand_sock: socket.socket, ref_sock: socket.soc
     except Verdict as v:
         emit({"type": "verdict", "status": v.status, "message": v.message})
     except torch.cuda.OutOfMemoryError as exc:
-        from htam.evaluate.trusted_jobs import one_line
+        from htam.evaluate.judge.trusted_jobs import one_line
 
         emit({"type": "verdict", "status": "error", "message": one_line(exc)})
     finally:

@@ -23,9 +23,10 @@ import resource
 import signal
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from htam.evaluate.eval_config import cache_root
-from htam.evaluate.mounts import (
+from htam.evaluate.sandbox.mounts import (
     MS_BIND,
     MS_NODEV,
     MS_NOSUID,
@@ -38,7 +39,7 @@ from htam.evaluate.mounts import (
     private_proc,
     readonly_everything,
 )
-from htam.evaluate.syscall_filter import check_filter, restrict_syscalls
+from htam.evaluate.sandbox.syscall_filter import check_filter, restrict_syscalls
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWUSER = (
     0x00020000,
@@ -164,7 +165,7 @@ def needed_paths(cache_dir: str | None = None, work_dir: str | None = None) -> l
     records) or ``work_dir`` (where the evaluator's jobs live)."""
     paths = {sys.prefix, sys.exec_prefix, sys.base_prefix}
     paths |= {p for p in sys.path if p and os.path.isabs(p)}
-    paths.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # htam itself
+    paths.add(str(Path(__file__).resolve().parents[2]))  # htam itself
     secret = [os.path.realpath(d) for d in (cache_dir or str(cache_root()), work_dir) if d]
 
     def allowed(p: str) -> bool:

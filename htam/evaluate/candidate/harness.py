@@ -20,9 +20,10 @@ import traceback
 
 import torch
 
-from htam.evaluate import buffers, channel, gradients, measure
+from htam.evaluate import buffers, channel, measure
 from htam.evaluate.candidate import kernels
-from htam.evaluate.compile_cache import CompileError, install_compile_cache
+from htam.evaluate.host.compile_cache import CompileError, install_compile_cache
+from htam.evaluate.judge import gradients
 
 _perf = time.perf_counter
 _active_threads = threading.active_count
