@@ -896,6 +896,8 @@ CHEAT_CAUSES = {
     "result_discarded": UNUSED,
     "no_build": "[no-kernel]",
 }
+# Triton's autotuner benchmarks through a GPU driver: the CPU interpreter has none.
+GPU_ONLY = {"triton_autotuned.py"}
 HANDWRITTEN = {  # files of the corpus this script does not write
     "triton_relu_plain.py": "relu",
     "triton_cheat_dead_code.py": "relu",
@@ -929,6 +931,7 @@ def manifest(names: list[str]) -> str:
             f'language = "{lang}"',
             f'status = "{"rejected" if cheat else "ok"}"',
             f'cause = "{CHEAT_CAUSES[cheat] if cheat else ""}"',
+            f"cpu = {'false' if name in GPU_ONLY or lang == 'cuda' else 'true'}",
             "",
         ]
     return "\n".join(lines)
