@@ -31,6 +31,7 @@ _ERROR = re.compile(
 )
 _CONTEXT_LINES = 4  # the compiler's quoted source line and caret after the error
 _TAIL = 800
+_FILES = "load_inline's main.cpp holds your cpp_sources after its #include lines; cuda.cu your cuda_sources"
 
 
 def build_failure(exc: BaseException) -> str:
@@ -53,9 +54,7 @@ def build_failure(exc: BaseException) -> str:
     count = len(errors)
     return (
         f"the build failed with {count} error{'s' * (count != 1)}; the first, in {name} line "
-        f"{line} (load_inline's main.cpp is your cpp_sources after its #include lines, "
-        f"cuda.cu your cuda_sources):\n{body}\n\n... the end of the build log:\n"
-        f"{text[-_TAIL:]}"
+        f"{line}:\n{body}\n({_FILES})\n\n... the end of the build log:\n{text[-_TAIL:]}"
     )
 
 
