@@ -5,7 +5,8 @@ feedback at no cost, which is what makes a resumed run end exactly like an unint
 A hit limit is not cached: a timeout or a kill by the watchdog (memory, output, disk) says as
 much about the limits and the machine's load at the time as about the code, and a retry after
 raising a limit (or on a quieter machine) must evaluate again. Nor is a failure of the evaluator
-itself (the reference cannot run here): fixing the environment must be enough."""
+itself (the reference cannot run here, its fork server died) or of the machine: only a verdict
+on the kernel (``EvalResult.cause`` is ``Fault.KERNEL``) is cached."""
 
 from __future__ import annotations
 
@@ -18,16 +19,16 @@ from pathlib import Path
 from htam.evaluate.host.evaluator import Evaluator
 from htam.evaluate.host.verdict import EVALUATOR_FAILED
 from htam.evaluate.result import EvalResult
-from htam.status import Status
+from htam.status import Fault, Status
 from htam.tasks.task import Task
 
 
 def not_evidence(result: EvalResult) -> bool:
     """A timeout, a candidate killed by a limit of the watchdog (its message says which), or a
-    failure of the evaluator itself (also as written before it was marked)."""
+    fault that is not the kernel's (also as written before faults were marked)."""
     return (
         result.status is Status.TIMEOUT
-        or result.infrastructure
+        or result.cause is not Fault.KERNEL
         or any(m.startswith(("killed:", EVALUATOR_FAILED)) for m in result.messages)
     )
 

@@ -19,10 +19,10 @@ from htam.evaluate.host.verdict import EVALUATOR_FAILED, add_timing, judge_outco
 from htam.evaluate.host.watchdog import JobOutcome, Limits, run_job
 from htam.evaluate.result import EvalResult, truncate
 from htam.evaluate.sandbox import isolation
-from htam.status import Status
+from htam.status import Fault, Status
 from htam.tasks.task import Task, TaskError
+from htam.vocab import LANGUAGES
 
-LANGUAGES = {"cuda": ("cuda", "triton"), "cpu": ("cpp", "triton")}
 # What a reference job checks, in its cached results' names: a change of the rules is a new
 # name (2: outputs a candidate cannot be judged against, trusted_jobs.unjudgeable).
 REFERENCE_RULES = 2
@@ -92,6 +92,11 @@ class Evaluator:
     def _restart_server(self) -> None:
         if self.server is not None:
             self.server.close()
+        # The new server numbers its candidates' folders from job1 again: the dead one's stay
+        # behind and made every later start fail (FileExistsError), so that every later
+        # evaluation was lost too. Its children died with it: nothing uses them.
+        for stale in self._workroot.glob("job*"):
+            folders.remove(stale)
         self._start_server()
 
     # ------------------------------------------------------------------ plumbing
@@ -251,7 +256,9 @@ class Evaluator:
         try:
             outcome = self._run(job, candidate, runner)
         except ForkServerError as exc:
-            result.status = Status.RUNTIME_ERROR
+            # the evaluator's fault, not the candidate's: never a verdict (never learned, never
+            # cached); the loop evaluates it again on the new server
+            result.status, result.fault = Status.LOST, Fault.EVALUATOR
             result.messages = [f"{exc}; it was replaced, and this evaluation is lost (rerun it)"]
             return result
         result.log = truncate(outcome.log)

@@ -133,7 +133,8 @@ class Server:
     def _fork_candidate(self) -> Standby:
         self.jobs += 1
         uid = candidate_user.candidate_uid(os.getpid(), self.jobs)
-        job_dir = os.path.join(self.workroot, f"job{self.jobs}")
+        # named by this server's pid too: a server started after one died shares its workroot
+        job_dir = os.path.join(self.workroot, f"job{os.getpid()}.{self.jobs}")
         os.makedirs(job_dir)
         log = os.path.join(job_dir, "output.log")
         open(log, "w").close()

@@ -6,7 +6,7 @@ resumes. Stops starting new tasks after SECONDS. RECHECK (comma-separated parts 
 names tasks done before that are checked again, first, their earlier speedup kept as "before"
 (a task the time left no recheck for keeps its earlier row).
 
-    [RECHECK=level1/47_,level1/4_] [KB_TASKS=GLOB,GLOB] python3 scripts/gpu_offline_check.py OUT SECONDS [PREVIOUS.jsonl]
+    [RECHECK=level1/47_,level1/4_] [KB_TASKS=GLOB,GLOB] python3 scripts/device/gpu_offline_check.py OUT SECONDS [PREVIOUS.jsonl]
 
 KB_TASKS (fnmatch globs on task ids, as gpu_run.sh's kbbench takes) checks only those tasks.
 
@@ -24,10 +24,11 @@ import sys
 import time
 from pathlib import Path
 
-from kb_common import kb_paths, kb_task
-
 from htam.evaluate import EvalConfig, Evaluator
 from htam.offline.pipeline import NoMatch, analyze, baseline, generate
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, for kb_common
+from kb_common import kb_paths, kb_task  # noqa: E402
 
 
 def main(out: Path, seconds: float, previous: Path | None) -> None:

@@ -7,7 +7,7 @@ stays bounded per strategy), and reports:
 - the latency of ``policy.decide`` (which computes the full ``explain`` breakdown) on a freshly
   opened bank, as median / p90 / p99 over many decisions with K-long prefixes.
 
-Usage: python scripts/bench_policy.py [--records 100000] [--decisions 2000] [--out DIR]
+Usage: python scripts/experiments/bench_policy.py [--records 100000] [--decisions 2000] [--out DIR]
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Evaluator bars on a GPU (issue: Foundation): device peaks, timing stability, the reference
 against itself, per-candidate overhead, and a table of the built-in suite.
 
-    python3 scripts/gpu_bars.py OUT_DIR [core,overhead,suite]
+    python3 scripts/device/gpu_bars.py OUT_DIR [core,overhead,suite]
 
 Writes OUT_DIR/gpu_bars_<parts>.json and prints the tables.
 """
@@ -20,7 +20,7 @@ from htam.tasks import builtin_suite
 from htam.tasks.module import extra_configs, load_task_module
 from htam.tasks.suites import load_suite
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "evaluate" / "fixtures"
 AGENT_FIX = ROOT / "tests" / "agent" / "fixtures"
 

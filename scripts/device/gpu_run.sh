@@ -4,7 +4,7 @@
 # lives in .gpu/ and is packed into $OUT/state.tgz at the end, so a later call on a fresh machine
 # resumes from it when .gpu/state.tgz is carried back.
 #
-#   bash scripts/gpu_run.sh SECONDS PHASE...  phases: core overhead escape robust offcheck compile kbbench gputests bench offline transfer suite report
+#   bash scripts/device/gpu_run.sh SECONDS PHASE...  phases: core overhead escape robust offcheck compile kbbench gputests bench offline transfer suite report
 set -uo pipefail
 budget=$1
 shift
@@ -40,7 +40,7 @@ bench_in() {
 # .gpu/kb_matched.txt: fnmatch globs of the KernelBench L1-2 tasks the offline proposer matches
 # (written once; write it yourself to run the kbbench or compile phase on fewer tasks)
 matched() {
-    [ -s .gpu/kb_matched.txt ] || python3 scripts/offline_coverage.py \
+    [ -s .gpu/kb_matched.txt ] || python3 scripts/device/offline_coverage.py \
         --root .kb/kernelbench/KernelBench | awk '$3 == "match" {print "*" $1 "/" $2 "*"}' \
         | sed 's|^\*L|*level|' >.gpu/kb_matched.txt
     echo "$(wc -l <.gpu/kb_matched.txt) matched tasks"
@@ -49,13 +49,13 @@ matched() {
 for phase in "$@"; do
     echo "=== $phase (left $(left) s) $(date +%T)"
     case $phase in
-    core) python3 scripts/gpu_bars.py "$OUT" core 2>&1 | tee "$OUT/core.log" ;;
-    overhead) python3 scripts/gpu_bars.py "$OUT" overhead 2>&1 | tee "$OUT/overhead.log" ;;
+    core) python3 scripts/device/gpu_bars.py "$OUT" core 2>&1 | tee "$OUT/core.log" ;;
+    overhead) python3 scripts/device/gpu_bars.py "$OUT" overhead 2>&1 | tee "$OUT/overhead.log" ;;
     offline)  # the offline proposer alone on the family tasks that a bench had not reached
         bench_in .gpu/offline "$OUT/offline.log" --methods htam --seeds 1 \
             --tasks "${OFFLINE_TASKS:-*}"
-        python3 scripts/offline_table.py .gpu/offline 2>&1 | tee "$OUT/offline_table.txt" ;;
-    suite) timeout $(($(left) - 40)) python3 scripts/gpu_bars.py "$OUT" suite 2>&1 | tee "$OUT/suite.log" ;;
+        python3 scripts/device/offline_table.py .gpu/offline 2>&1 | tee "$OUT/offline_table.txt" ;;
+    suite) timeout $(($(left) - 40)) python3 scripts/device/gpu_bars.py "$OUT" suite 2>&1 | tee "$OUT/suite.log" ;;
     gputests)
         timeout $(($(left) - 40)) python3 -m pytest -q -m gpu -p no:cacheprovider \
             ${GPUTESTS_K:+-k "$GPUTESTS_K"} tests/evaluate \
@@ -91,15 +91,15 @@ for phase in "$@"; do
             --tasks "${KB_TASKS:-$(paste -sd, .gpu/kb_matched.txt)}" --out "$out" $resume \
             >>"$OUT/$name.log" 2>&1
         echo "$name exit $?"; tail -3 "$OUT/$name.log"
-        python3 scripts/offline_table.py "$out" 2>&1 | tee "$OUT/${name}_table.txt" ;;
+        python3 scripts/device/offline_table.py "$out" 2>&1 | tee "$OUT/${name}_table.txt" ;;
     offcheck)  # the offline baseline of every matched KernelBench L1-2 task (issue 12)
-        python3 scripts/gpu_offline_check.py "$OUT" $(($(left) - 90)) .gpu/offline_check.jsonl \
+        python3 scripts/device/gpu_offline_check.py "$OUT" $(($(left) - 90)) .gpu/offline_check.jsonl \
             2>&1 | tee "$OUT/offcheck.log" | tail -8
         cp "$OUT/offline_check.jsonl" .gpu/ 2>/dev/null ;;
-    escape | robust) python3 scripts/gpu_bars.py "$OUT" "$phase" 2>&1 | tee "$OUT/$phase.log" ;;
+    escape | robust) python3 scripts/device/gpu_bars.py "$OUT" "$phase" 2>&1 | tee "$OUT/$phase.log" ;;
     report)
         htam report .gpu/bench >"$OUT/report.log" 2>&1
-        python3 scripts/offline_table.py .gpu/bench 2>&1 | tee "$OUT/bench_offline_table.txt"
+        python3 scripts/device/offline_table.py .gpu/bench 2>&1 | tee "$OUT/bench_offline_table.txt"
         cp .gpu/bench/report.md .gpu/bench/metrics.json "$OUT/" 2>/dev/null ;;
     esac
 done

@@ -1,7 +1,7 @@
 """A 6-step `htam optimize` on the CPU driven by a scripted model on loopback: C++ candidates,
 with a reply without code and a broken build among them.
 
-    python3 scripts/scripted_cpu_run.py OUT_DIR
+    python3 scripts/device/scripted_cpu_run.py OUT_DIR
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from htam.llm.replay_server import ReplayServer, Scripted
 
-FIX = Path(__file__).resolve().parents[1] / "tests" / "agent" / "fixtures"
+FIX = Path(__file__).resolve().parents[2] / "tests" / "agent" / "fixtures"
 
 
 def main(out: Path) -> int:

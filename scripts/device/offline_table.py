@@ -3,7 +3,7 @@ best candidate of method ``htam`` (each seed; finished units only), its speedup 
 torch.compile and its % of speed of light; geometric means over the tasks it handles; the share
 faster than compile.
 
-    python3 scripts/offline_table.py BENCH_DIR [METHOD]
+    python3 scripts/device/offline_table.py BENCH_DIR [METHOD]
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ relative L2 error against the reference and its time against eager, interleaved 
 the GPU its share of memory speed of light: the bytes of the inputs, parameters and output at
 the bandwidth of a 1 GiB copy measured in the same process.
 
-    python3 scripts/gpu_variants.py OUT.jsonl SECONDS 'GLOB,GLOB' 'STRATEGY+STRATEGY' ...
+    python3 scripts/experiments/gpu_variants.py OUT.jsonl SECONDS 'GLOB,GLOB' 'STRATEGY+STRATEGY' ...
 
 A variant is '+'-joined strategy ids applied to the baseline ('' is the baseline itself),
 ``file:PATH`` (a solution file; ``{stem}`` in PATH is the task file's stem), or ``compile``:
@@ -21,14 +21,13 @@ import time
 from pathlib import Path
 
 import torch
-from kb_common import ROOT, kb_paths, kb_task, timer, write_row
 
 from htam.evaluate.judge.trusted_jobs import build, inputs_for
 from htam.offline.pipeline import NoMatch, analyze, apply_strategy, baseline, generate
 from htam.tasks.module import load_task_module
 
-sys.path.insert(0, str(ROOT))
-from tests.offline.harness import load_solution  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, for kb_common
+from kb_common import kb_paths, kb_task, load_solution, timer, write_row  # noqa: E402
 
 # On the CPU (interpreter, KernelBench's sizes unless KB_ROOT names smaller copies): a smoke test.
 DEV = "cuda" if torch.cuda.is_available() else "cpu"

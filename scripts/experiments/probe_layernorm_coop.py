@@ -4,11 +4,11 @@ KernelBench L1 40_LayerNorm normalizes rows of 4.19 M floats (16.8 MB). These va
 row across the GPU, one chunk per program, and wait for the row's statistics (one or two grid
 waits per row: tickets, or a persistent program per chunk; 32768 floats on 16 warps or 16384 on
 8; eviction hints keeping the weight and bias in L2). Each file defines ModelNew; compare them
-with ``python3 scripts/gpu_variants.py OUT.jsonl SECONDS 'level1/40_*' '' file:DIR/ln_a_two_waits.py ...``.
+with ``python3 scripts/experiments/gpu_variants.py OUT.jsonl SECONDS 'level1/40_*' '' file:DIR/ln_a_two_waits.py ...``.
 On the H200 the best took 46% of memory speed of light against 54% for the split kernels; run
 60's variants (h-m) prefetch the next row into L2 while a row waits, or leave the waits out.
 
-    python3 scripts/probe_layernorm_coop.py DIR
+    python3 scripts/experiments/probe_layernorm_coop.py DIR
 """
 
 import sys

@@ -9,7 +9,7 @@ correct / incorrect. A task whose shrunken form no longer builds (sizes tied by 
 a LayerNorm shape equal to a width) says "not checked". ``--evaluator`` runs each candidate through htam's Evaluator
 instead (isolated processes, timing included: minutes per task on a busy 2-core machine).
 
-    python3 scripts/offline_coverage.py [--root KernelBench] [--levels 1,2] [--pattern GLOB]
+    python3 scripts/device/offline_coverage.py [--root KernelBench] [--levels 1,2] [--pattern GLOB]
                                         [--check [--evaluator]] [--language triton|cpp|both]
 """
 
@@ -23,7 +23,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "shared" / "kernelbench" / "KernelBench"
+DEFAULT_ROOT = Path(__file__).resolve().parents[3] / "shared" / "kernelbench" / "KernelBench"
 BATCH, CAP = 2, 16
 
 

@@ -16,7 +16,7 @@ and recorded like any step; the method under test chooses the remaining ones. Wi
 starts a learned policy settles into a few fixed paths, where p1 alone determines p2 and the
 prefix has nothing to add.
 
-Usage: python scripts/mechanism_check.py [--episodes 300] [--seeds 0 1 2 3 4]
+Usage: python scripts/experiments/mechanism_check.py [--episodes 300] [--seeds 0 1 2 3 4]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The offline templates on N random shapes at KernelBench sizes, on a GPU: correct, and how fast.
 
-    python scripts/random_shapes.py --n 60 --seed 0 [--size large] [--families row,elementwise]
+    python scripts/experiments/random_shapes.py --n 60 --seed 0 [--size large] [--families row,elementwise]
 
 For each generated task (htam.tasks.random_shapes): the offline match, the Triton baseline and
 the Triton code with every applicable strategy, each checked against the reference with
@@ -21,7 +21,10 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # scripts/, for kb_common
+
+from kb_common import load_solution  # noqa: E402
 
 from htam.offline.pipeline import (  # noqa: E402
     analyze,
@@ -32,7 +35,6 @@ from htam.offline.pipeline import (  # noqa: E402
 )
 from htam.tasks.module import load_task_module  # noqa: E402
 from htam.tasks.random_shapes import random_tasks  # noqa: E402
-from tests.offline.harness import load_solution  # noqa: E402
 
 
 def code_for(m, strategies: list[str]) -> str:

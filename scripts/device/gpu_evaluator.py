@@ -2,7 +2,7 @@
 candidate with a cached build, timing stability, the reference against itself, and KernelBench's
 19_ReLU at its real size (6.4 GB in, 6.4 GB out) with the evaluator's peak host memory.
 
-    python3 scripts/gpu_evaluator.py OUT_DIR
+    python3 scripts/device/gpu_evaluator.py OUT_DIR
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import psutil
 from htam.evaluate import EvalConfig, Evaluator
 from htam.tasks import load_task
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "evaluate" / "fixtures"
 BUILTIN = ROOT / "htam" / "tasks" / "builtin"
 KB = next(p for p in (ROOT / ".kb" / "kernelbench" / "KernelBench", ROOT.parent / "shared" / "kernelbench" / "KernelBench") if p.exists())

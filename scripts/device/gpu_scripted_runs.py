@@ -1,7 +1,7 @@
 """The loop on a GPU with a scripted model on loopback (issue: htam optimize): one run whose
 candidates are CUDA (load_inline), one whose candidates are Triton.
 
-    python3 scripts/gpu_scripted_runs.py OUT_DIR
+    python3 scripts/device/gpu_scripted_runs.py OUT_DIR
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from htam.llm.replay_server import ReplayServer, Scripted
 from htam.memory import MemoryBank
 from htam.tasks import builtin_suite
 
-FIX = Path(__file__).resolve().parents[1] / "tests" / "agent" / "fixtures"
+FIX = Path(__file__).resolve().parents[2] / "tests" / "agent" / "fixtures"
 CHAIN = "builtin/level2/5_Elementwise_Chain"
 
 

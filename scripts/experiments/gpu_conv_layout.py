@@ -3,7 +3,7 @@ convolution, timed at its real size as eager (NCHW, the reference), as eager in 
 memory (inputs converted inside the timed call, parameters once), and torch.compile where asked.
 One JSON line per task; CUDA events, median of 15 after 3 warm-ups, an L2 flush before each.
 
-    python3 scripts/gpu_conv_layout.py OUT.jsonl SECONDS [--compile]
+    python3 scripts/experiments/gpu_conv_layout.py OUT.jsonl SECONDS [--compile]
 """
 
 from __future__ import annotations
@@ -15,11 +15,13 @@ import time
 from pathlib import Path
 
 import torch
-from kb_common import kb_paths, timer, write_row
 from torch.nn.modules.conv import _ConvNd
 
 from htam.evaluate.judge.trusted_jobs import build, inputs_for
 from htam.tasks.module import load_task_module
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, for kb_common
+from kb_common import kb_paths, timer, write_row  # noqa: E402
 
 ONCE = timer("cuda")
 

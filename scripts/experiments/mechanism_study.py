@@ -23,7 +23,7 @@ has no memory of strategies: uniform. Score: mean reward per chosen step over th
 the episodes. Reported: per method the mean over seeds with a 95% t-interval, and htam minus
 each other method, paired by seed, with its interval and the seeds htam wins.
 
-Usage: python scripts/mechanism_study.py [--seeds 20] [--episodes 240] [--jobs 1]
+Usage: python scripts/experiments/mechanism_study.py [--seeds 20] [--episodes 240] [--jobs 1]
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 from htam.memory import MemoryBank, StepRecord
-from htam.policy import FLAT_DIRECTION, PolicyConfig, StateFeatures, make_policy
+from htam.policy import PolicyConfig, StateFeatures, make_policy
 from htam.status import Status
+from htam.vocab import Direction
 
 METHODS = {  # name: (policy method, edge rule)
     "htam": ("htam", "lms"),
@@ -144,7 +145,7 @@ def run(method: str, seed: int, episodes: int, horizon: int = 6, given: int = 2)
                 local = f"d{g}.s{env_rng.randrange(env.m)}"
             else:
                 direction = policy.decide(prefix, state, rng).direction
-                if direction == FLAT_DIRECTION:
+                if direction == Direction.ANY:
                     local = _pick_local(policy, direction, rng)
                     direction = local.split(".")[0]
                 else:
