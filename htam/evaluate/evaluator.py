@@ -4,15 +4,18 @@ with its cause in one line."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import itertools
 import tempfile
 import weakref
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from htam.evaluate import folders, integrity, isolation, roofline
+from htam.evaluate import build_stage, folders, integrity, isolation, roofline
 from htam.evaluate.eval_config import EvalConfig
 from htam.evaluate.forkserver import ForkServer, ForkServerError
+from htam.evaluate.gpu_queue import GpuQueue
 from htam.evaluate.result import EvalResult, truncate
 from htam.evaluate.static import check_source
 from htam.evaluate.verdict import EVALUATOR_FAILED, add_timing, judge_outcome
@@ -53,8 +56,11 @@ class Evaluator:
         isolation.not_dumpable()  # no /proc/<pid>/mem or environ of this process for candidates
         self._workroot = Path(tempfile.mkdtemp(prefix="htam-eval-"))
         self._cleanup = weakref.finalize(self, folders.remove, self._workroot)
-        self._jobs = 0
+        self._jobs = itertools.count(1)
         self._references: dict[str, Reference] = {}
+        self.queue = GpuQueue(self.cache_dir, self.device)
+        # code for this device's architecture only ("9.0" on Hopper), known once probed
+        self.arch_list: str | None = None
         self.server: ForkServer | None = None
         try:
             self._start_server()
@@ -68,6 +74,7 @@ class Evaluator:
             raise EvaluatorError(probe.get("error") or f"the probe process failed: {outcome.log}")
         self.device_name: str = probe["device"]
         self.torch_version: str = probe["torch"]
+        self.arch_list = probe.get("capability")
 
     @property
     def isolation(self) -> str:
@@ -106,6 +113,8 @@ class Evaluator:
         }
         if self.device == "cpu":
             env["TRITON_INTERPRET"] = "1"
+        elif self.arch_list:
+            env["TORCH_CUDA_ARCH_LIST"] = self.arch_list
         job = {
             "kind": kind,
             "device": self.device,
@@ -121,12 +130,18 @@ class Evaluator:
         return job
 
     def _run(
-        self, job: dict, candidate: dict | None = None, runner: dict | None = None
+        self,
+        job: dict,
+        candidate: dict | None = None,
+        runner: dict | None = None,
+        gpu: bool = True,
     ) -> JobOutcome:
-        self._jobs += 1
-        workdir = self._workroot / f"judge{self._jobs}"
+        """Run a job; one that uses the device (``gpu``) waits for the device's queue."""
+        workdir = self._workroot / f"judge{next(self._jobs)}"
+        held = self.queue.held(job["kind"]) if gpu else contextlib.nullcontext()
         try:
-            return run_job(self.server, job, workdir, self._limits(), candidate, runner)
+            with held:
+                return run_job(self.server, job, workdir, self._limits(), candidate, runner)
         except ForkServerError:
             self._restart_server()  # the next evaluation gets a working server
             raise
@@ -223,17 +238,13 @@ class Evaluator:
             result.status = Status.COMPILE_ERROR if syntax else Status.REJECTED
             result.messages = [str(v) for v in violations]
             return result
+        build_s = self.prebuild(code, language)
         ref = self.reference(task)
         code_digest = hashlib.sha256(f"{language}\0{code}".encode()).hexdigest()[:32]
-        preload = integrity.verified(self.cache_dir, code_digest)
-        candidate = {
-            "code": code,
-            "language": language,
-            "device": self.device,
-            "l2_flush_mb": self.config.l2_flush_mb,
-            "env": self._job("x")["env"],
-            "preload": str(preload) if preload else None,
-        }
+        preload = integrity.verified(self.cache_dir, code_digest) or build_stage.prebuilt(
+            self, code, language
+        )
+        candidate = self._candidate_spec(code, language, preload)
         job = self._job(
             "judge",
             task,
@@ -247,6 +258,19 @@ class Evaluator:
         runner = {**candidate, "code": f"{task.source}\n\nModelNew = Model\n", "preload": None}
         try:
             outcome = self._run(job, candidate, runner)
+            self.queue.record(
+                {
+                    "event": "candidate",
+                    "task": task.id,
+                    "language": language,
+                    "build_s": build_s,
+                    "gpu_s": outcome.wall_s,
+                    # what the timed job built itself (a call that was not prebuilt)
+                    "job_compile_s": (outcome.result or {}).get("compile_s", 0.0),
+                    "prebuilt": preload is not None,
+                    "status": (outcome.result or {}).get("status"),
+                }
+            )
         except ForkServerError as exc:
             result.status = Status.RUNTIME_ERROR
             result.messages = [f"{exc}; it was replaced, and this evaluation is lost (rerun it)"]
@@ -276,6 +300,21 @@ class Evaluator:
         if result.status is Status.OK:
             add_timing(result, outcome, ref, self.config, self.peaks(), self.device)
         return result
+
+    def _candidate_spec(self, code: str, language: str, preload: Path | None) -> dict:
+        return {
+            "code": code,
+            "language": language,
+            "device": self.device,
+            "l2_flush_mb": self.config.l2_flush_mb,
+            "env": self._job("x")["env"],
+            "preload": str(preload) if preload else None,
+        }
+
+    def prebuild(self, code: str, language: str) -> float:
+        """Build what can be built of the code off the device's queue (build_stage.prebuild);
+        the seconds it took."""
+        return build_stage.prebuild(self, code, language)
 
     def _reference_runs_alone(self, task: Task) -> bool:
         """Whether the reference, untimed in a job of its own, runs to a result."""
