@@ -60,7 +60,12 @@ class GpuQueue:
                     os.close(fd)  # releases the lock
 
     def record(self, event: dict) -> None:
-        event = {"pid": os.getpid(), **event}
+        event = {
+            "pid": os.getpid(),
+            "gpu": os.environ.get("CUDA_VISIBLE_DEVICES", "all"),
+            "at": time.time(),
+            **event,
+        }
         with self._record_lock:
             self.events.append(event)
             if self._sink is not None:
