@@ -6,6 +6,7 @@ build is never repeated: the same extension in any later candidate is loaded fro
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -19,6 +20,12 @@ if TYPE_CHECKING:
     from htam.evaluate.evaluator import Evaluator
 
 PREBUILT_LANGUAGES = ("cuda", "cpp")
+# Every build inside its timed job, as before builds left the GPU's path: for "before" figures.
+LEGACY_ENV = "HTAM_LEGACY_BUILD"
+
+
+def legacy() -> bool:
+    return os.environ.get(LEGACY_ENV) == "1"
 
 
 def _calls(code: str, language: str) -> list[dict]:
@@ -33,7 +40,7 @@ def prebuild(ev: Evaluator, code: str, language: str) -> float:
     """Build the code's extensions not built before, outside the device's queue: the seconds it
     took. A failed build is not kept: the timed evaluation meets and reports it."""
     t0 = time.perf_counter()
-    for arguments in _calls(code, language):
+    for arguments in [] if legacy() else _calls(code, language):
         name = _name(arguments)
         if integrity.verified(ev.cache_dir, name):
             continue

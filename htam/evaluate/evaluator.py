@@ -113,7 +113,7 @@ class Evaluator:
         }
         if self.device == "cpu":
             env["TRITON_INTERPRET"] = "1"
-        elif self.arch_list:
+        elif self.arch_list and not build_stage.legacy():
             env["TORCH_CUDA_ARCH_LIST"] = self.arch_list
         job = {
             "kind": kind,
