@@ -19,3 +19,6 @@ class Status(StrEnum):
 # A step's outcome where the proposer wrote no code (no template applies, a reply without a code
 # block): nothing was evaluated. Its result carries REJECTED for the reward; the run names it so.
 NO_CODE = "no_code"
+# An out-of-memory that the evaluation's own GPU footprint explains (htam.evaluate.footprint):
+# an infrastructure cause, never the candidate's, never learned.
+EVALUATOR_GPU_MEMORY = "the evaluator's own GPU memory"

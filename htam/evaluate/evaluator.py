@@ -12,7 +12,7 @@ import weakref
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from htam.evaluate import build_stage, folders, integrity, isolation, roofline
+from htam.evaluate import build_stage, folders, footprint, integrity, isolation, roofline
 from htam.evaluate.eval_config import EvalConfig
 from htam.evaluate.forkserver import ForkServer, ForkServerError
 from htam.evaluate.gpu_queue import GpuQueue
@@ -20,7 +20,7 @@ from htam.evaluate.result import EvalResult, truncate
 from htam.evaluate.static import check_source
 from htam.evaluate.verdict import EVALUATOR_FAILED, add_timing, judge_outcome
 from htam.evaluate.watchdog import JobOutcome, Limits, run_job
-from htam.status import Status
+from htam.status import EVALUATOR_GPU_MEMORY, Status
 from htam.tasks.task import Task, TaskError
 
 LANGUAGES = {"cuda": ("cuda", "triton"), "cpu": ("cpp", "triton")}
@@ -75,6 +75,8 @@ class Evaluator:
         self.device_name: str = probe["device"]
         self.torch_version: str = probe["torch"]
         self.arch_list = probe.get("capability")
+        self.gpu_total: int = probe.get("gpu_total", 0)
+        self.gpu_free: int = probe.get("gpu_free", 0)
 
     @property
     def isolation(self) -> str:
@@ -185,7 +187,14 @@ class Evaluator:
 
     def reference(self, task: Task, timed: bool = True) -> Reference:
         """Cost and (when ``timed``) eager and torch.compile times of the reference. Untimed is
-        for runs that will evaluate no candidate. Raises TaskError with a one-line cause."""
+        for runs that will evaluate no candidate. Raises TaskError with a one-line cause, a
+        task too big to judge on this card included (before any candidate runs)."""
+        ref = self._reference(task, timed)
+        if timed and (why := footprint.too_big(ref.nbytes, self.gpu_total)):
+            raise TaskError(task.id, why)
+        return ref
+
+    def _reference(self, task: Task, timed: bool) -> Reference:
         if task.digest in self._references:
             ref = self._references[task.digest]
             if ref.timing is not None or not timed:
@@ -283,11 +292,19 @@ class Evaluator:
         # llama_rmsnorm blamed on the CPU). Anything else the reference met beside the candidate
         # but not alone (GPU memory: red team 4) is the candidate's doing.
         host_memory = outcome.kill_kind == "reference"
-        if result.infrastructure and not host_memory and self._reference_runs_alone(task):
+        cause = result.messages[0].removeprefix(f"{EVALUATOR_FAILED}: ") if result.messages else ""
+        if (
+            result.infrastructure
+            and footprint.is_gpu_oom(cause)
+            and footprint.crowds(ref.nbytes, self.gpu_free)
+        ):
+            # the evaluation's own share of the card explains it: not the candidate's fault
+            why = footprint.crowded_cause(ref.nbytes, self.gpu_free, cause)
+            result.messages = [f"{EVALUATOR_GPU_MEMORY}: {why}"]
+        elif result.infrastructure and not host_memory and self._reference_runs_alone(task):
             # the only difference was the candidate beside it (red team 4: a candidate holding
             # the GPU's memory made the reference's runner fail and stopped the run)
             result.infrastructure = False
-            cause = result.messages[0].removeprefix(f"{EVALUATOR_FAILED}: ")
             result.messages = [
                 f"the reference failed beside this candidate ({cause}) but runs alone: the "
                 "candidate's use of shared resources (GPU memory, the machine's) is blamed"
