@@ -46,6 +46,7 @@ def prebuild(ev: Evaluator, code: str, language: str) -> float:
             continue
         spec = ev._candidate_spec(inline_calls.script(arguments), language, None)
         spec["device"] = "cpu"  # it only compiles: no call is timed, nothing runs on the GPU
+        spec["nice"] = 10  # the compilers yield the CPU to a judge timing meanwhile
         job = ev._job("build", timeout_s=ev.config.compile_timeout_s)
         try:
             outcome = ev._run(job, spec, gpu=False)
