@@ -267,19 +267,7 @@ class Evaluator:
         runner = {**candidate, "code": f"{task.source}\n\nModelNew = Model\n", "preload": None}
         try:
             outcome = self._run(job, candidate, runner)
-            self.queue.record(
-                {
-                    "event": "candidate",
-                    "task": task.id,
-                    "language": language,
-                    "build_s": build_s,
-                    "gpu_s": outcome.wall_s,
-                    # what the timed job built itself (a call that was not prebuilt)
-                    "job_compile_s": (outcome.result or {}).get("compile_s", 0.0),
-                    "prebuilt": preload is not None,
-                    "status": (outcome.result or {}).get("status"),
-                }
-            )
+            self.queue.candidate(task.id, language, build_s, outcome, preload is not None)
         except ForkServerError as exc:
             result.status = Status.RUNTIME_ERROR
             result.messages = [f"{exc}; it was replaced, and this evaluation is lost (rerun it)"]

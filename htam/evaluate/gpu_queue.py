@@ -59,6 +59,25 @@ class GpuQueue:
                 if fd is not None:
                     os.close(fd)  # releases the lock
 
+    def candidate(
+        self, task_id: str, language: str, build_s: float, outcome, prebuilt: bool
+    ) -> None:
+        """A candidate's event: its build off the queue, its timed job (``outcome``, a
+        watchdog.JobOutcome) and what that job still compiled itself."""
+        res = outcome.result or {}
+        self.record(
+            {
+                "event": "candidate",
+                "task": task_id,
+                "language": language,
+                "build_s": build_s,
+                "gpu_s": outcome.wall_s,
+                "job_compile_s": res.get("compile_s", 0.0),
+                "prebuilt": prebuilt,
+                "status": res.get("status"),
+            }
+        )
+
     def record(self, event: dict) -> None:
         event = {
             "pid": os.getpid(),
