@@ -4,8 +4,13 @@ load_inline, or Triton), with a fresh build cache; prints the median wall time p
 candidate (amortized: the bench's wall time over its candidates, per GPU), the GPU's busy
 fraction and the build/timed distributions (htam.bench.throughput).
 
-    python3 scripts/gpu_throughput.py OUT [--tasks 16] [--steps 4] [--lanes 8]
+    python3 scripts/gpu_throughput.py OUT [--tasks 16] [--steps 4] [--lanes 6] [--scale 16]
         [--language cuda|triton] [--budget-s 420] [--legacy]
+
+``--scale S`` runs each task with its batch divided by S (copies of the KernelBench files with an
+``HTAM_SMALL`` size, run at --size small): at their own sizes these tasks hold 12-16 GiB of
+tensors each, and a bench of 64 candidates would not fit a 10-minute call. ``--scale 1`` runs
+them as they are.
 
 ``--legacy`` measures the way candidates were evaluated before builds left the GPU's path: one
 worker per GPU, every build inside its timed job, code for every architecture torch targets by
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,12 +39,27 @@ from htam.bench.throughput import load_events, throughput, throughput_table  # n
 from htam.llm.replay_server import ReplayServer  # noqa: E402
 
 
+def scaled(root: Path, tasks: list[str], scale: int, into: Path) -> tuple[Path, str]:
+    """The suite and size to run: KernelBench itself (scale 1), or copies of the tasks whose
+    small size divides their batch by ``scale``."""
+    if scale <= 1:
+        return root, "large"
+    (into / "level1").mkdir(parents=True)
+    for t in tasks:
+        source = (root / "level1" / f"{t}.py").read_text()
+        batch = int(re.search(r"^batch_size = (\d+)", source, re.MULTILINE).group(1))
+        small = f'\n\nHTAM_SMALL = {{"batch_size": {max(1, batch // scale)}}}\n'
+        (into / "level1" / f"{t}.py").write_text(source + small)
+    return into, "small"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("out", type=Path)
     parser.add_argument("--tasks", type=int, default=16)
     parser.add_argument("--steps", type=int, default=4)
-    parser.add_argument("--lanes", type=int, default=8)
+    parser.add_argument("--lanes", type=int, default=6)
+    parser.add_argument("--scale", type=int, default=16)
     parser.add_argument("--language", default="cuda", choices=("cuda", "triton"))
     parser.add_argument("--budget-s", type=float, default=420.0)
     parser.add_argument("--legacy", action="store_true")
@@ -49,6 +70,7 @@ def main() -> None:
     out = args.out.resolve()
     shutil.rmtree(out, ignore_errors=True)  # a fresh build (and reference) cache
     out.mkdir(parents=True)
+    suite, size = scaled(root, tasks, args.scale, out / "tasks")
     env = {**os.environ, "HTAM_CACHE_DIR": str(out / "cache")}
     if args.legacy:
         env["HTAM_LEGACY_BUILD"] = "1"
@@ -57,8 +79,8 @@ def main() -> None:
     (out / "replies.json").write_text(json.dumps(script))
     with ReplayServer.from_file(out / "replies.json") as server:
         command = [
-            sys.executable, "-m", "htam.cli", "bench", str(root),
-            "--tasks", ",".join(f"*level1/{t}" for t in tasks),
+            sys.executable, "-m", "htam.cli", "bench", str(suite),
+            "--tasks", ",".join(f"*level1/{t}" for t in tasks), "--size", size,
             "--methods", "refine", "--steps", str(args.steps), "--seeds", "1",
             "--base-url", server.base_url, "--model", "replay-model",
             "--target", "cuda", "--language", args.language,
