@@ -1,4 +1,4 @@
-"""A bench's throughput, from the evaluator's events (htam.evaluate.gpu_queue, under
+"""A bench's throughput, from the evaluator's events (htam.evaluate.host.gpu_queue, under
 OUT/events): candidates per GPU-hour, the GPU's busy fraction (the share of the wall time some
 evaluator job held the GPU's queue), and each candidate's build time against its timed time, with
 their distributions. Kept apart from the unit records: a bench run before these events existed

@@ -113,7 +113,7 @@ def plan_workers(
     a worker has a GPU of its own, since two workers timing kernels on one GPU disturb each
     other's timings: N takes the first N GPUs of ``--gpus`` (not given: all of them). On the CPU
     it is the number of worker processes (default 1). Every way, at most one worker per unit.
-    ``lanes`` workers share each GPU (its timings take turns: htam.evaluate.gpu_queue), so that
+    ``lanes`` workers share each GPU (its timings take turns: htam.evaluate.host.gpu_queue), so that
     builds and LLM calls run while the GPU times."""
     if ray is not None:
         slots = None if workers is None else cap_workers(workers, units, what, counted)

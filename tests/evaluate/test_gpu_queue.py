@@ -7,11 +7,11 @@ import sys
 import threading
 import time
 
-from htam.evaluate.gpu_queue import EVENTS_ENV, GpuQueue
+from htam.evaluate.host.gpu_queue import EVENTS_ENV, GpuQueue
 
 HOLD = """
 import sys, time
-from htam.evaluate.gpu_queue import GpuQueue
+from htam.evaluate.host.gpu_queue import GpuQueue
 q = GpuQueue(sys.argv[1], "cuda")
 with q.held("judge"):
     print("held", flush=True)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from htam.evaluate import inline_calls
-from htam.evaluate.compile_cache import extension_key
+from htam.evaluate.host import inline_calls
+from htam.evaluate.host.compile_cache import extension_key
 from tests.evaluate.cases import RELU
 from tests.evaluate.conftest import task_for
 
