@@ -8,7 +8,7 @@ Where the memory goes, for inputs I and outputs O (T = I + O + parameters): the 
 round's inputs and, for each runner, the inputs and output slots it lends (3I + 2O, about 2.5T);
 the reference's runner keeps its outputs and temporaries in its allocator (about T); the
 candidate is allowed as much as the reference's runner. Six CUDA contexts (the judge, two
-runners and the fork server's three standbys) come on top. scripts/gpu_memory.py measures the
+runners and the fork server's three standbys) come on top. scripts/device/gpu_memory.py measures the
 real peak on a card against these figures.
 """
 

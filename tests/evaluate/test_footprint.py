@@ -8,7 +8,7 @@ H100 = int(79.2 * GIB)
 
 
 def test_kernelbench_largest_tasks_fit_an_80_gb_card():
-    # KernelBench's largest (scripts/kb_tensor_bytes.py): 45_Average_Pooling_2D 16.1 GiB,
+    # KernelBench's largest (scripts/device/kb_tensor_bytes.py): 45_Average_Pooling_2D 16.1 GiB,
     # 34_InstanceNorm 14 GiB, 19_ReLU 12 GiB
     for tensor_gib in (16.13, 14.0, 12.0):
         assert footprint.too_big(int(tensor_gib * GIB), H100) is None

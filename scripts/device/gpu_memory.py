@@ -1,12 +1,12 @@
 """The evaluation's GPU memory on the largest KernelBench tasks: L1 34_InstanceNorm, L1 19_ReLU
-and the five level 1-3 tasks with the largest tensors (scripts/kb_tensor_bytes.py ranked them on
+and the five level 1-3 tasks with the largest tensors (scripts/device/kb_tensor_bytes.py ranked them on
 the meta device: 45_Average_Pooling_2D 16.1 GiB, 38_L1Norm_ and 39_L2Norm_ 16 GiB, then
 35_GroupNorm_, 34_InstanceNorm, 36_RMSNorm_ and 37_FrobeniusNorm_ at 14 GiB), each judged with
 an honest candidate (the reference itself, timed with allow_torch), printing the status, the peak
 GPU memory the card showed (nvidia-smi, every 50 ms) and that peak as a multiple of the task's
 tensor bytes, against htam.evaluate.footprint's estimate.
 
-    python3 scripts/gpu_memory.py OUT [TASK_STEM ...]
+    python3 scripts/device/gpu_memory.py OUT [TASK_STEM ...]
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import threading
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, for kb_common
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from kb_common import kb_task, kernelbench_root  # noqa: E402

@@ -1,4 +1,4 @@
-"""Replies for the throughput bench (scripts/gpu_throughput.py): for each of 16 KernelBench
+"""Replies for the throughput bench (scripts/device/gpu_throughput.py): for each of 16 KernelBench
 level-1 tasks, four distinct solutions of the kind an LLM writes (CUDA through load_inline in
 several shapes, and one Triton kernel for the elementwise tasks), each correct, each a fresh
 build. ``replies(tasks)`` gives the replay server's script, matched per task by a line of the

@@ -1,10 +1,10 @@
 """Throughput on a GPU: a bench of KernelBench level-1 tasks x steps, driven by the loopback
-replay endpoint replaying realistic solutions (scripts/throughput_replies.py: CUDA through
+replay endpoint replaying realistic solutions (scripts/device/throughput_replies.py: CUDA through
 load_inline, or Triton), with a fresh build cache; prints the median wall time per fresh
 candidate (amortized: the bench's wall time over its candidates, per GPU), the GPU's busy
 fraction and the build/timed distributions (htam.bench.throughput).
 
-    python3 scripts/gpu_throughput.py OUT [--tasks 16] [--steps 4] [--lanes 6] [--scale 16]
+    python3 scripts/device/gpu_throughput.py OUT [--tasks 16] [--steps 4] [--lanes 6] [--scale 16]
         [--language cuda|triton] [--budget-s 420] [--legacy]
 
 ``--scale S`` runs each task with its batch divided by S (copies of the KernelBench files with an
@@ -30,6 +30,7 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, for kb_common
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from kb_common import kernelbench_root  # noqa: E402

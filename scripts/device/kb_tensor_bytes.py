@@ -1,8 +1,8 @@
 """Each KernelBench task's tensor bytes (inputs, outputs, parameters) at its own size, found on
 the meta device (no memory is allocated, nothing is computed): the ranking the GPU memory check
-(scripts/gpu_memory.py) takes its largest tasks from.
+(scripts/device/gpu_memory.py) takes its largest tasks from.
 
-    python3 scripts/kb_tensor_bytes.py [N]    prints the N largest (default 10)
+    python3 scripts/device/kb_tensor_bytes.py [N]    prints the N largest (default 10)
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, for kb_common
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from kb_common import kb_paths  # noqa: E402
