@@ -291,11 +291,13 @@ class Evaluator:
         host_memory = outcome.kill_kind == "reference"
         cause = result.messages[0].removeprefix(f"{EVALUATOR_FAILED}: ") if result.messages else ""
         if (
-            result.infrastructure
+            (result.infrastructure or result.status is Status.RUNTIME_ERROR)
             and footprint.is_gpu_oom(cause)
             and footprint.crowds(ref.nbytes, self.gpu_free)
         ):
-            # the evaluation's own share of the card explains it: not the candidate's fault
+            # the evaluation's own share of the card explains it (the reference's runner or the
+            # candidate ran out of it): not the candidate's fault, and nothing to learn
+            result.status = Status.RUNTIME_ERROR
             why = footprint.crowded_cause(ref.nbytes, self.gpu_free, cause)
             result.messages = [f"{EVALUATOR_GPU_MEMORY}: {why}"]
             result.fault = Fault.EVALUATOR
