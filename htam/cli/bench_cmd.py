@@ -43,7 +43,7 @@ from htam.cli.sizes import (
     over_memory_limit,
     tensor_bytes,
 )
-from htam.cli.workers import WORKERS_HELP, csv, parse_levels, plan_workers
+from htam.cli.workers import LANES_HELP, WORKERS_HELP, csv, parse_levels, plan_workers
 from htam.vocab import Size
 
 RAY_HELP = "run the units on a Ray cluster (pip install 'htam[ray]'), see --ray-address"
@@ -180,6 +180,7 @@ def bench_command(
     ),
     gpus: str = typer.Option("all", help="all, or indices of visible GPUs: 0,1 (one worker each)"),
     workers: int | None = typer.Option(None, min=1, help=WORKERS_HELP),
+    lanes: int | None = typer.Option(None, min=1, help=LANES_HELP),
     tasks: str | None = typer.Option(
         None, help="fnmatch globs on task id or name, comma-separated"
     ),
@@ -215,7 +216,14 @@ def bench_command(
     the_tasks = fitting_tasks(the_tasks, suites, target, bench_size, memory_limit_mb, ray_spec)
     units = len(the_tasks) * len(csv(methods)) * seeds
     plan = plan_workers(
-        target, workers, units, "unit", " (tasks x methods x seeds)", gpus=gpus, ray=ray_spec
+        target,
+        workers,
+        units,
+        "unit",
+        " (tasks x methods x seeds)",
+        gpus=gpus,
+        ray=ray_spec,
+        lanes=lanes,
     )
     devices, ray_slots = plan.devices, ray_slots or plan.ray_slots
     check_llm_options(llm, base_url, model)

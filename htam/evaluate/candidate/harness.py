@@ -264,6 +264,8 @@ def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
 def run(job: dict, sock: socket.socket) -> None:
     """The candidate process's whole life after isolation: build, then serve the judge."""
     os.environ.update(job.get("env", {}))
+    if job.get("nice"):  # a build beside a timing: the judge's clock keeps its core
+        os.nice(job["nice"])
     if job["device"] == "cuda":
         torch.empty(1, device="cuda")
     Harness(sock, job).serve(job)

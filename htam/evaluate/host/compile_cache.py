@@ -70,6 +70,21 @@ def toolchain_key() -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
 
 
+def extension_key(arguments: dict) -> str:
+    """The build's name suffix for ``load_inline``'s bound arguments (those given, ``verbose``
+    aside): the same in a candidate's process and in the evaluator, which prebuilds by it."""
+    described = {k: v for k, v in arguments.items() if k not in ("verbose",)}
+    return hashlib.sha256(repr(sorted(described.items())).encode()).hexdigest()[:16]
+
+
+def _prebuilt(arguments: dict, build_dir: Path) -> bool:
+    """Whether the extension was built already (by a prebuild of the same arguments, copied into
+    this job, or earlier in this process): then it is loaded without ninja, whose build file
+    names the folder it was built in."""
+    plain = arguments.get("is_python_module", True) and not arguments.get("is_standalone")
+    return bool(plain) and (build_dir / f"{arguments['name']}.so").is_file()
+
+
 def install_compile_cache(root: str | Path) -> Callable[[], float]:
     """Wrap ``torch.utils.cpp_extension.load_inline`` and ``load``; return a reader of seconds
     spent building."""
@@ -82,12 +97,12 @@ def install_compile_cache(root: str | Path) -> Callable[[], float]:
 
     def load_inline(*args, **kwargs):
         bound = signature.bind(*args, **kwargs)
-        described = {k: v for k, v in bound.arguments.items() if k not in ("verbose",)}
-        digest = hashlib.sha256(repr(sorted(described.items())).encode()).hexdigest()[:16]
-        name = f"{bound.arguments['name']}_{digest}"
+        name = f"{bound.arguments['name']}_{extension_key(bound.arguments)}"
         build_dir = base / name
         build_dir.mkdir(parents=True, exist_ok=True)
         bound.arguments["name"] = name
+        if _prebuilt(bound.arguments, build_dir):
+            return cpp_extension._import_module_from_library(name, str(build_dir), True)
         bound.arguments["build_directory"] = str(build_dir)
         # A precompiled header would be written into the installed torch package.
         bound.arguments["use_pch"] = False

@@ -195,6 +195,8 @@ def run_job(
     try:
         if candidate is not None:
             for role, spec in (("candidate", candidate), ("runner", runner)):
+                if spec is None:  # a build job: the candidate's process alone
+                    continue
                 ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
                 judge_ends.append(ours)
                 info = server.candidate(spec, theirs.fileno())
@@ -202,7 +204,7 @@ def run_job(
                 setattr(watch, "cand" if role == "candidate" else "runner", info)
                 job = {**job, role: {k: info[k] for k in ("uid", "pid", "by_uid")}}
             outcome.job_dir = watch.cand["dir"]
-            outcome.runner_dir = watch.runner["dir"]
+            outcome.runner_dir = watch.runner["dir"] if watch.runner else None
             watch.log_path = Path(watch.cand["dir"]) / "output.log"
             watch.log_fd = os.open(watch.log_path, os.O_RDONLY)
         watch.judge_pid = server.judge(
