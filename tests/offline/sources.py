@@ -393,3 +393,8 @@ CASES = {
     "gemm_bmm": (GEMM_BMM, "gemm", [{}, {"B": 1, "M": 33, "N": 5}]),
     "gemm_linear_3d": (GEMM_ADDMM_3D, "gemm", [{}, {"S": 1}]),
 }
+
+# The composite lowerings' cases live beside these (imported last: they use kb).
+from tests.offline.sources_composite import COMPOSITE_CASES  # noqa: E402
+
+CASES.update(COMPOSITE_CASES)

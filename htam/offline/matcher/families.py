@@ -12,7 +12,7 @@ from htam.offline.front.trace import NoMatch, Traced
 from htam.offline.ir.model import EwIR, Match, RowIR
 from htam.offline.ir.passes import row_features
 from htam.offline.ir.views import per_channel
-from htam.offline.matcher.build import GEMM_OPS, ROW_OPS, Builder
+from htam.offline.matcher.build import GEMM_OPS, ROW_OPS, Builder, bind_device
 from htam.offline.matcher.gemm import match_gemm
 from htam.offline.matcher.rows import row_spec
 
@@ -59,7 +59,8 @@ def _elementwise(out: CNode) -> tuple[EwIR, str]:
             "the reference computes nothing from its inputs (it returns an input or a constant)"
         )
     primary = _primary(builder, out.shape, "output")
-    return EwIR(prog, list(builder.operands.values()), primary, len(out.shape)), prog.describe()
+    operands = bind_device(list(builder.operands.values()), primary)
+    return EwIR(prog, operands, primary, len(out.shape)), prog.describe()
 
 
 def _row(out: CNode, first: CNode) -> tuple[RowIR, str]:
@@ -81,7 +82,7 @@ def _row(out: CNode, first: CNode) -> tuple[RowIR, str]:
     keep = out_kind == "row" and out.shape == spec.keep_shape and len(out.shape) == len(spec.shape)
     ir = RowIR(
         prog,
-        list(builder.operands.values()),
+        bind_device(list(builder.operands.values()), primary),
         primary,
         len(spec.shape),
         spec.d0,
