@@ -27,6 +27,7 @@ from htam.offline.params import (
     GemmParams,
     Params,
     RowParams,
+    ScanParams,
 )
 
 STRATEGIES = (
@@ -76,7 +77,7 @@ def _next(ladder: list, current) -> object:
     return ladder[(ladder.index(current) + 1) % len(ladder)] if current in ladder else ladder[0]
 
 
-def _block(p: EwParams | RowParams) -> EwParams | RowParams:
+def _block(p: EwParams | RowParams | ScanParams) -> EwParams | RowParams | ScanParams:
     block = _next(BLOCKS, p.block)
     return replace(p, block=block, warps=8 if block >= 2048 else 4)
 
@@ -141,7 +142,16 @@ GEMM = {
     "data_reuse.shared_memory_tiling": Rule(_gemm_tile),
     "precision.tensor_core_dot": Rule(lambda p: replace(p, tf32=True)),
 }
-RULES: dict[str, dict[str, Rule]] = {"elementwise": ELEMENTWISE, "row": ROW, "gemm": GEMM}
+SCAN = {
+    "parallel_mapping.block_size_tuning": Rule(_block),
+    "parallel_mapping.rows_per_program": Rule(lambda p: replace(p, rows=_next(ROWS, p.rows))),
+}
+RULES: dict[str, dict[str, Rule]] = {
+    "elementwise": ELEMENTWISE,
+    "row": ROW,
+    "gemm": GEMM,
+    "scan": SCAN,
+}
 
 
 def family_strategies(match: Match) -> list[str]:

@@ -398,3 +398,6 @@ CASES = {
 from tests.offline.sources_composite import COMPOSITE_CASES  # noqa: E402
 
 CASES.update(COMPOSITE_CASES)
+from tests.offline.sources_scan import SCAN_CASES  # noqa: E402
+
+CASES.update(SCAN_CASES)

@@ -193,7 +193,44 @@ def _einsum(lowerer, node):
     return _finish(lowerer, node, out)
 
 
-COMPOSITE_FUNCTIONS = {**{name: _loss_function for name in _LOSSES}, "einsum": _einsum}
+def _exclusive_scan(lowerer, node):
+    """``cat((zeros of one slice, cumsum(x.narrow(dim, 0, n - 1), dim)), dim)``: the exclusive
+    cumulative sum of ``x`` along ``dim`` (each position the sum of those before it)."""
+    parts = lowerer._arg(node.args[0])
+    dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else 0)
+    value = lowerer.traced.values.get(node)
+    if not isinstance(value, torch.Tensor) or not isinstance(dim, int) or len(parts) != 2:
+        raise NoMatch(f"concatenation ({node.name}): only an exclusive scan's is supported")
+    zeros, scan = parts
+    rank = value.dim()
+    dim %= rank
+    narrow = scan.args[0] if getattr(scan, "op", None) == "cumsum" else None
+    x = narrow.args[0] if getattr(narrow, "op", None) == "narrow" else None
+    length = getattr(narrow, "attrs", {}).get("length")
+    length = getattr(length, "value", length)
+    ok = (
+        x is not None
+        and getattr(zeros, "op", None) == "zeros_like"
+        and scan.attrs["dim"] % rank == dim
+        and narrow.attrs["dim"] % rank == dim
+        and narrow.attrs["start"] == 0
+        and length == x.shape[dim] - 1
+        and tuple(value.shape) == tuple(x.shape)
+    )
+    if not ok:
+        raise NoMatch(
+            f"concatenation ({node.name}): the scan family reads a cat only as an exclusive "
+            "cumsum (zeros, then the cumsum of all but the last slice)"
+        )
+    out = lowerer.synth(node, "cumsum", [x], {"dim": dim, "dtype": None, "exclusive": True}, ())
+    return _finish(lowerer, node, out)
+
+
+COMPOSITE_FUNCTIONS = {
+    **{name: _loss_function for name in _LOSSES},
+    "einsum": _einsum,
+    "cat": _exclusive_scan,
+}
 _MODULE_LOSSES = {
     torch.nn.SmoothL1Loss: "smooth_l1_loss",
     torch.nn.HuberLoss: "huber_loss",

@@ -88,6 +88,21 @@ class RowIR:
     out_dtype: str  # "float32" or "int64"
 
 
+@dataclass
+class ScanIR:
+    """A cumulative sum or product along ``dim`` of an elementwise program's values: the
+    tensor seen as ``(outer, R, inner)`` with ``R`` the scanned dim."""
+
+    prog: Program  # the element values scanned (an elementwise program)
+    operands: list[Operand]
+    primary: str  # operand with the scanned tensor's shape
+    rank: int
+    dim: int
+    combine: str  # "sum" | "prod"
+    reverse: bool = False  # from the end of the dim (flip, scan, flip)
+    exclusive: bool = False  # each position holds the scan of the elements before it
+
+
 @dataclass(frozen=True)
 class GemmSide:
     source: str  # forward expression of the stored tensor
@@ -111,10 +126,10 @@ class GemmIR:
 
 @dataclass
 class Match:
-    family: str  # "elementwise" | "row" | "gemm"
+    family: str  # "elementwise" | "row" | "gemm" | "scan"
     summary: str
     inputs: list[str]  # forward argument names, in order
-    ir: EwIR | RowIR | GemmIR
+    ir: EwIR | RowIR | GemmIR | ScanIR
     init_source: str  # ModelNew's __init__ method, copied from the reference
     preamble: str = ""  # imports and module-level helpers that __init__ needs
     features: dict[str, bool] = field(default_factory=dict)  # e.g. online_softmax, welford

@@ -194,11 +194,13 @@ class Builder:
             return self._scalar_input(n)
         if not isinstance(n.value, torch.Tensor):
             raise NoMatch(f"input {n.name} is not a tensor ({type(n.value).__name__})")
-        if n.value.dtype != torch.float32:
+        if n.value.dtype not in (torch.float32, torch.bool):
             raise NoMatch(f"input {n.name} is {n.value.dtype}; only float32 is supported")
         is_input = n.op == "input"
         name = n.attrs["name"] if is_input else param_name(n.attrs["path"])
         source = name if is_input else f"_attr(self, {n.attrs['path']!r})"
+        if n.value.dtype == torch.bool:  # a mask in arithmetic counts as 0.0 / 1.0
+            source = f"{source}.to(torch.float32)"
         shape = n.shape if shape is None else shape
         pattern, tail, head = classify(shape, self.full, f"operand {name}")
         key = name if pattern == "full" else f"{name}_{pattern}{tail}"

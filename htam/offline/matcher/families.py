@@ -15,6 +15,7 @@ from htam.offline.ir.views import per_channel
 from htam.offline.matcher.build import GEMM_OPS, ROW_OPS, Builder, bind_device
 from htam.offline.matcher.gemm import match_gemm
 from htam.offline.matcher.rows import row_spec
+from htam.offline.matcher.scan import SCAN_OPS, match_scan
 
 # Functions a channels-last prefix must not hold: a functional convolution (no module weight to
 # convert), pooling, norms other than batch norm, resampling.
@@ -202,7 +203,16 @@ def match_families(out: CNode, traced: Traced, source: str) -> Match:
             "GEMM epilogues must be elementwise"
         )
     features: dict[str, bool] = {}
-    if gemms:
+    scans = [n for n in nodes if n.op in SCAN_OPS]
+    if scans and (gemms or rows):
+        raise NoMatch(
+            f"a {scans[0].op} combined with a {'matrix product' if gemms else 'reduction'}; "
+            "the scan family scans an elementwise chain"
+        )
+    if scans:
+        ir, summary = match_scan(out, scans)
+        family = "scan"
+    elif gemms:
         ir = match_gemm(gemms[0], out)
         family = "gemm"
         summary = f"{gemms[0].op} + epilogue [{ir.epilogue.describe()}]"

@@ -7,13 +7,19 @@ from htam.offline.backends.cpp.ew import ew_solution
 from htam.offline.backends.cpp.gemm import gemm_solution
 from htam.offline.backends.cpp.loader import IMPORTS, cpp_loader
 from htam.offline.backends.cpp.row import row_solution
+from htam.offline.backends.cpp.scan import scan_solution
 from htam.offline.ir.expr import Math
 from htam.offline.ir.model import Match
 from htam.offline.params import Params
 from htam.offline.strategies import family_strategies
 from htam.vocab import Language
 
-_FAMILIES = {"elementwise": ew_solution, "row": row_solution, "gemm": gemm_solution}
+_FAMILIES = {
+    "elementwise": ew_solution,
+    "row": row_solution,
+    "gemm": gemm_solution,
+    "scan": scan_solution,
+}
 NOT_ON_CPU = ("precision.tensor_core_dot",)  # TF32 tensor cores: a GPU unit
 
 

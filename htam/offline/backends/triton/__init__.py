@@ -8,6 +8,7 @@ from htam.offline.backends.triton.gemm import gemm_solution
 from htam.offline.backends.triton.layout import input_layout
 from htam.offline.backends.triton.prefix import prefix_gemm
 from htam.offline.backends.triton.row import row_solution
+from htam.offline.backends.triton.scan import scan_solution
 from htam.offline.ir.expr import Math
 from htam.offline.ir.model import Match
 from htam.offline.params import Params
@@ -21,7 +22,12 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 """
-_FAMILIES = {"elementwise": ew_solution, "row": row_solution, "gemm": gemm_solution}
+_FAMILIES = {
+    "elementwise": ew_solution,
+    "row": row_solution,
+    "gemm": gemm_solution,
+    "scan": scan_solution,
+}
 
 
 def built_in(match: Match) -> tuple[str, ...]:
