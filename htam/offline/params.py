@@ -90,11 +90,18 @@ class ScanParams(Params):
     warps: int = 4
 
 
+@dataclass(frozen=True)
+class PoolParams(Params):
+    block: int = 1024  # output elements per program (per OpenMP chunk)
+    warps: int = 4
+
+
 FAMILY_PARAMS: dict[str, type[Params]] = {
     "elementwise": EwParams,
     "row": RowParams,
     "gemm": GemmParams,
     "scan": ScanParams,
+    "pool": PoolParams,
 }
 
 
@@ -116,6 +123,8 @@ def baseline(match: Match, language: str = "triton") -> Params:
         return RowParams()
     if match.family == "scan":
         return ScanParams()
+    if match.family == "pool":
+        return PoolParams()
     epilogue = "fused" if not ir.has_epilogue else ("ops" if len(ir.epilogue.ops) > 1 else "kernel")
     # tile, K step and precision chosen per shape (backends/triton/gemm_plan.py); C++: untiled
     return GemmParams(epilogue=epilogue, tile=-1, bk=0, tf32=None)

@@ -26,6 +26,7 @@ from htam.offline.params import (
     EwParams,
     GemmParams,
     Params,
+    PoolParams,
     RowParams,
     ScanParams,
 )
@@ -77,7 +78,7 @@ def _next(ladder: list, current) -> object:
     return ladder[(ladder.index(current) + 1) % len(ladder)] if current in ladder else ladder[0]
 
 
-def _block(p: EwParams | RowParams | ScanParams) -> EwParams | RowParams | ScanParams:
+def _block(p: EwParams | RowParams | ScanParams | PoolParams) -> Params:
     block = _next(BLOCKS, p.block)
     return replace(p, block=block, warps=8 if block >= 2048 else 4)
 
@@ -146,11 +147,13 @@ SCAN = {
     "parallel_mapping.block_size_tuning": Rule(_block),
     "parallel_mapping.rows_per_program": Rule(lambda p: replace(p, rows=_next(ROWS, p.rows))),
 }
+POOL = {"parallel_mapping.block_size_tuning": Rule(_block)}
 RULES: dict[str, dict[str, Rule]] = {
     "elementwise": ELEMENTWISE,
     "row": ROW,
     "gemm": GEMM,
     "scan": SCAN,
+    "pool": POOL,
 }
 
 

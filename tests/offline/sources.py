@@ -4,17 +4,7 @@ Each is a KernelBench source; ``SHAPES[name]`` lists size overrides to check it 
 non-powers of two). The builtin suite adds the project's own tasks on top of these.
 """
 
-HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
-
-
-def kb(body: str, inputs: str, init: str = "[]") -> str:
-    """A KernelBench source: the imports, ``body`` (constants and Model), and the two input
-    functions returning ``inputs`` and ``init``."""
-    return (
-        f"{HEAD}{body}\ndef get_inputs():\n    return {inputs}\n\n"
-        f"def get_init_inputs():\n    return {init}\n"
-    )
-
+from tests.offline.kbsource import kb
 
 EW_GELU_SIGMOID = kb(
     """
@@ -401,3 +391,6 @@ CASES.update(COMPOSITE_CASES)
 from tests.offline.sources_scan import SCAN_CASES  # noqa: E402
 
 CASES.update(SCAN_CASES)
+from tests.offline.sources_pool import POOL_CASES  # noqa: E402
+
+CASES.update(POOL_CASES)

@@ -1,7 +1,7 @@
 """Reference models for the composite lowerings (losses, einsum), a float forward argument
 and a view of an input that adds a dim of size 1: sources in KernelBench's form."""
 
-from tests.offline.sources import kb
+from tests.offline.kbsource import kb
 
 LOSS_SMOOTH_L1 = kb(
     """

@@ -1,7 +1,7 @@
 """Reference models of the scan family: KernelBench's five scans (inclusive, product, reverse,
 exclusive, masked) at sizes with several tiles per row, and a scan over a leading dim."""
 
-from tests.offline.sources import kb
+from tests.offline.kbsource import kb
 
 SCAN_CUMSUM_LONG = kb(
     """

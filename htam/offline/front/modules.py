@@ -72,6 +72,8 @@ def _with_attributes(m: nn.Module, path: str) -> Lowered | None:
     if isinstance(m, nn.RMSNorm):
         attrs = {"normalized_shape": tuple(m.normalized_shape), "eps": m.eps}
         return "rms_norm", attrs, {"weight": _param(m, path, "weight")}
+    if isinstance(m, nn.modules.pooling._MaxPoolNd | nn.modules.pooling._AvgPoolNd):
+        return _pool(m, path)
     if isinstance(m, nn.Linear):
         return "linear", {}, {"weight": f"{path}.weight", "bias": _param(m, path, "bias")}
     return None
@@ -89,3 +91,13 @@ def _instance_norm(m: nn.Module, path: str) -> Lowered:
         raise NoMatch(f"unsupported module {type(m).__name__} ({path})")
     attrs = {"normalized_shape": (0,) * spatial, "eps": m.eps}
     return "layer_norm", attrs, {"weight": None, "bias": None}
+
+
+def _pool(m: nn.Module, path: str) -> Lowered:
+    """A pooling module: its window stays the module's (read at every call by the kernel's
+    forward), so only the kind and the number of spatial dims are kept here."""
+    nd = int(type(m).__name__[-2])
+    if getattr(m, "return_indices", False):
+        raise NoMatch(f"{type(m).__name__} with return_indices=True ({path})")
+    kind = "max" if isinstance(m, nn.modules.pooling._MaxPoolNd) else "avg"
+    return f"{kind}_pool", {"nd": nd, "path": path}, {}

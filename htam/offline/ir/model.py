@@ -103,6 +103,18 @@ class ScanIR:
     exclusive: bool = False  # each position holds the scan of the elements before it
 
 
+@dataclass
+class PoolIR:
+    """Max or average pooling (1-3 spatial dims) of a forward input by a pooling module of
+    the model: its window (kernel, stride, padding, dilation, ceil mode, divisor) is read from
+    the module at every call, never compiled in from the traced values."""
+
+    kind: str  # "max" | "avg"
+    nd: int  # spatial dims
+    module: str  # the pooling module's dotted path in the model
+    source: str  # forward expression of the pooled tensor
+
+
 @dataclass(frozen=True)
 class GemmSide:
     source: str  # forward expression of the stored tensor
@@ -126,10 +138,10 @@ class GemmIR:
 
 @dataclass
 class Match:
-    family: str  # "elementwise" | "row" | "gemm" | "scan"
+    family: str  # "elementwise" | "row" | "gemm" | "scan" | "pool"
     summary: str
     inputs: list[str]  # forward argument names, in order
-    ir: EwIR | RowIR | GemmIR | ScanIR
+    ir: EwIR | RowIR | GemmIR | ScanIR | PoolIR
     init_source: str  # ModelNew's __init__ method, copied from the reference
     preamble: str = ""  # imports and module-level helpers that __init__ needs
     features: dict[str, bool] = field(default_factory=dict)  # e.g. online_softmax, welford

@@ -14,6 +14,7 @@ from htam.offline.ir.passes import row_features
 from htam.offline.ir.views import per_channel
 from htam.offline.matcher.build import GEMM_OPS, ROW_OPS, Builder, bind_device
 from htam.offline.matcher.gemm import match_gemm
+from htam.offline.matcher.pool import POOL_OPS, match_pool
 from htam.offline.matcher.rows import row_spec
 from htam.offline.matcher.scan import SCAN_OPS, match_scan
 
@@ -203,13 +204,17 @@ def match_families(out: CNode, traced: Traced, source: str) -> Match:
             "GEMM epilogues must be elementwise"
         )
     features: dict[str, bool] = {}
+    pools = [n for n in nodes if n.op in POOL_OPS]
     scans = [n for n in nodes if n.op in SCAN_OPS]
     if scans and (gemms or rows):
         raise NoMatch(
             f"a {scans[0].op} combined with a {'matrix product' if gemms else 'reduction'}; "
             "the scan family scans an elementwise chain"
         )
-    if scans:
+    if pools:
+        ir, summary = match_pool(out, pools)
+        family = "pool"
+    elif scans:
         ir, summary = match_scan(out, scans)
         family = "scan"
     elif gemms:

@@ -6,6 +6,7 @@ from htam.offline.backends.base import KernelCode
 from htam.offline.backends.triton.ew import ew_solution
 from htam.offline.backends.triton.gemm import gemm_solution
 from htam.offline.backends.triton.layout import input_layout
+from htam.offline.backends.triton.pool import pool_solution
 from htam.offline.backends.triton.prefix import prefix_gemm
 from htam.offline.backends.triton.row import row_solution
 from htam.offline.backends.triton.scan import scan_solution
@@ -27,6 +28,7 @@ _FAMILIES = {
     "row": row_solution,
     "gemm": gemm_solution,
     "scan": scan_solution,
+    "pool": lambda ir, p, m: pool_solution(ir, p),  # no SSA program: nothing for Math
 }
 
 
