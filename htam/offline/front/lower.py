@@ -16,6 +16,7 @@ import torch.fx as fx
 import torch.nn.functional as F
 
 from htam.offline.front.composite import COMPOSITE_FUNCTIONS, COMPOSITE_MODULES
+from htam.offline.front.missing import family_note
 from htam.offline.front.modules import lower_module
 from htam.offline.front.specs import FUNCTION_NAMES, OPERATORS, SPECS
 from htam.offline.front.trace import NoMatch, Traced
@@ -144,7 +145,7 @@ class Lowerer:
         if key not in SPECS:
             if self.opaque:
                 return self._opaque(node)
-            raise NoMatch(f"unsupported operation {_describe(node)}")
+            raise NoMatch(f"unsupported operation {_describe(node)}{family_note(str(key or _describe(node)))}")
         op, names, defaults = SPECS[key]
         bound = {k: self._arg(v) for k, v in _bind(node, names, defaults).items()}
         first = self._arg(node.args[0]) if node.args else bound.pop("input", None)

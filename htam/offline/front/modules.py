@@ -6,6 +6,7 @@ from typing import Any
 
 import torch.nn as nn
 
+from htam.offline.front.missing import family_note
 from htam.offline.front.trace import NoMatch
 
 # Modules without attributes, by canonical op.
@@ -33,7 +34,8 @@ def lower_module(module: nn.Module, path: str) -> Lowered:
             return op, {}, {}
     lowered = _with_attributes(module, path)
     if lowered is None:
-        raise NoMatch(f"unsupported module {type(module).__name__} ({path})")
+        name = type(module).__name__
+        raise NoMatch(f"unsupported module {name} ({path}){family_note(name)}")
     return lowered
 
 
@@ -88,7 +90,8 @@ def _instance_norm(m: nn.Module, path: str) -> Lowered:
         raise NoMatch(f"{type(m).__name__} with {why} ({path})")
     spatial = {"InstanceNorm1d": 1, "InstanceNorm2d": 2, "InstanceNorm3d": 3}.get(type(m).__name__)
     if spatial is None:
-        raise NoMatch(f"unsupported module {type(m).__name__} ({path})")
+        name = type(m).__name__
+        raise NoMatch(f"unsupported module {name} ({path}){family_note(name)}")
     attrs = {"normalized_shape": (0,) * spatial, "eps": m.eps}
     return "layer_norm", attrs, {"weight": None, "bias": None}
 
