@@ -7,7 +7,7 @@ markdown table OUT/families.md; stops starting tasks after SECONDS.
 
     python3 scripts/gpu_families.py OUT SECONDS [GLOB,GLOB...]
 
-GLOBs (fnmatch on ``level1/<stem>``) default to the families' tasks, cheapest first.
+GLOBs (fnmatch on ``level1/<stem>``) default to the families' tasks, in task order.
 Not the evaluator's timing protocol (no L2 flush between calls): a screen, quoted as such.
 """
 

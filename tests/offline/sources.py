@@ -4,7 +4,7 @@ Each is a KernelBench source; ``SHAPES[name]`` lists size overrides to check it 
 non-powers of two). The builtin suite adds the project's own tasks on top of these.
 """
 
-from tests.offline.kbsource import kb
+from tests.offline.kbsource import HEAD, kb  # noqa: F401 (HEAD: test_match reads it here)
 
 EW_GELU_SIGMOID = kb(
     """

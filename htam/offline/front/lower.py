@@ -145,7 +145,9 @@ class Lowerer:
         if key not in SPECS:
             if self.opaque:
                 return self._opaque(node)
-            raise NoMatch(f"unsupported operation {_describe(node)}{family_note(str(key or _describe(node)))}")
+            raise NoMatch(
+                f"unsupported operation {_describe(node)}{family_note(str(key or _describe(node)))}"
+            )
         op, names, defaults = SPECS[key]
         bound = {k: self._arg(v) for k, v in _bind(node, names, defaults).items()}
         first = self._arg(node.args[0]) if node.args else bound.pop("input", None)

@@ -148,6 +148,9 @@ class Match:
     # Float attributes of the reference module (alpha, eps, ...): the trace compiles their values
     # into the kernels, so the generated __init__ checks that it is built with the same ones.
     scalars: dict[str, float] = field(default_factory=dict)
+    # Float attributes the kernels read from one-element buffers ModelNew makes in __init__
+    # (``self._htam_<name>``): other init values run the same code.
+    attr_buffers: tuple[str, ...] = ()
     # Library prefix (htam.offline.matcher.library): forward lines computing, with torch, the tensors the
     # kernel reads as operands (a convolution, a GEMM...); empty when the kernel reads inputs only.
     prelude: list[str] = field(default_factory=list)

@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import torch
 
+from htam.offline.front.attrs import AttrFloat
 from htam.offline.front.lower import CNode, ShapeVal
 from htam.offline.front.trace import NoMatch
 from htam.offline.ir.model import Arg, Op, Operand, Program
@@ -77,6 +78,7 @@ def _block(s: tuple[int, ...], full: tuple[int, ...], real_dim) -> tuple[str, in
     return ("trail" if tail == 0 else "lead" if not lead else "mid"), tail, a
 
 
+ATTR_PREFIX = "attr_"  # operands holding a float attribute of the model
 DEVICE = "__device__"  # placeholder in a scalar input's source, see bind_device
 
 
@@ -150,6 +152,8 @@ class Builder:
             if key not in self.memo:
                 self.memo[key] = self._node(value)
             return self.memo[key]
+        if isinstance(value, AttrFloat):  # a constructor value: read at run time
+            return self._attr_operand(value)
         if isinstance(value, bool | int | float):
             return float(value)
         if isinstance(value, ShapeVal):
@@ -206,6 +210,13 @@ class Builder:
         key = name if pattern == "full" else f"{name}_{pattern}{tail}"
         self.operands.setdefault(key, Operand(key, source, pattern, tail, head))
         return key
+
+    def _attr_operand(self, value: AttrFloat) -> str:
+        """The model's float attribute as a one-element buffer ``ModelNew`` makes from it
+        (``attr_buffer_lines``): the kernel loads it, so other init values need no new code."""
+        name = ATTR_PREFIX + value.attr
+        self.operands.setdefault(name, Operand(name, f"self._htam_{value.attr}", "scalar"))
+        return name
 
     def _scalar_input(self, n: CNode) -> str:
         """A float argument of the forward: a one-element tensor the kernel loads (its value

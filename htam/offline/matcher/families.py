@@ -12,7 +12,7 @@ from htam.offline.front.trace import NoMatch, Traced
 from htam.offline.ir.model import EwIR, Match, RowIR
 from htam.offline.ir.passes import row_features
 from htam.offline.ir.views import per_channel
-from htam.offline.matcher.build import GEMM_OPS, ROW_OPS, Builder, bind_device
+from htam.offline.matcher.build import ATTR_PREFIX, GEMM_OPS, ROW_OPS, Builder, bind_device
 from htam.offline.matcher.gemm import match_gemm
 from htam.offline.matcher.pool import POOL_OPS, match_pool
 from htam.offline.matcher.rows import row_spec
@@ -107,7 +107,7 @@ def match_library_prefix(traced: Traced, source: str, err: NoMatch) -> Match:
     except NoMatch as lib_err:
         raise NoMatch(f"{err}; as library call + kernel: {lib_err}") from err
     preamble, init = copy_init(source)
-    scalars = {k: v for k, v in vars(traced.model).items() if type(v) is float}
+    scalars, buffers = _scalars(traced, lib.ir)
     features, conv_inputs = lib.features, ()
     if _channels_last_fits(traced, lib.ir) and (
         lib.family == "elementwise" or _channel_rows(lib.ir)
@@ -123,11 +123,25 @@ def match_library_prefix(traced: Traced, source: str, err: NoMatch) -> Match:
         preamble=preamble,
         features=features,
         scalars=scalars,
+        attr_buffers=buffers,
         prelude=lib.prelude,
         library=lib.library,
         conv_inputs=conv_inputs,
         prefix_gemms=lib.gemms,
     )
+
+
+def _scalars(traced: Traced, ir) -> tuple[dict[str, float], tuple[str, ...]]:
+    """(the float attributes the solution is specialized to, checked in ``__init__``; the
+    attributes the kernel reads from a buffer). An attribute read at run time wherever the
+    reference uses it needs no check (front/attrs.py)."""
+    scalars = {k: v for k, v in vars(traced.model).items() if type(v) is float}
+    free = traced.marks.free(scalars)
+    operands = getattr(ir, "operands", [])
+    buffers = tuple(
+        sorted(op.name[len(ATTR_PREFIX) :] for op in operands if op.name.startswith(ATTR_PREFIX))
+    )
+    return {k: v for k, v in scalars.items() if k not in free}, buffers
 
 
 def _channel_rows(ir: RowIR) -> bool:
@@ -230,7 +244,7 @@ def match_families(out: CNode, traced: Traced, source: str) -> Match:
         ir, summary = _elementwise(out)
         family = "elementwise"
     preamble, init = copy_init(source)
-    scalars = {k: v for k, v in vars(traced.model).items() if type(v) is float}
+    scalars, buffers = _scalars(traced, ir)
     return Match(
         family,
         summary,
@@ -240,4 +254,5 @@ def match_families(out: CNode, traced: Traced, source: str) -> Match:
         preamble=preamble,
         features=features,
         scalars=scalars,
+        attr_buffers=buffers,
     )

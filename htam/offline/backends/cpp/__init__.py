@@ -9,9 +9,9 @@ from htam.offline.backends.cpp.loader import IMPORTS, cpp_loader
 from htam.offline.backends.cpp.pool import pool_solution
 from htam.offline.backends.cpp.row import row_solution
 from htam.offline.backends.cpp.scan import scan_solution
-from htam.offline.backends.pool_geometry import GEOMETRY
 from htam.offline.ir.expr import Math
 from htam.offline.ir.model import Match
+from htam.offline.ir.pool import GEOMETRY
 from htam.offline.params import Params
 from htam.offline.strategies import family_strategies
 from htam.vocab import Language

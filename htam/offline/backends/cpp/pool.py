@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from htam.offline.backends.cpp.common import HEADER, cpp_names
-from htam.offline.backends.pool_geometry import pool_forward
 from htam.offline.ir.model import PoolIR
+from htam.offline.ir.pool import pool_forward
 from htam.offline.params import PoolParams
 
 _SIZES = "D H W OD OH OW KD KH KW SD SH SW PD PH PW DD DH DW divisor count_pad".split()

@@ -3,8 +3,8 @@ and height are loops, its width unrolled (``KW`` a compile-time constant)."""
 
 from __future__ import annotations
 
-from htam.offline.backends.pool_geometry import GEOMETRY, pool_forward
 from htam.offline.ir.model import PoolIR
+from htam.offline.ir.pool import GEOMETRY, pool_forward
 from htam.offline.params import PoolParams
 
 KERNEL = """
