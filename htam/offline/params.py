@@ -96,12 +96,20 @@ class PoolParams(Params):
     warps: int = 4
 
 
+@dataclass(frozen=True)
+class ChannelNormParams(Params):
+    block: int = 1024  # elements per tile of a contiguous segment
+    warps: int = 4
+    programs: int = 1024  # at least this many programs when the statistics allow a split
+
+
 FAMILY_PARAMS: dict[str, type[Params]] = {
     "elementwise": EwParams,
     "row": RowParams,
     "gemm": GemmParams,
     "scan": ScanParams,
     "pool": PoolParams,
+    "channel_norm": ChannelNormParams,
 }
 
 
@@ -125,6 +133,8 @@ def baseline(match: Match, language: str = "triton") -> Params:
         return ScanParams()
     if match.family == "pool":
         return PoolParams()
+    if match.family == "channel_norm":
+        return ChannelNormParams()
     epilogue = "fused" if not ir.has_epilogue else ("ops" if len(ir.epilogue.ops) > 1 else "kernel")
     # tile, K step and precision chosen per shape (backends/triton/gemm_plan.py); C++: untiled
     return GemmParams(epilogue=epilogue, tile=-1, bk=0, tf32=None)

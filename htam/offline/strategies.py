@@ -148,12 +148,14 @@ SCAN = {
     "parallel_mapping.rows_per_program": Rule(lambda p: replace(p, rows=_next(ROWS, p.rows))),
 }
 POOL = {"parallel_mapping.block_size_tuning": Rule(_block)}
+CHANNEL_NORM = {"parallel_mapping.block_size_tuning": Rule(_block)}
 RULES: dict[str, dict[str, Rule]] = {
     "elementwise": ELEMENTWISE,
     "row": ROW,
     "gemm": GEMM,
     "scan": SCAN,
     "pool": POOL,
+    "channel_norm": CHANNEL_NORM,
 }
 
 

@@ -119,4 +119,27 @@ def scalar(rng: random.Random, shape: tuple[int, ...], x: str) -> Drawn:
     return Drawn(shape, "", forward, [x, repr(value)], "x, s", "elementwise")
 
 
-FAMILIES = ("scan", "pool", "loss", "einsum", "scalar")
+def norm(rng: random.Random, size: str) -> Drawn:
+    """BatchNorm (training or eval mode, 1-3 d) or GroupNorm (groups dividing the channels,
+    with or without affine parameters) of an input."""
+    c = rng.choice([1, 2, 3, 4, 6, 8] if size == "small" else [16, 32, 64])
+    spatial = rng.randint(0, 3)
+    side = 6 if size == "small" else 128
+    shape = (  # a batch of 2 at least: training BatchNorm needs two values per channel
+        rng.randint(2, 3 if size == "small" else 32),
+        c,
+        *(rng.randint(1, side) for _ in range(spatial)),
+    )
+    if rng.random() < 0.5 and spatial >= 1:
+        groups = rng.choice([g for g in range(1, c + 1) if c % g == 0])
+        init = f"self.norm = nn.GroupNorm({groups}, {c}, affine={rng.random() < 0.7})"
+    else:
+        kind = f"BatchNorm{max(1, spatial)}d"  # 1d takes (N, C) and (N, C, L)
+        init = f"self.norm = nn.{kind}({c}, affine={rng.random() < 0.7})"
+        if rng.random() < 0.3:
+            init += "\n        self.norm.eval()"
+    x = f"torch.randn({_names(shape)}) * 2.0 + 0.5"
+    return Drawn(shape, init, "self.norm(x)", [x], "x", "channel_norm")
+
+
+FAMILIES = ("scan", "pool", "loss", "einsum", "scalar", "norm")

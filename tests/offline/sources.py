@@ -394,3 +394,6 @@ CASES.update(SCAN_CASES)
 from tests.offline.sources_pool import POOL_CASES  # noqa: E402
 
 CASES.update(POOL_CASES)
+from tests.offline.sources_norm import NORM_CASES  # noqa: E402
+
+CASES.update(NORM_CASES)

@@ -1,5 +1,5 @@
 """The families beyond rows, elementwise chains and GEMMs (scan, pool, loss, einsum, a float
-argument) on seeded random shapes from htam.tasks.random_families, on the CPU: each task falls
+argument, BatchNorm / GroupNorm) on seeded random shapes from htam.tasks.random_families, on the CPU: each task falls
 in the family it was drawn for and its Triton solution (interpreter) matches the reference,
 alternating the baseline and every strategy together."""
 
@@ -13,8 +13,8 @@ from htam.tasks.random_shapes import random_tasks
 from tests.offline.cases import everything
 from tests.offline.harness import compare, load_solution, solution
 
-N = 60
-CHUNK = 15
+N = 90
+CHUNK = 18
 TASKS = random_tasks(N, seed=0, size="small", families=FAMILIES)
 
 
@@ -31,6 +31,9 @@ def test_every_family_is_drawn_with_its_variants():
         "reduction='none'",
         "einsum",
         "x, s",
+        "GroupNorm",
+        "BatchNorm",
+        ".eval()",
     ):
         assert needle in sources, needle
     big = random_tasks(10, seed=0, size="large", families=FAMILIES)

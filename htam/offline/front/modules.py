@@ -76,6 +76,14 @@ def _with_attributes(m: nn.Module, path: str) -> Lowered | None:
         return "rms_norm", attrs, {"weight": _param(m, path, "weight")}
     if isinstance(m, nn.modules.pooling._MaxPoolNd | nn.modules.pooling._AvgPoolNd):
         return _pool(m, path)
+    if isinstance(m, nn.modules.batchnorm._BatchNorm | nn.GroupNorm):
+        if type(m) not in (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.GroupNorm):
+            return None
+        return (
+            ("batch_norm" if isinstance(m, nn.modules.batchnorm._BatchNorm) else "group_norm"),
+            {"path": path},
+            {},
+        )
     if isinstance(m, nn.Linear):
         return "linear", {}, {"weight": f"{path}.weight", "bias": _param(m, path, "bias")}
     return None

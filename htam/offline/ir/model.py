@@ -115,6 +115,18 @@ class PoolIR:
     source: str  # forward expression of the pooled tensor
 
 
+@dataclass
+class ChannelNormIR:
+    """BatchNorm (statistics per channel over the batch and positions, training mode as the
+    reference computes them; running statistics in eval mode) or GroupNorm (per sample and
+    group of channels) of a forward input by a norm module of the model, whose eps, affine
+    parameters and running statistics the forward reads at every call."""
+
+    kind: str  # "batch" | "group"
+    module: str  # the norm module's dotted path in the model
+    source: str  # forward expression of the normalized tensor
+
+
 @dataclass(frozen=True)
 class GemmSide:
     source: str  # forward expression of the stored tensor
@@ -138,10 +150,10 @@ class GemmIR:
 
 @dataclass
 class Match:
-    family: str  # "elementwise" | "row" | "gemm" | "scan" | "pool"
+    family: str  # "elementwise" | "row" | "gemm" | "scan" | "pool" | "channel_norm"
     summary: str
     inputs: list[str]  # forward argument names, in order
-    ir: EwIR | RowIR | GemmIR | ScanIR | PoolIR
+    ir: EwIR | RowIR | GemmIR | ScanIR | PoolIR | ChannelNormIR
     init_source: str  # ModelNew's __init__ method, copied from the reference
     preamble: str = ""  # imports and module-level helpers that __init__ needs
     features: dict[str, bool] = field(default_factory=dict)  # e.g. online_softmax, welford

@@ -13,6 +13,7 @@ from htam.offline.ir.model import EwIR, Match, RowIR
 from htam.offline.ir.passes import row_features
 from htam.offline.ir.views import per_channel
 from htam.offline.matcher.build import ATTR_PREFIX, GEMM_OPS, ROW_OPS, Builder, bind_device
+from htam.offline.matcher.channel_norm import NORM_OPS, match_channel_norm
 from htam.offline.matcher.gemm import match_gemm
 from htam.offline.matcher.pool import POOL_OPS, match_pool
 from htam.offline.matcher.rows import row_spec
@@ -219,13 +220,17 @@ def match_families(out: CNode, traced: Traced, source: str) -> Match:
         )
     features: dict[str, bool] = {}
     pools = [n for n in nodes if n.op in POOL_OPS]
+    norms = [n for n in nodes if n.op in NORM_OPS]
     scans = [n for n in nodes if n.op in SCAN_OPS]
     if scans and (gemms or rows):
         raise NoMatch(
             f"a {scans[0].op} combined with a {'matrix product' if gemms else 'reduction'}; "
             "the scan family scans an elementwise chain"
         )
-    if pools:
+    if norms:
+        ir, summary = match_channel_norm(out, norms)
+        family = "channel_norm"
+    elif pools:
         ir, summary = match_pool(out, pools)
         family = "pool"
     elif scans:

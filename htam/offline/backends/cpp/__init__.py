@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from htam.offline.backends.base import KernelCode
+from htam.offline.backends.cpp.channel_norm import channel_norm_solution
 from htam.offline.backends.cpp.ew import ew_solution
 from htam.offline.backends.cpp.gemm import gemm_solution
 from htam.offline.backends.cpp.loader import IMPORTS, cpp_loader
@@ -22,6 +23,7 @@ _FAMILIES = {
     "gemm": gemm_solution,
     "scan": scan_solution,
     "pool": lambda ir, p, m: pool_solution(ir, p),  # no SSA program: nothing for Math
+    "channel_norm": lambda ir, p, m: channel_norm_solution(ir, p),
 }
 NOT_ON_CPU = ("precision.tensor_core_dot",)  # TF32 tensor cores: a GPU unit
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from htam.offline.backends.base import KernelCode
+from htam.offline.backends.triton.channel_norm import channel_norm_solution
 from htam.offline.backends.triton.ew import ew_solution
 from htam.offline.backends.triton.gemm import gemm_solution
 from htam.offline.backends.triton.layout import input_layout
@@ -29,6 +30,7 @@ _FAMILIES = {
     "gemm": gemm_solution,
     "scan": scan_solution,
     "pool": lambda ir, p, m: pool_solution(ir, p),  # no SSA program: nothing for Math
+    "channel_norm": lambda ir, p, m: channel_norm_solution(ir, p),
 }
 
 
