@@ -27,7 +27,9 @@ from htam.offline.params import (
     EwParams,
     GemmParams,
     Params,
+    PoolParams,
     RowParams,
+    ScanParams,
 )
 
 # The order the offline proposer offers strategies in: by direction, then in the seed's order. The
@@ -74,7 +76,7 @@ def _next(ladder: list, current) -> object:
     return ladder[(ladder.index(current) + 1) % len(ladder)] if current in ladder else ladder[0]
 
 
-def _block(p: EwParams | RowParams) -> EwParams | RowParams:
+def _block(p: EwParams | RowParams | ScanParams | PoolParams) -> Params:
     block = _next(BLOCKS, p.block)
     return replace(p, block=block, warps=8 if block >= 2048 else 4)
 
@@ -139,7 +141,20 @@ GEMM = {
     "data_reuse.shared_memory_tiling": Rule(_gemm_tile),
     "precision.tensor_core_dot": Rule(lambda p: replace(p, tf32=True)),
 }
-RULES: dict[str, dict[str, Rule]] = {"elementwise": ELEMENTWISE, "row": ROW, "gemm": GEMM}
+SCAN = {
+    "parallel_mapping.block_size_tuning": Rule(_block),
+    "parallel_mapping.rows_per_program": Rule(lambda p: replace(p, rows=_next(ROWS, p.rows))),
+}
+POOL = {"parallel_mapping.block_size_tuning": Rule(_block)}
+CHANNEL_NORM = {"parallel_mapping.block_size_tuning": Rule(_block)}
+RULES: dict[str, dict[str, Rule]] = {
+    "elementwise": ELEMENTWISE,
+    "row": ROW,
+    "gemm": GEMM,
+    "scan": SCAN,
+    "pool": POOL,
+    "channel_norm": CHANNEL_NORM,
+}
 
 
 def _offered() -> tuple[str, ...]:
