@@ -83,15 +83,28 @@ class GemmParams(Params):
     tf32: bool | None = False
 
 
+@dataclass(frozen=True)
+class ModelParams(Params):
+    """A whole model's kernels (htam.offline.graph): elements per program, and whether a
+    library call's or batch norm's following activation is fused into its epilogue kernel."""
+
+    block: int = 1024
+    warps: int = 4
+    fuse: bool = True
+
+
 FAMILY_PARAMS: dict[str, type[Params]] = {
     "elementwise": EwParams,
     "row": RowParams,
     "gemm": GemmParams,
+    "model": ModelParams,
 }
 
 
 def baseline(match: Match, language: str = "triton") -> Params:
     ir = match.ir
+    if match.family == "model":
+        return ModelParams()
     if match.family == "elementwise":
         if match.features.get("channels_last") and language == "triton":
             # A convolution's epilogue: fused, read channels-last. On the H200 (KernelBench

@@ -25,6 +25,7 @@ from htam.offline.params import (
     VECS,
     EwParams,
     GemmParams,
+    ModelParams,
     Params,
     RowParams,
 )
@@ -141,7 +142,22 @@ GEMM = {
     "data_reuse.shared_memory_tiling": Rule(_gemm_tile),
     "precision.tensor_core_dot": Rule(lambda p: replace(p, tf32=True)),
 }
-RULES: dict[str, dict[str, Rule]] = {"elementwise": ELEMENTWISE, "row": ROW, "gemm": GEMM}
+
+
+def _model_block(p: ModelParams) -> ModelParams:
+    block = _next(BLOCKS, p.block)
+    return replace(p, block=block, warps=8 if block >= 2048 else 4)
+
+
+# A whole model (htam.offline.graph): the baseline fuses each epilogue already; the kernels'
+# tile size is what a step changes.
+MODEL = {"parallel_mapping.block_size_tuning": Rule(_model_block)}
+RULES: dict[str, dict[str, Rule]] = {
+    "elementwise": ELEMENTWISE,
+    "row": ROW,
+    "gemm": GEMM,
+    "model": MODEL,
+}
 
 
 def family_strategies(match: Match) -> list[str]:
