@@ -26,6 +26,7 @@ static inline float act_fn(float v, int kind, float lo, float hi) {
         case 6: return v / (1.f + std::exp(-v));
         case 7: return std::min(std::max(v, lo), hi);
         case 8: return v >= 0.f ? v : v * lo;
+        case 9: return std::exp(v);
         default: return v;
     }
 }

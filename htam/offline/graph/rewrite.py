@@ -48,11 +48,12 @@ _F = {
     "silu": ("_f_silu", {"inplace"}, 2, "activation"),
     "leaky_relu": ("_f_leaky_relu", {"negative_slope", "inplace"}, 3, "activation"),
     "hardtanh": ("_f_hardtanh", {"min_val", "max_val", "inplace"}, 4, "activation"),
+    "exp": ("_f_exp", set(), 1, "elementwise"),
     "softmax": ("_f_softmax", {"dim"}, 2, "softmax"),
     "log_softmax": ("_f_log_softmax", {"dim"}, 2, "softmax"),
 }
 _F_ROOTS = ("F.", "torch.nn.functional.", "nn.functional.", "torch.")
-_TORCH_ONLY = {"relu", "sigmoid", "tanh", "softmax", "log_softmax"}  # torch.<name> spellings
+_TORCH_ONLY = {"relu", "sigmoid", "tanh", "exp", "softmax", "log_softmax"}  # torch.<name> spellings
 _SEQUENTIAL = ("nn.Sequential", "torch.nn.Sequential")
 
 

@@ -16,9 +16,8 @@ from the instance at run time: the kernels take them as arguments.
 """
 
 RUNTIME = '''
-_ACTS = {"relu": 1, "sigmoid": 2, "tanh": 3, "gelu": 4, "gelu_tanh": 5, "silu": 6, "clamp": 7,
-         "leaky": 8}
-
+# activation kinds (the primitives' KIND): 1 relu, 2 sigmoid, 3 tanh, 4 gelu, 5 gelu (tanh),
+# 6 silu, 7 clamp (hardtanh, relu6), 8 leaky relu, 9 exp; 0 none
 
 def _spec(m):
     """(kind, lo, hi) of an activation module, None for any other module."""
@@ -109,6 +108,10 @@ def _f_leaky_relu(x, negative_slope=0.01, inplace=False):
 
 def _f_hardtanh(x, min_val=-1.0, max_val=1.0, inplace=False):
     return _act(x, (7, min_val, max_val), inplace)
+
+
+def _f_exp(x):
+    return _act(x, (9, 0.0, 0.0))
 
 
 def _f_softmax(x, dim=None, dtype=None):

@@ -39,6 +39,8 @@ def _act_fn(v, KIND: tl.constexpr, lo, hi):
         v = tl.minimum(tl.maximum(v, lo), hi)
     elif KIND == 8:
         v = tl.where(v >= 0.0, v, v * lo)
+    elif KIND == 9:
+        v = tl.exp(v)
     return v
 
 
