@@ -73,6 +73,14 @@ def test_no_segment_names_what_the_model_holds():
         rewrite(src)
 
 
+def test_a_module_that_never_runs_is_no_segment():
+    src = CONV_ONLY.replace(
+        "self.pool = nn.MaxPool2d(2)", "self.pool = nn.MaxPool2d(2)\n        self.act = nn.ReLU()"
+    ).replace("nn.Conv2d(3, 4, 3)", "nn.Conv2d(3, 4, 3, bias=False)")
+    with pytest.raises(NoMatch, match=r"covered modules \(activation\) never run"):
+        analyze(task_of("unused_relu", src))
+
+
 @pytest.mark.parametrize("name", sorted(MODELS))
 @pytest.mark.parametrize("language", ["triton", "cpp"])
 def test_solution_passes_the_static_checks(name, language):

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from htam.offline.front.trace import NoMatch
 from htam.offline.graph import cpp_rt, triton_rt
+from htam.offline.graph.dryrun import dry_run
 from htam.offline.graph.recurrent import RECURRENT
 from htam.offline.graph.rewrite import Rewritten, rewrite
 from htam.offline.graph.runtime import RUNTIME
@@ -27,6 +28,10 @@ def match_model(source: str, why: NoMatch | None = None) -> Match:
         rw = rewrite(source)
     except NoMatch as err:
         raise NoMatch(f"{why}; whole model: {err}" if why else str(err)) from err
+    if not dry_run(rw, source):
+        found = ", ".join(sorted(rw.sites))
+        prefix = f"{why}; whole model: " if why else ""
+        raise NoMatch(f"{prefix}its covered modules ({found}) never run in forward")
     sites = ", ".join(f"{family} {n}" for family, n in sorted(rw.sites.items()))
     return Match(
         family=FAMILY,

@@ -104,8 +104,12 @@ CONVS = {"Conv1d": "convolution + bias", "Conv2d": "convolution + bias",
 
 
 def _no_bias(call: ast.Call) -> bool:
+    """Whether the convolution may be built without a bias (``bias=False``, or a value known
+    only at run time): then no kernel of ours would run, and it is left as written."""
+    if len(call.args) >= 8:  # bias given by position
+        return True
     return any(
-        k.arg == "bias" and isinstance(k.value, ast.Constant) and k.value.value is False
+        k.arg == "bias" and not (isinstance(k.value, ast.Constant) and k.value.value is True)
         for k in call.keywords
     )
 
