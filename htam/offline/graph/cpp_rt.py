@@ -1,6 +1,6 @@
 """The C++ (OpenMP) primitives a whole model's rewritten modules call on the CPU: the same
-functions as :mod:`.triton_rt` (``_act``, ``_affine_act``, ``_bias_act``, ``_bn_moments``,
-``_rows``), built once with torch.utils.cpp_extension."""
+functions as :mod:`.triton_rt` (``_act``, ``_affine_act``, ``_bias_act``, ``_bn_train``,
+``_rows``, ``_lstm_cell``, ``_gru_cell``), built once with torch.utils.cpp_extension."""
 
 from __future__ import annotations
 
@@ -196,10 +196,23 @@ def _bias_act(y, bias, inner, spec):
     return _affine_act(y, None, bias.detach(), bias.numel(), inner, spec, out=y)
 
 
-def _bn_moments(x, channels, inner):
-    """Per-channel mean and biased variance of ``x`` (N, C, *) as batch norm computes them."""
+def _bn_train(x, channels, inner, weight, bias, eps, running_mean, running_var, momentum):
+    """Training-mode batch norm's per-channel (scale, shift) from the batch's moments; the
+    running statistics (when given) updated with ``momentum`` as torch does."""
     res = _ext.moments(x.contiguous(), channels, inner)
-    return res[0], res[1]
+    mean, var = res[0], res[1]
+    if running_mean is not None:
+        count = x.numel() // channels
+        with torch.no_grad():
+            running_mean.mul_(1 - momentum).add_(mean * momentum)
+            running_var.mul_(1 - momentum).add_(var * (count / max(count - 1, 1)) * momentum)
+    scale = torch.rsqrt(var + eps)
+    if weight is not None:
+        scale = scale * weight.detach()
+    shift = -mean * scale
+    if bias is not None:
+        shift = shift + bias.detach()
+    return scale, shift
 
 
 def _lstm_cell(gx, gh, c, h, out):

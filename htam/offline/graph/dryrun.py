@@ -37,9 +37,9 @@ def _bias_act(y, bias, inner, spec):
     return y
 
 
-def _bn_moments(x, channels, inner):
-    _CALLS.append("bn_moments")
-    return x.new_zeros(channels), x.new_ones(channels)
+def _bn_train(x, channels, inner, weight, bias, eps, running_mean, running_var, momentum):
+    _CALLS.append("bn_train")
+    return x.new_ones(channels), x.new_zeros(channels)
 
 
 def _rows(x, mode, weight=None, bias=None, eps=0.0):

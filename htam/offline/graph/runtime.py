@@ -158,29 +158,27 @@ class _KBatchNorm(nn.modules.batchnorm._BatchNorm):
         self._check_input_dim(x)
         channels = x.shape[1]
         inner = x[0, 0].numel() if x.dim() > 2 else 1
-        batch = self.training or self.running_mean is None
-        if batch:
-            mean, var = _bn_moments(x, channels, inner)
-            if self.training and self.track_running_stats:
-                self._track(mean, var, x.numel() // channels)
+        if self.training or self.running_mean is None:
+            track = self.training and self.track_running_stats
+            momentum = 0.0
+            if track:
+                self.num_batches_tracked.add_(1)
+                momentum = self.momentum
+                if momentum is None:  # a cumulative average
+                    momentum = 1.0 / float(self.num_batches_tracked)
+            scale, shift = _bn_train(
+                x, channels, inner, self.weight, self.bias, self.eps,
+                self.running_mean if track else None, self.running_var if track else None,
+                momentum,
+            )
         else:
-            mean, var = self.running_mean, self.running_var
-        scale = torch.rsqrt(var + self.eps)
-        if self.weight is not None:
-            scale = scale * self.weight
-        shift = -mean * scale
-        if self.bias is not None:
-            shift = shift + self.bias
+            scale = torch.rsqrt(self.running_var + self.eps)
+            if self.weight is not None:
+                scale = scale * self.weight
+            shift = -self.running_mean * scale
+            if self.bias is not None:
+                shift = shift + self.bias
         return _affine_act(x, scale.detach(), shift.detach(), channels, inner, spec)
-
-    def _track(self, mean, var, count):
-        with torch.no_grad():
-            self.num_batches_tracked.add_(1)
-            m = self.momentum
-            if m is None:
-                m = 1.0 / float(self.num_batches_tracked)
-            self.running_mean.mul_(1 - m).add_(mean * m)
-            self.running_var.mul_(1 - m).add_(var * (count / max(count - 1, 1)) * m)
 
 
 class _KBatchNorm1d(_KBatchNorm, nn.BatchNorm1d):

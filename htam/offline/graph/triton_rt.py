@@ -2,8 +2,8 @@
 
 Each primitive is one kernel launch (the batch-norm moments one, plus a sum of its per-chunk
 partials); ``{block}`` and ``{warps}`` are the template's parameters. The functions keep the
-signatures :mod:`.runtime` calls: ``_act``, ``_bias_act``, ``_bn_moments``, ``_affine_act``,
-``_softmax_last``, ``_layer_norm_last``.
+signatures :mod:`.runtime` calls: ``_act``, ``_affine_act``, ``_bias_act``, ``_bn_train``,
+``_rows``, ``_lstm_cell``, ``_gru_cell``.
 """
 
 IMPORTS = """import math
@@ -86,6 +86,34 @@ def _moments_kernel(x_ptr, part_ptr, count, inner, C, chunk, S, BLOCK: tl.conste
         acc2 += v * v
     tl.store(part_ptr + (c * S + s) * 2, tl.sum(acc, 0))
     tl.store(part_ptr + (c * S + s) * 2 + 1, tl.sum(acc2, 0))
+
+
+@triton.jit
+def _bn_finalize_kernel(x_ptr, part_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, scale_ptr, shift_ptr,
+                        count, inner, S, eps, momentum, HAS_W: tl.constexpr,
+                        HAS_B: tl.constexpr, TRACK: tl.constexpr, BLOCK_S: tl.constexpr):
+    # channel c's partial sums -> its scale and shift (and the running statistics' update)
+    c = tl.program_id(0)
+    s = tl.arange(0, BLOCK_S)
+    m = s < S
+    s1 = tl.sum(tl.load(part_ptr + (c * S + s) * 2, mask=m, other=0.0), 0)
+    s2 = tl.sum(tl.load(part_ptr + (c * S + s) * 2 + 1, mask=m, other=0.0), 0)
+    k = tl.load(x_ptr + c * inner).to(tl.float32)
+    d = s1 / count
+    var = tl.maximum(s2 / count - d * d, 0.0)
+    mean = k + d
+    scale = 1.0 / tl.sqrt(var + eps)
+    if HAS_W:
+        scale = scale * tl.load(w_ptr + c)
+    shift = -mean * scale
+    if HAS_B:
+        shift = shift + tl.load(b_ptr + c)
+    tl.store(scale_ptr + c, scale)
+    tl.store(shift_ptr + c, shift)
+    if TRACK:
+        unbiased = var * count / tl.maximum(count - 1.0, 1.0)
+        tl.store(rm_ptr + c, (1.0 - momentum) * tl.load(rm_ptr + c) + momentum * mean)
+        tl.store(rv_ptr + c, (1.0 - momentum) * tl.load(rv_ptr + c) + momentum * unbiased)
 
 
 @triton.jit
@@ -232,9 +260,27 @@ def _bias_act(y, bias, inner, spec):
     return _affine_act(y, None, bias, bias.numel(), inner, spec, out=y)
 
 
-def _bn_moments(x, channels, inner):
-    """Per-channel mean and biased variance of ``x`` (N, C, *) as batch norm computes them."""
+def _bn_train(x, channels, inner, weight, bias, eps, running_mean, running_var, momentum):
+    """Training-mode batch norm's per-channel (scale, shift) from the batch's moments; the
+    running statistics (when given) updated with ``momentum`` as torch does."""
     x = x.contiguous()
+    count = x.numel() // channels
+    part = _partials(x, channels, inner, count)
+    scale = torch.empty(channels, device=x.device, dtype=torch.float32)
+    shift = torch.empty_like(scale)
+    track = running_mean is not None
+    _bn_finalize_kernel[(channels,)](
+        x, part, weight if weight is not None else scale, bias if bias is not None else scale,
+        running_mean if track else scale, running_var if track else scale, scale, shift,
+        float(count), inner, part.shape[1], float(eps), float(momentum),
+        HAS_W=weight is not None, HAS_B=bias is not None, TRACK=track,
+        BLOCK_S=triton.next_power_of_2(part.shape[1]),
+    )
+    return scale, shift
+
+
+def _partials(x, channels, inner, count):
+    """Per channel and chunk of its elements: the sums of (x - k) and (x - k)^2."""
     count = x.numel() // channels
     chunks = max(1, min(triton.cdiv(count, 4 * _BLOCK), max(1, 1024 // channels)))
     chunk = triton.cdiv(triton.cdiv(count, chunks), _BLOCK) * _BLOCK
@@ -242,11 +288,7 @@ def _bn_moments(x, channels, inner):
     part = torch.empty((channels, chunks, 2), device=x.device, dtype=torch.float32)
     _moments_kernel[(channels, chunks)](x, part, count, inner, channels, chunk, chunks,
                                         BLOCK=_BLOCK, num_warps=_WARPS)
-    shift = x.reshape(-1, channels, inner)[0, :, 0].float()
-    total = part.sum(1)
-    mean_k = total[:, 0] / count
-    var = (total[:, 1] / count - mean_k * mean_k).clamp_min(0.0)
-    return shift + mean_k, var
+    return part
 
 
 def _rows(x, mode, weight=None, bias=None, eps=0.0):
