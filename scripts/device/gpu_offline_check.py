@@ -10,7 +10,7 @@ names tasks done before that are checked again, first, their earlier speedup kep
 
 KB_TASKS (fnmatch globs on task ids, as gpu_run.sh's kbbench takes) checks only those tasks;
 KB_LEVELS (default 1,2) the levels; SHARD=i/n only every n-th task from the i-th (one process per
-GPU: scripts/gpu_kb_offline.sh). ``--summary FILE.jsonl`` prints the tables of a finished check.
+GPU: scripts/device/gpu_kb_offline.sh). ``--summary FILE.jsonl`` prints the tables of a finished check.
 
 The reference is timed eagerly only (torch.compile of 120 references would take the whole
 device budget); speedups are the baseline's, before any strategy of an optimization run.

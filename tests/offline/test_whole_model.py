@@ -21,7 +21,7 @@ from tests.offline.harness import load_solution, solution, task_of
 from tests.offline.whole_models import CONV_ONLY, MODELS
 
 KB = Path(__file__).resolve().parents[3] / "shared" / "kernelbench" / "KernelBench"
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "offline_coverage.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "device" / "offline_coverage.py"
 KB = KB if KB.is_dir() else Path("/work/shared/kernelbench/KernelBench")
 
 

@@ -9,13 +9,14 @@ and matching needs shapes, not numbers.
 from __future__ import annotations
 
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.fx as fx
 from torch._subclasses.fake_tensor import FakeTensorMode
 
+from htam.offline.front.attrs import AttrMarks, mark_attributes
 from htam.tasks.module import load_task_module
 from htam.tasks.task import Task
 
@@ -35,6 +36,8 @@ class Traced:
     graph: fx.GraphModule
     values: dict[fx.Node, Any]  # what each node produced on the example inputs
     inputs: list[Any]
+    # the graph's constants that are float attributes of the model (front/attrs.py)
+    marks: AttrMarks = field(default_factory=AttrMarks)
 
 
 class _Recorder(fx.Interpreter):
@@ -72,4 +75,5 @@ def trace_task(task: Task) -> Traced:
                 recorder.run(*inputs)
             except Exception as err:
                 raise NoMatch(f"the traced reference fails to run: {err}") from err
-    return Traced(module, model, gm, recorder.values, inputs)
+        marks = mark_attributes(model, gm)
+    return Traced(module, model, gm, recorder.values, inputs, marks)
