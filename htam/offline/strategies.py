@@ -26,6 +26,7 @@ from htam.offline.params import (
     VECS,
     EwParams,
     GemmParams,
+    ModelParams,
     Params,
     PoolParams,
     RowParams,
@@ -141,6 +142,16 @@ GEMM = {
     "data_reuse.shared_memory_tiling": Rule(_gemm_tile),
     "precision.tensor_core_dot": Rule(lambda p: replace(p, tf32=True)),
 }
+
+
+def _model_block(p: ModelParams) -> ModelParams:
+    block = _next(BLOCKS, p.block)
+    return replace(p, block=block, warps=8 if block >= 2048 else 4)
+
+
+# A whole model (htam.offline.graph): the baseline fuses each epilogue already; the kernels'
+# tile size is what a step changes.
+MODEL = {"parallel_mapping.block_size_tuning": Rule(_model_block)}
 SCAN = {
     "parallel_mapping.block_size_tuning": Rule(_block),
     "parallel_mapping.rows_per_program": Rule(lambda p: replace(p, rows=_next(ROWS, p.rows))),
@@ -151,6 +162,7 @@ RULES: dict[str, dict[str, Rule]] = {
     "elementwise": ELEMENTWISE,
     "row": ROW,
     "gemm": GEMM,
+    "model": MODEL,
     "scan": SCAN,
     "pool": POOL,
     "channel_norm": CHANNEL_NORM,
