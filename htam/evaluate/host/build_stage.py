@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING
 
 from htam.evaluate.host import folders, inline_calls, integrity
 from htam.evaluate.host.forkserver import ForkServerError
+from htam.vocab import Language
 
 if TYPE_CHECKING:
     from htam.evaluate.host.evaluator import Evaluator
 
-PREBUILT_LANGUAGES = ("cuda", "cpp")
+PREBUILT_LANGUAGES = (Language.CUDA, Language.CPP)  # built ahead of the GPU queue
 # Every build inside its timed job, as before builds left the GPU's path: for "before" figures.
 LEGACY_ENV = "HTAM_LEGACY_BUILD"
 
