@@ -28,7 +28,14 @@ from htam.cli.common import (
 )
 from htam.cli.console import LoadProgress
 from htam.cli.fmt import plural
-from htam.cli.llm_options import build_proposer, check_llm_options
+from htam.cli.llm_options import (
+    BaseUrl,
+    LlmPreset,
+    LlmTimeout,
+    ModelName,
+    build_proposer,
+    check_llm_options,
+)
 from htam.cli.optimize_runs import resume_on_interrupt
 from htam.cli.report_cmd import print_metrics
 from htam.cli.sizes import (
@@ -155,9 +162,10 @@ def bench_command(
     methods: str = typer.Option("htam", help=f"comma list of methods: {METHOD_HELP}"),
     steps: int = typer.Option(6, min=1, help="optimization steps T per unit"),
     seeds: int = typer.Option(1, min=1, help="seeds 0..N-1 per (method, task)"),
-    llm: str | None = typer.Option(None, help="LLM preset (default: the offline proposer)"),
-    base_url: str | None = typer.Option(None, help="any OpenAI-compatible endpoint (with --model)"),
-    model: str | None = typer.Option(None, help="model name for --llm or --base-url"),
+    llm: LlmPreset = None,
+    base_url: BaseUrl = None,
+    model: ModelName = None,
+    llm_timeout: LlmTimeout = None,
     proposer: str | None = typer.Option(
         None,
         help="a custom proposer factory module:attr, called with target= and language= "
@@ -219,7 +227,9 @@ def bench_command(
     )
     devices, ray_slots = plan.devices, ray_slots or plan.ray_slots
     check_llm_options(llm, base_url, model)
-    spec = ProposerSpec(llm=llm, base_url=base_url, model=model, factory=proposer)
+    spec = ProposerSpec(
+        llm=llm, base_url=base_url, model=model, factory=proposer, llm_timeout_s=llm_timeout
+    )
     build_proposer(spec, target, language)
     try:
         config = BenchConfig(

@@ -17,7 +17,7 @@ from htam.evaluate.host import folders, inline_calls, integrity
 from htam.evaluate.host.forkserver import ForkServerError
 
 if TYPE_CHECKING:
-    from htam.evaluate.evaluator import Evaluator
+    from htam.evaluate.host.evaluator import Evaluator
 
 PREBUILT_LANGUAGES = ("cuda", "cpp")
 # Every build inside its timed job, as before builds left the GPU's path: for "before" figures.

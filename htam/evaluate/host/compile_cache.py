@@ -9,6 +9,7 @@ import functools
 import hashlib
 import inspect
 import os
+import re
 import subprocess
 import sys
 import time
@@ -20,6 +21,41 @@ import torch
 
 class CompileError(Exception):
     """The candidate's extension failed to build."""
+
+
+# g++/clang "file:line:col: error: ..." and nvcc "file(line): error: ..."
+_ERROR = re.compile(
+    r"^(?P<file>[^\s:()]+?)(?::(?P<line>\d+)(?::\d+)?:|\((?P<nvline>\d+)\):)"
+    r"\s*(?:fatal )?error\b.*$",
+    re.M,
+)
+_CONTEXT_LINES = 4  # the compiler's quoted source line and caret after the error
+_TAIL = 800
+_FILES = "load_inline's main.cpp holds your cpp_sources after its #include lines; cuda.cu your cuda_sources"
+
+
+def build_failure(exc: BaseException) -> str:
+    """What a failed build says to whoever repairs it: the first compiler error with its file
+    and line and the lines the compiler quotes under it, the count of errors, then the end of
+    the log (an include chain's tail, alone, hid the error)."""
+    text = f"{type(exc).__name__}: {exc}"
+    errors = list(_ERROR.finditer(text))
+    if not errors:
+        return text[-6000:]
+    first = errors[0]
+    name = os.path.basename(first["file"])
+    line = first["line"] or first["nvline"]
+    after = []  # the quoted source and caret: indented lines right after the error
+    for quoted in text[first.end() :].lstrip("\n").splitlines()[:_CONTEXT_LINES]:
+        if not quoted[:1].isspace() or not quoted.strip():
+            break
+        after.append(quoted)
+    body = "\n".join([first.group(0).replace(first["file"], name, 1), *after])
+    count = len(errors)
+    return (
+        f"the build failed with {count} error{'s' * (count != 1)}; the first, in {name} line "
+        f"{line}:\n{body}\n({_FILES})\n\n... the end of the build log:\n{text[-_TAIL:]}"
+    )
 
 
 @functools.cache
@@ -74,7 +110,7 @@ def install_compile_cache(root: str | Path) -> Callable[[], float]:
         try:
             return original(*bound.args, **bound.kwargs)
         except Exception as exc:
-            raise CompileError(f"{type(exc).__name__}: {exc}"[-6000:]) from None
+            raise CompileError(build_failure(exc)) from None
         finally:
             spent[0] += time.perf_counter() - t0
 
@@ -87,7 +123,7 @@ def install_compile_cache(root: str | Path) -> Callable[[], float]:
         try:
             return load_original(*args, **kwargs)
         except Exception as exc:
-            raise CompileError(f"{type(exc).__name__}: {exc}"[-6000:]) from None
+            raise CompileError(build_failure(exc)) from None
         finally:
             spent[0] += time.perf_counter() - t0
 

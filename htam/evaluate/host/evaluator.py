@@ -266,6 +266,7 @@ class Evaluator:
             task,
             meaningful=not (self.device == "cpu" and language == "triton"),
             memory_limit_mb=self.config.memory_limit(),
+            kernel_required=not allow,
             **self.config.judge_settings(),
         )
         # The reference runs in a process isolated exactly like the candidate's, through the

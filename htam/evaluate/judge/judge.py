@@ -25,7 +25,14 @@ import torch
 
 from htam.evaluate import buffers, channel
 from htam.evaluate.eval_config import Tolerance
-from htam.evaluate.judge import exact, gradients, judge_outputs, judge_timing, shifted
+from htam.evaluate.judge import (
+    exact,
+    gradients,
+    judge_outputs,
+    judge_timing,
+    kernel_probe,
+    shifted,
+)
 from htam.evaluate.judge.runner import Runner, Verdict, jsonable
 from htam.evaluate.judge.trusted_jobs import (
     Emitter,
@@ -273,6 +280,8 @@ class Judge:
         self.marks["trials_done"] = _clock()
         timing, paired, escape = judge_timing.timed(self, module)
         self.marks["timed"] = _clock()
+        if self.job.get("kernel_required"):
+            kernel_probe.check(self, module)  # last: spoiled results may corrupt its state
         return {
             "timing": timing,
             "paired_reference": paired,
