@@ -95,9 +95,9 @@ def main() -> None:
         except subprocess.TimeoutExpired:
             code = "stopped at the budget"
         wall = time.monotonic() - t0
-        asked = len(server.chat_requests)
+        asked, at_once = len(server.chat_requests), server.max_in_flight
     figures = throughput(load_events(out / "bench"))
-    print(f"bench exit: {code}; {wall:.0f} s; {asked} LLM requests answered")
+    print(f"bench exit: {code}; {wall:.0f} s; {asked} LLM requests, at most {at_once} at once")
     if figures is None:
         print("no evaluator events: nothing was evaluated")
         return
