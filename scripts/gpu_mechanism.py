@@ -16,7 +16,8 @@ One call on one GPU, bounded by ``--budget-s``:
   private copy per task of the bank this seed's htam built on KernelBench (frozen), or one copy
   learning across the tasks (accumulate).
 
-Writes under OUT: rows.jsonl and transfer_rows.jsonl (one line per unit), mechanism.md and
+Writes under OUT: rows.jsonl and transfer_rows.jsonl (one line per unit; a call on the same OUT resumes: the units
+in them are not run again, the banks go on), mechanism.md and
 mechanism.json (the tables: discovery curves, bootstrap intervals of the paired difference to
 htam over tasks, the prefix's share of htam's decisions, the transfer arms), runs/ (each unit's
 run directory). ``--select-only`` writes the task list (scripts/mechanism_tasks.json) and stops.
@@ -132,6 +133,8 @@ def fresh_bank(path: Path, source: Path | None = None) -> Path:
     from htam.memory import MemoryBank
 
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():  # a resumed call goes on with what the bank learned before
+        return path
     if source is not None:
         shutil.copy(source, path)
     else:
@@ -152,11 +155,14 @@ def worker(args, seed: int, deadline: float, transfer_at: float) -> None:
         m: None if m in MEMORYLESS else fresh_bank(out / "banks" / f"{m}-s{seed}.db")
         for m in args.methods
     }
+    done = {(r["method"], r["task"]) for r in read_rows(out, "rows") if r["seed"] == seed}
     with evaluator, (out / f"rows.s{seed}.jsonl").open("a") as rows:
         for task in kb:
             if time.monotonic() > transfer_at:
                 break
             for method in args.methods:
+                if (method, task.id) in done:
+                    continue  # a resumed call: this unit ran in an earlier one
                 run_dir = out / "runs" / method / f"s{seed}" / task.id.replace("/", "__")
                 row = run_unit(args, cached, banks[method], method, seed, task, run_dir)
                 row["family"] = families[task.id]
@@ -172,6 +178,7 @@ def transfer(args, seed, cached, built: Path | None, deadline: float, plan: dict
         return
     fresh = fresh_bank(out / "transfer_banks" / f"fresh-s{seed}.db")
     accumulate = fresh_bank(out / "transfer_banks" / f"accumulate-s{seed}.db", built)
+    done = {(r["arm"], r["task"]) for r in read_rows(out, "transfer_rows") if r["seed"] == seed}
     with (out / f"transfer_rows.s{seed}.jsonl").open("a") as rows:
         for task in robust:
             if time.monotonic() > deadline:
@@ -179,6 +186,8 @@ def transfer(args, seed, cached, built: Path | None, deadline: float, plan: dict
             slug = task.id.replace("/", "__")
             frozen = fresh_bank(out / "transfer_banks" / f"frozen-s{seed}-{slug}.db", built)
             for arm, bank in (("fresh", fresh), ("frozen", frozen), ("accumulate", accumulate)):
+                if (arm, task.id) in done:
+                    continue
                 run_dir = out / "transfer_runs" / arm / f"s{seed}" / slug
                 row = run_unit(args, cached, bank, "htam", seed, task, run_dir)
                 rows.write(json.dumps({**row, "arm": arm}) + "\n")
@@ -198,6 +207,7 @@ def main() -> None:
     parser.add_argument("out")
     parser.add_argument("--budget-s", type=float, default=450.0)
     parser.add_argument("--transfer-share", type=float, default=0.25)
+    parser.add_argument("--grace-s", type=float, default=60.0, help="for a unit past the budget")
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--tasks", type=int, default=48)
@@ -232,7 +242,7 @@ def main() -> None:
         for p in procs:
             p.start()
         for p in procs:
-            p.join(timeout=max(deadline + 120 - time.monotonic(), 1))
+            p.join(timeout=max(deadline + args.grace_s - time.monotonic(), 1))
             if p.is_alive():
                 p.kill()  # a unit past the budget: its rows so far stand
         print(f"workers done in {time.monotonic() - started:.0f} s")
