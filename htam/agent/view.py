@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from htam.vocab import BoundKind
+
 if TYPE_CHECKING:  # the evaluator package imports torch; the view only needs the type
     from htam.evaluate.result import EvalResult
 
@@ -29,9 +31,10 @@ EXCERPT_LIMIT = 2000
 class PathStep:
     direction: str
     strategy: str | None
-    outcome: str  # e.g. "ok 1.32x", "compile_error"
+    outcome: str  # for people and prompts, e.g. "ok 1.32x", "compile_error"
     repair: bool = False  # the step repaired the previous step's failed code
     repeat: bool = False  # the step's code repeated an earlier step's (not evaluated again)
+    status: str = ""  # the outcome's bare status (a Status, or NO_CODE), for the run's summary
 
 
 @dataclass
@@ -43,7 +46,7 @@ class StateView:
     shapes: list[str] = field(default_factory=list)
     flops: float | None = None
     bytes: float | None = None
-    bound: str | None = None  # "memory" or "compute"
+    bound: BoundKind | None = None
     roofline_ms: float | None = None
     feedback: EvalResult | None = None
     path: list[PathStep] = field(default_factory=list)

@@ -37,6 +37,7 @@ from htam.cli.sizes import (
     tensor_bytes,
 )
 from htam.cli.workers import WORKERS_HELP, csv, parse_levels, plan_workers
+from htam.vocab import Size
 
 RAY_HELP = "run the units on a Ray cluster (pip install 'htam[ray]'), see --ray-address"
 RAY_ADDRESS_HELP = (
@@ -48,8 +49,8 @@ RAY_SLOTS_HELP = "Ray workers (default: every GPU, or CPU with --target cpu, of 
 
 def check_ray(ray: bool, address: str, slots: int | None = None) -> str | None:
     """BenchConfig.ray for ``--ray``/``--ray-address``; fails with the install line when Ray is
-    asked for and missing, and on Ray's options without ``--ray`` (they were ignored: newcomer
-    round 7)."""
+    asked for and missing, and on Ray's options without ``--ray`` (they were ignored,
+    seen in use)."""
     if not ray:
         given = [o for o, v in (("--ray-address", address != "local"), ("--ray-slots", slots)) if v]
         if given:
@@ -101,7 +102,7 @@ def load_tasks(
 
 
 def fitting_tasks(
-    tasks: list, suites: list[str], target: str, size: str, memory_limit_mb: int | None, ray
+    tasks: list, suites: list[str], target: str, size: Size, memory_limit_mb: int | None, ray
 ) -> list:
     """The tasks whose tensors at ``size`` fit the memory limit (see ``over_memory_limit``):
     each other one is skipped with its reason on one line of stderr, since its reference could
@@ -192,7 +193,7 @@ def bench_command(
     from htam.bench import BenchConfig, BenchError, ProposerSpec, run_bench
 
     ray_spec = check_ray(ray, ray_address, ray_slots)
-    if memory is not None:  # read before anything is written (newcomer round 8: a traceback)
+    if memory is not None:  # read before anything is written (seen: a traceback)
         if not memory.exists():
             fail(f"--memory {memory}: no such memory bank (`htam memory init` creates one)")
         check_bank(memory)

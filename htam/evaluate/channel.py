@@ -16,6 +16,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from htam.status import Status
+
 _HEADER = struct.Struct("!I")
 MAX_FRAME = 1 << 20  # bytes of one frame; a message that needs more is malformed
 MAX_FDS = 64
@@ -119,7 +121,7 @@ class Done(_Msg):
 
 class Failed(_Msg):
     type: Literal["failed"]
-    status: Literal["compile_error", "runtime_error", "rejected"]
+    status: Literal[Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.REJECTED]
     message: str = Field(max_length=8000)
 
 

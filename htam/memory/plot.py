@@ -35,12 +35,12 @@ def plot_bank(bank: MemoryBank, out: str | Path, utilities: dict[tuple[str, str]
     sizes = [400 + 40 * graph.nodes[n]["tries"] for n in graph.nodes]
     nx.draw_networkx_nodes(graph, positions, node_size=sizes, node_color="#9ecae1", ax=ax)
     nx.draw_networkx_labels(graph, positions, font_size=8, ax=ax)
-    utilities = [graph.edges[e]["utility"] for e in graph.edges]
+    drawn = [graph.edges[e]["utility"] for e in graph.edges]
     nx.draw_networkx_edges(
         graph,
         positions,
-        width=[0.5 + 6 * abs(u) for u in utilities],
-        edge_color=["#2ca02c" if u >= 0 else "#d62728" for u in utilities],
+        width=[0.5 + 6 * abs(u) for u in drawn],
+        edge_color=["#2ca02c" if u >= 0 else "#d62728" for u in drawn],
         node_size=sizes,
         arrows=True,
         connectionstyle="arc3,rad=0.1",

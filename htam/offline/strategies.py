@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from htam.memory.seed import load_seed
 from htam.offline.ir.expr import EXP_OPS
 from htam.offline.ir.model import Match, Program
 from htam.offline.params import (
@@ -29,21 +30,18 @@ from htam.offline.params import (
     RowParams,
 )
 
-STRATEGIES = (
-    "fusion.elementwise_chain_fusion",
-    "fusion.epilogue_fusion",
-    "memory_access.vectorized_access",
-    "memory_access.coalesced_row_access",
-    "parallel_mapping.block_size_tuning",
-    "parallel_mapping.rows_per_program",
-    "data_reuse.register_row_cache",
-    "data_reuse.shared_memory_tiling",
-    "algorithmic_rewrite.online_softmax",
-    "algorithmic_rewrite.welford_statistics",
-    "instruction_throughput.warp_shuffle_reduction",
-    "instruction_throughput.fast_exp2",
-    "precision.tensor_core_dot",
-    "boundary_handling.masked_tail",
+# The order the offline proposer offers strategies in: by direction, then in the seed's order. The
+# ids are the seed's (htam/memory/seed.json defines them once); the rule tables below say which
+# strategies have a template (``STRATEGIES``, after them).
+DIRECTION_ORDER = (
+    "fusion",
+    "memory_access",
+    "parallel_mapping",
+    "data_reuse",
+    "algorithmic_rewrite",
+    "instruction_throughput",
+    "precision",
+    "boundary_handling",
 )
 
 
@@ -142,6 +140,21 @@ GEMM = {
     "precision.tensor_core_dot": Rule(lambda p: replace(p, tf32=True)),
 }
 RULES: dict[str, dict[str, Rule]] = {"elementwise": ELEMENTWISE, "row": ROW, "gemm": GEMM}
+
+
+def _offered() -> tuple[str, ...]:
+    """The seed's strategies that have a rule, in DIRECTION_ORDER (a stable sort: within a
+    direction, the seed's order)."""
+    ruled = {s for table in RULES.values() for s in table}
+    seeded = [n for n in load_seed()["locals"] if n["id"] in ruled]
+    unknown = ruled - {n["id"] for n in seeded}
+    if unknown:
+        raise ValueError(f"rules for strategies the seed does not have: {sorted(unknown)}")
+    ordered = sorted(seeded, key=lambda n: DIRECTION_ORDER.index(n["direction"]))
+    return tuple(n["id"] for n in ordered)
+
+
+STRATEGIES = _offered()
 
 
 def family_strategies(match: Match) -> list[str]:

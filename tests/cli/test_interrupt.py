@@ -34,7 +34,7 @@ def fork_servers(parent: int) -> list[int]:
             if ppid != parent:
                 continue
             with open(f"/proc/{entry}/cmdline", "rb") as f:
-                if b"htam.evaluate.serve" in f.read().split(b"\0"):
+                if b"htam.evaluate.sandbox.serve" in f.read().split(b"\0"):
                     found.append(int(entry))
         except (OSError, ValueError, IndexError):
             continue  # gone meanwhile, or not ours to read
@@ -84,7 +84,7 @@ def _serve_pids(root: int | None = None) -> set[int]:
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    if b"htam.evaluate.serve" in f.read().split(b"\0"):
+                    if b"htam.evaluate.sandbox.serve" in f.read().split(b"\0"):
                         found.add(int(entry))
             except OSError:
                 continue

@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from htam.evaluate import compare
-from htam.evaluate.compare import compare_outputs, compare_tensor, narrowed
 from htam.evaluate.eval_config import TOLERANCES
+from htam.evaluate.judge import compare
+from htam.evaluate.judge.compare import compare_outputs, compare_tensor, narrowed
 from htam.tasks import load_task
 
 BIG = 3 * compare._SLICE + 123  # several slices and a ragged last one

@@ -4,7 +4,7 @@ import socket
 
 import torch
 
-from htam.evaluate.harness import Harness
+from htam.evaluate.candidate.harness import Harness
 
 
 def _harness(slot: torch.Tensor, x: torch.Tensor) -> tuple[Harness, list]:
@@ -34,7 +34,7 @@ def test_collect_keeps_no_autograd_history_of_the_calls():
 
 
 def test_a_reference_slower_beside_the_candidate_than_alone_is_flagged():
-    from htam.evaluate.verdict import reference_drift
+    from htam.evaluate.host.verdict import reference_drift
 
     assert reference_drift(8.454, 8.287) is None  # L1 39 on the H200: 2% apart
     assert reference_drift(1.0, None) is None and reference_drift(None, 1.0) is None
