@@ -4,23 +4,25 @@ KernelBench, then Robust-KBench's forward tasks: fresh vs frozen vs accumulate).
 
 One call on one GPU, bounded by ``--budget-s``:
 
-- One worker process per seed, each with its own evaluator on the GPU (their builds overlap;
-  their timings may meet, alike for every method). Every worker's evaluations go through one
-  evaluation cache, so a candidate two methods (or seeds) write is judged once.
-- Each worker runs the tasks in one fixed order (round-robin over families), every method on a
-  task before the next task: a task is complete for all methods or for none, so whatever the
-  budget leaves is a fair comparison. Banks: one per (method, seed), fresh from the seed,
-  learning across the tasks (the bench's ``fresh`` mode).
-- Transfer (``--transfer-share`` of the budget, after the KernelBench tasks): htam on the
-  Robust-KBench forward tasks the offline proposer matches, from a fresh seed bank (fresh), a
-  private copy per task of the bank this seed's htam built on KernelBench (frozen), or one copy
-  learning across the tasks (accumulate).
+- ``--workers`` processes, each with its own evaluator on the one GPU (their builds overlap on
+  the CPUs; their timings may meet, alike for every method: each speedup is the candidate beside
+  the reference in the same rounds). They take tasks from one queue; a worker runs every seed and
+  method of its task, so a candidate another method or seed wrote is served by the evaluation
+  cache (one for all workers) instead of judged again. A task is complete for all of them or
+  left out of the tables, so whatever the budget leaves is a fair comparison.
+- Banks: one per (method, seed), fresh from the seed, learning across the tasks in the order the
+  workers finish them (the bench's ``fresh`` mode; SQLite serializes the workers' writes).
+- Transfer (the last ``--transfer-share`` of the budget): htam on the Robust-KBench forward
+  tasks the offline proposer matches, from a fresh seed bank (fresh), a private copy per task of
+  the bank this seed's htam built on KernelBench (frozen), or one copy per seed learning across
+  the tasks (accumulate).
 
-Writes under OUT: rows.jsonl and transfer_rows.jsonl (one line per unit; a call on the same OUT resumes: the units
-in them are not run again, the banks go on), mechanism.md and
+Writes under OUT: rows.w*.jsonl and transfer_rows.w*.jsonl (one line per unit; a call on the
+same OUT resumes: the units in them are not run again, the banks go on), mechanism.md and
 mechanism.json (the tables: discovery curves, bootstrap intervals of the paired difference to
 htam over tasks, the prefix's share of htam's decisions, the transfer arms), runs/ (each unit's
-run directory). ``--select-only`` writes the task list (scripts/device/mechanism_tasks.json) and stops.
+run directory). ``--select-only`` writes the task list (scripts/device/mechanism_tasks.json)
+and stops.
 
     python3 scripts/device/gpu_mechanism.py OUT [--budget-s 450] [--steps 4] [--seeds 3]
 """
@@ -148,63 +150,108 @@ def fresh_bank(path: Path, source: Path | None = None) -> Path:
     return path
 
 
-def worker(args, seed: int, deadline: float, transfer_at: float) -> None:
+def prepare_banks(args) -> dict[tuple[str, int], Path | None]:
+    """One bank per (method, seed), fresh from the seed, shared by the workers (SQLite in WAL
+    mode serializes their writes, as in the bench); made here, before any worker starts."""
     from htam.bench.bench_config import MEMORYLESS
+
+    out = Path(args.out)
+    return {
+        (m, s): None if m in MEMORYLESS else fresh_bank(out / "banks" / f"{m}-s{s}.db")
+        for m in args.methods
+        for s in range(args.seeds)
+    }
+
+
+def prepare_transfer(args, banks) -> dict[tuple[str, int], Path]:
+    """Per seed: a fresh seed bank and one copy of the bank its htam built on KernelBench
+    learning across the transfer tasks (accumulate); frozen copies are made per task."""
+    out = Path(args.out) / "transfer_banks"
+    arms = {}
+    for s in range(args.seeds):
+        arms[("fresh", s)] = fresh_bank(out / f"fresh-s{s}.db")
+        arms[("accumulate", s)] = fresh_bank(out / f"accumulate-s{s}.db", banks[("htam", s)])
+    return arms
+
+
+def kb_units(args, cached, banks, task, family, done, rows) -> None:
+    """Every (seed, method) of one task: a seed's later methods meet its candidates in the
+    cache, and so do later seeds."""
+    for seed in range(args.seeds):
+        for method in args.methods:
+            if (method, seed, task.id) in done:
+                continue  # a resumed call: this unit ran in an earlier one
+            run_dir = Path(args.out) / "runs" / method / f"s{seed}" / task.id.replace("/", "__")
+            row = run_unit(args, cached, banks[(method, seed)], method, seed, task, run_dir)
+            rows.write(json.dumps({**row, "family": family}) + "\n")
+            rows.flush()
+
+
+def transfer_units(args, cached, banks, arms, task, done, rows) -> None:
+    slug = task.id.replace("/", "__")
+    for seed in range(args.seeds):
+        frozen = Path(args.out) / "transfer_banks" / f"frozen-s{seed}-{slug}.db"
+        frozen = fresh_bank(frozen, banks[("htam", seed)])
+        chosen = {"fresh": arms[("fresh", seed)], "frozen": frozen}
+        chosen["accumulate"] = arms[("accumulate", seed)]
+        for arm, bank in chosen.items():
+            if (arm, seed, task.id) in done:
+                continue
+            run_dir = Path(args.out) / "transfer_runs" / arm / f"s{seed}" / slug
+            row = run_unit(args, cached, bank, "htam", seed, task, run_dir)
+            rows.write(json.dumps({**row, "arm": arm}) + "\n")
+            rows.flush()
+
+
+def worker(args, slot: int, phase: str, queue, stop_at: float, banks, arms) -> None:
+    """Take tasks from ``queue`` until it is empty or ``stop_at`` has passed."""
+    import queue as queues
 
     os.environ.setdefault("CUDA_VISIBLE_DEVICES", "0")
     out = Path(args.out)
     plan = json.loads(Path(args.tasks_file).read_text())
     families = {r["id"]: r["family"] for r in plan["kernelbench"]}
-    kb = load_tasks([r["id"] for r in plan["kernelbench"]], args.kb_suite)
+    stem = "rows" if phase == "kernelbench" else "transfer_rows"
+    key = "method" if phase == "kernelbench" else "arm"
+    done = {(r[key], r["seed"], r["task"]) for r in read_rows(out, stem)}
+    suite = args.kb_suite if phase == "kernelbench" else args.robust_suite
     evaluator, cached = evaluator_for(args)
-    banks = {
-        m: None if m in MEMORYLESS else fresh_bank(out / "banks" / f"{m}-s{seed}.db")
-        for m in args.methods
-    }
-    done = {(r["method"], r["task"]) for r in read_rows(out, "rows") if r["seed"] == seed}
-    with evaluator, (out / f"rows.s{seed}.jsonl").open("a") as rows:
-        for task in kb:
-            if time.monotonic() > transfer_at:
-                break
-            for method in args.methods:
-                if (method, task.id) in done:
-                    continue  # a resumed call: this unit ran in an earlier one
-                run_dir = out / "runs" / method / f"s{seed}" / task.id.replace("/", "__")
-                row = run_unit(args, cached, banks[method], method, seed, task, run_dir)
-                row["family"] = families[task.id]
-                rows.write(json.dumps(row) + "\n")
-                rows.flush()
-        transfer(args, seed, cached, banks.get("htam"), deadline, plan)
+    with evaluator, (out / f"{stem}.w{slot}.jsonl").open("a") as rows:
+        while time.monotonic() < stop_at:
+            try:
+                task_id = queue.get_nowait()
+            except queues.Empty:
+                return
+            task = load_tasks([task_id], suite)[0]
+            if phase == "kernelbench":
+                kb_units(args, cached, banks, task, families[task_id], done, rows)
+            else:
+                transfer_units(args, cached, banks, arms, task, done, rows)
 
 
-def transfer(args, seed, cached, built: Path | None, deadline: float, plan: dict) -> None:
-    out = Path(args.out)
-    robust = load_tasks([r["id"] for r in plan["robust"]], args.robust_suite)
-    if built is None or not robust:
-        return
-    fresh = fresh_bank(out / "transfer_banks" / f"fresh-s{seed}.db")
-    accumulate = fresh_bank(out / "transfer_banks" / f"accumulate-s{seed}.db", built)
-    done = {(r["arm"], r["task"]) for r in read_rows(out, "transfer_rows") if r["seed"] == seed}
-    with (out / f"transfer_rows.s{seed}.jsonl").open("a") as rows:
-        for task in robust:
-            if time.monotonic() > deadline:
-                break
-            slug = task.id.replace("/", "__")
-            frozen = fresh_bank(out / "transfer_banks" / f"frozen-s{seed}-{slug}.db", built)
-            for arm, bank in (("fresh", fresh), ("frozen", frozen), ("accumulate", accumulate)):
-                if (arm, task.id) in done:
-                    continue
-                run_dir = out / "transfer_runs" / arm / f"s{seed}" / slug
-                row = run_unit(args, cached, bank, "htam", seed, task, run_dir)
-                rows.write(json.dumps({**row, "arm": arm}) + "\n")
-                rows.flush()
+def run_phase(args, phase: str, task_ids: list[str], stop_at: float, banks, arms) -> None:
+    context = mp.get_context("spawn")
+    queue = context.Queue()
+    for task_id in task_ids:
+        queue.put(task_id)
+    workers = min(args.workers, len(task_ids))
+    procs = [
+        context.Process(target=worker, args=(args, w, phase, queue, stop_at, banks, arms))
+        for w in range(workers)
+    ]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=max(stop_at + args.grace_s - time.monotonic(), 1))
+        if p.is_alive():
+            p.kill()  # a unit past the budget: the rows written so far stand
 
 
 # -- the tables ---------------------------------------------------------------------------
 
 
 def read_rows(out: Path, stem: str) -> list[dict]:
-    return [json.loads(line) for p in sorted(out.glob(f"{stem}.s*.jsonl"))
+    return [json.loads(line) for p in sorted(out.glob(f"{stem}.w*.jsonl"))
             for line in p.read_text().splitlines() if line.strip()]  # fmt: skip
 
 
@@ -216,6 +263,7 @@ def main() -> None:
     parser.add_argument("--grace-s", type=float, default=60.0, help="for a unit past the budget")
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=6, help="evaluators on the one GPU")
     parser.add_argument("--tasks", type=int, default=48)
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--size", default="large")
@@ -241,17 +289,15 @@ def main() -> None:
         started = time.monotonic()
         deadline = started + args.budget_s
         transfer_at = deadline - args.transfer_share * args.budget_s
-        procs = [
-            mp.get_context("spawn").Process(target=worker, args=(args, s, deadline, transfer_at))
-            for s in range(args.seeds)
-        ]
-        for p in procs:
-            p.start()
-        for p in procs:
-            p.join(timeout=max(deadline + args.grace_s - time.monotonic(), 1))
-            if p.is_alive():
-                p.kill()  # a unit past the budget: its rows so far stand
-        print(f"workers done in {time.monotonic() - started:.0f} s")
+        plan = json.loads(Path(args.tasks_file).read_text())
+        banks = prepare_banks(args)
+        run_phase(args, "kernelbench", [r["id"] for r in plan["kernelbench"]], transfer_at,
+                  banks, {})  # fmt: skip
+        print(f"kernelbench phase done at {time.monotonic() - started:.0f} s", flush=True)
+        if "htam" in args.methods and plan["robust"]:
+            arms = prepare_transfer(args, banks)
+            run_phase(args, "transfer", [r["id"] for r in plan["robust"]], deadline, banks, arms)
+        print(f"done in {time.monotonic() - started:.0f} s", flush=True)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from mechanism_tables import write_tables
 
