@@ -1,7 +1,7 @@
 """The offline families of issue 40 (scan, pool, losses, einsum, a float argument, a view of an
 input) on their KernelBench tasks at the real size, on a GPU: correct, and how fast against
 eager PyTorch and torch.compile. For each task: the Triton baseline and the Triton code with
-every applicable strategy, compared by the evaluator's comparison (htam.evaluate.compare), timed
+every applicable strategy, compared by the evaluator's comparison (htam.evaluate.judge.compare), timed
 with triton.testing.do_bench (median ms). One JSON line per task into OUT/families.jsonl and a
 markdown table OUT/families.md; stops starting tasks after SECONDS.
 
@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kb_common import kb_paths, kb_task  # noqa: E402
 
-from htam.evaluate.compare import compare_tensor  # noqa: E402
 from htam.evaluate.eval_config import TOLERANCES  # noqa: E402
+from htam.evaluate.judge.compare import compare_tensor  # noqa: E402
 from htam.offline.pipeline import analyze, applicable, apply_strategy, baseline, generate  # noqa: E402
 from htam.tasks.module import load_task_module  # noqa: E402
 from tests.offline.harness import load_solution  # noqa: E402

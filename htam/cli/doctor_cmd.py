@@ -12,8 +12,8 @@ def doctor_command(
     as_json: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
 ) -> None:
     """Try each isolation a candidate runs under, and say what this machine cannot offer."""
-    from htam.evaluate import isolation
     from htam.evaluate.eval_config import cache_root, machine_memory_mb
+    from htam.evaluate.sandbox import isolation
 
     plan = isolation.probe()
     rows = {

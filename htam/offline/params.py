@@ -84,6 +84,16 @@ class GemmParams(Params):
 
 
 @dataclass(frozen=True)
+class ModelParams(Params):
+    """A whole model's kernels (htam.offline.graph): elements per program, and whether a
+    library call's or batch norm's following activation is fused into its epilogue kernel."""
+
+    block: int = 1024
+    warps: int = 4
+    fuse: bool = True
+
+
+@dataclass(frozen=True)
 class ScanParams(Params):
     rows: int = 4  # rows scanned side by side per program
     block: int = 1024  # columns per tile (a carry joins the tiles of a row)
@@ -107,6 +117,7 @@ FAMILY_PARAMS: dict[str, type[Params]] = {
     "elementwise": EwParams,
     "row": RowParams,
     "gemm": GemmParams,
+    "model": ModelParams,
     "scan": ScanParams,
     "pool": PoolParams,
     "channel_norm": ChannelNormParams,
@@ -115,6 +126,8 @@ FAMILY_PARAMS: dict[str, type[Params]] = {
 
 def baseline(match: Match, language: str = "triton") -> Params:
     ir = match.ir
+    if match.family == "model":
+        return ModelParams()
     if match.family == "elementwise":
         if match.features.get("channels_last") and language == "triton":
             # A convolution's epilogue: fused, read channels-last. On the H200 (KernelBench

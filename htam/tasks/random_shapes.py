@@ -8,7 +8,7 @@ convolution of any kind with an activation after it: the library path's channels
 with channel counts on both sides of its 32-channel tile; the families of
 :mod:`htam.tasks.random_families` (scan, pool, loss, einsum, scalar, norm) are asked for by name too. At a tiny size for CPU tests or up to
 KernelBench's sizes for the GPU. It lives under ``htam.tasks`` because it makes tasks, like the
-suites do: the CPU test, ``scripts/random_shapes.py`` and any proposer can use it.
+suites do: the CPU test, ``scripts/experiments/random_shapes.py`` and any proposer can use it.
 
 ``random_tasks(n, seed, size)`` returns ``n`` :class:`GeneratedTask` (a :class:`Task` plus the
 family the offline matcher should put it in); the same seed gives the same tasks.
@@ -74,7 +74,7 @@ def random_shape(rng: random.Random, size: str, rank: int | None = None) -> tupl
     """A shape of ``rank`` (1-4 when None) whose product stays under the size's cap."""
     cap = CAPS[size]
     rank = rank or rng.randint(1, 4)
-    dims = []
+    dims: list[int] = []
     for i in range(rank):
         left = max(1, cap // max(1, math.prod(dims)) // (2 ** (rank - i - 1)))
         dims.append(min(_dim(rng, cap), left))

@@ -25,6 +25,10 @@ class NoMatch(Exception):
     """The task does not fit any template; the message says why, for the user."""
 
 
+class Unbuildable(NoMatch):
+    """The reference itself cannot be built here (no template can be checked against it)."""
+
+
 @dataclass
 class Traced:
     module: types.ModuleType  # the executed task source (small size)
@@ -56,7 +60,9 @@ def trace_task(task: Task) -> Traced:
             model = module.Model(*module.get_init_inputs())
             inputs = list(module.get_inputs())
         except Exception as err:  # foreign code: any failure is a non-match
-            raise NoMatch(f"the reference cannot be built: {type(err).__name__}: {err}") from err
+            # a missing package fails the candidate too; anything else may be fake tensors' limit
+            kind = Unbuildable if isinstance(err, ImportError) else NoMatch
+            raise kind(f"the reference cannot be built: {type(err).__name__}: {err}") from err
         try:
             gm = fx.symbolic_trace(model)
         except Exception as err:  # fx raises many types for untraceable code
