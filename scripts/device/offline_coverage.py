@@ -125,7 +125,7 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-    from htam.evaluate.static import check_source
+    from htam.evaluate.host.static import check_source
     from htam.offline.pipeline import NoMatch, analyze, baseline, generate
     from htam.tasks.task import Task
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from htam.evaluate.compare import compare_tensor
 from htam.evaluate.eval_config import TOLERANCES
-from htam.evaluate.static import check_source
+from htam.evaluate.host.static import check_source
+from htam.evaluate.judge.compare import compare_tensor
 from htam.offline.graph.rewrite import rewrite
 from htam.offline.pipeline import NoMatch, analyze, explain_no_match
 from htam.tasks.module import load_task_module
