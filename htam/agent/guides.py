@@ -21,8 +21,6 @@ from htam.policy import PolicyConfig, StateFeatures, make_policy, step_rng
 from htam.proposer import Choice, Strategy
 from htam.vocab import Direction, Guide, MethodSpec
 
-NO_DIRECTION = Direction.NONE.value
-
 
 @dataclass(frozen=True)
 class Context:
@@ -81,7 +79,7 @@ class NoGuide:
         self.method = method
 
     def decide(self, ctx: Context) -> tuple[str, dict[str, Any]]:
-        return NO_DIRECTION, {"method": self.method, "note": "no direction decision"}
+        return Direction.NONE, {"method": self.method, "note": "no direction decision"}
 
     def candidates(self, direction: str, ctx: Context) -> list[Strategy]:
         return []
@@ -154,7 +152,7 @@ class HTAMGuide:
         )
 
     def guidance(self, direction: str, choice: Choice, ctx: Context) -> str:
-        if direction == NO_DIRECTION:
+        if direction == Direction.NONE:
             return ""
         local_id = choice.strategy.id if choice.strategy else None
         return guidance(
@@ -166,7 +164,7 @@ class HTAMGuide:
         return self.bank.local(local_id).to_strategy()
 
     def learn(self, record: StepRecord, state_text: str) -> bool:
-        if record.direction == NO_DIRECTION:
+        if record.direction == Direction.NONE:
             return False
         return self.policy.record(record)
 

@@ -11,12 +11,12 @@ import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from htam.agent.guides import NO_DIRECTION, Context, make_guide
+from htam.agent.guides import Context, make_guide
 from htam.agent.outcomes import after_retry, meaningful, needs_retry, noise_of, repeated, unjudged
 from htam.agent.ports import EvaluatorPort
 from htam.agent.propose import Asker, EvaluationError, InfrastructureError
+from htam.agent.run_summary import RunSummary
 from htam.agent.rundir import RunDir, new_run_id
 from htam.agent.state import (
     Progress,
@@ -24,6 +24,7 @@ from htam.agent.state import (
     features,
     normalized,
     outcome_text,
+    step_status,
     summary_text,
 )
 from htam.agent.step import ChoiceRecord, ProposalRecord, Step
@@ -38,7 +39,7 @@ from htam.policy.shares import term_shares
 from htam.proposer import Proposal, Proposer, Usage
 from htam.status import Fault
 from htam.tasks import Task, signature
-from htam.vocab import method_spec
+from htam.vocab import Direction, method_spec
 
 
 @dataclass
@@ -89,7 +90,7 @@ class Optimizer:
 
     # ------------------------------------------------------------------ one run
 
-    def run(self, task: Task, out_dir, resume: bool = False) -> dict[str, Any]:
+    def run(self, task: Task, out_dir, resume: bool = False) -> RunSummary:
         cfg = self.config
         rundir = RunDir(out_dir)
         run_id = cfg.run_id or self._run_id(rundir, task, resume)
@@ -114,12 +115,12 @@ class Optimizer:
         finished = rundir.finished_steps()
         for record in finished:
             self._replay(Step.from_dict(record), rundir, progress, usage)
-        # a resumed run's times count its earlier sessions' steps (newcomer round 6)
+        # a resumed run's times count its earlier sessions' steps
         identity["resumed_s"] = sum(record.get("wall_s") or 0.0 for record in finished)
         started -= identity["resumed_s"]
         infra_failures = 0
         while (index := len(progress.path)) < cfg.steps:
-            # the prompt's shapes, work and bound are those of the size timed (newcomer: it
+            # the prompt's shapes, work and bound are those of the size timed (seen: it
             # said 33x257 and a 50 ms bound for 68 kB while 4096x8192 was timed)
             state_text = summary_text(
                 task.id, timed, bound.kind, bound.time_ms, progress, self.policy_config.K
@@ -170,7 +171,7 @@ class Optimizer:
 
     def _prefix(self, progress: Progress) -> list[str]:
         # The path moves only with the code the loop continues from (see Progress.lineage).
-        return [d for d in progress.lineage if d != NO_DIRECTION][-self.policy_config.K :]
+        return [d for d in progress.lineage if d != Direction.NONE][-self.policy_config.K :]
 
     # ------------------------------------------------------------------ one step
 
@@ -194,8 +195,8 @@ class Optimizer:
         value = self._reward(result, progress)
         applied = choice.strategy or proposal.strategy
         if proposal.baseline:  # no strategy applied: no direction to credit or to extend the path
-            applied, direction = None, NO_DIRECTION
-        elif applied is not None and direction not in (NO_DIRECTION, applied.direction):
+            applied, direction = None, Direction.NONE
+        elif applied is not None and direction not in (Direction.NONE, applied.direction):
             direction = applied.direction  # nothing under the chosen one applied: say what did
         strategy_id = applied.id if applied else None
         speedup_before = progress.best_speedup or None
@@ -209,6 +210,7 @@ class Optimizer:
                 outcome_text(result, proposal.code is not None),
                 repair is not None,
                 repeats is not None,
+                step_status(result, proposal.code is not None),
             ),
             band=self._band(result, progress),
         )
@@ -324,6 +326,7 @@ class Optimizer:
                 outcome_text(step.feedback, step.proposal.wrote_code),
                 step.repair_of is not None,
                 step.repeats_step is not None,
+                step_status(step.feedback, step.proposal.wrote_code),
             ),
             band=self._band(step.feedback, progress),
         )

@@ -10,7 +10,7 @@ from htam.evaluate.result import EvalResult
 from htam.policy import StateFeatures
 from htam.status import NO_CODE
 from htam.tasks import Signature
-from htam.vocab import Direction
+from htam.vocab import BoundKind, Direction
 
 
 @dataclass
@@ -95,8 +95,9 @@ def comparable_times(
     processes, unlike absolute times, which drift between them. Else both in milliseconds (the
     reference's own time before the first success); with nothing to compare against, a tie.
     """
-    if new.speedup and (best is None or best.speedup):
-        return (1.0 / best.speedup if best else 1.0), 1.0 / new.speedup
+    best_speedup = best.speedup if best else 1.0
+    if new.speedup and best_speedup:
+        return 1.0 / best_speedup, 1.0 / new.speedup
     before = best.runtime_ms if best else ref_ms
     return (before if before else new.runtime_ms), new.runtime_ms
 
@@ -107,20 +108,23 @@ def faster_than(result: EvalResult, best: EvalResult, band: float = 0.0) -> bool
     return new is not None and before is not None and new * (1.0 + band) < before
 
 
-def outcome_text(result: EvalResult, wrote_code: bool = True) -> str:
-    """A step's outcome as its path and the run's summary name it: "ok 1.32x", a status, or
-    "no_code" where the proposer wrote none (no template applies: it read "rejected", the
-    word for a cheat, newcomer round 5)."""
+def step_status(result: EvalResult, wrote_code: bool = True) -> str:
+    """A step's bare status: its evaluation's, or "no_code" where the proposer wrote none (no
+    template applies; "rejected" would call it a cheat)."""
     if not result.status.judged:
         return str(result.status)  # no_code, no_strategy, repeat, lost
-    if not wrote_code:
-        return NO_CODE  # a step file written before those had their own status
-    if result.correct and result.speedup:
+    return str(result.status) if wrote_code else NO_CODE
+
+
+def outcome_text(result: EvalResult, wrote_code: bool = True) -> str:
+    """A step's outcome as its path and the run's summary name it: "ok 1.32x", else its bare
+    status (no_code, no_strategy, repeat, lost for a step no candidate was judged in)."""
+    if result.status.judged and wrote_code and result.correct and result.speedup:
         return f"ok {result.speedup:.2f}x"
-    return str(result.status)
+    return step_status(result, wrote_code)
 
 
-def features(signature: Signature, bound: str | None, progress: Progress) -> StateFeatures:
+def features(signature: Signature, bound: BoundKind | None, progress: Progress) -> StateFeatures:
     best = progress.best_result
     last = progress.last_result
     return StateFeatures(
@@ -137,7 +141,7 @@ def features(signature: Signature, bound: str | None, progress: Progress) -> Sta
 def summary_text(
     task_id: str,
     signature: Signature,
-    bound: str | None,
+    bound: BoundKind | None,
     roofline_ms: float | None,
     progress: Progress,
     k: int,
@@ -167,7 +171,7 @@ def repair_target(progress: Progress, repairs: int) -> tuple[int, PathStep] | No
         return None
     if progress.path[-1].repeat:
         return None  # its code was evaluated before: nothing failed here to repair
-    if progress.path[-1].direction == Direction.NONE.value:
+    if progress.path[-1].direction == Direction.NONE:
         # the operator as written, no direction: none to repair under (a timed-out baseline
         # made every step after it, and every resume, fail on "unknown direction 'none'")
         return None

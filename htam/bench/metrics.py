@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 FAST_PS = (0.0, 0.8, 1.0, 1.5, 2.0)
@@ -62,6 +62,14 @@ class UnitRow:
     def kept_speedup(self) -> float:
         """The speedup the user ends with: the reference stands unless a correct candidate beats it."""
         return max(1.0, self.speedup) if self.correct and self.speedup else 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> UnitRow:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 def _mean(values: list[float]) -> float | None:

@@ -186,6 +186,7 @@ def memory_graph(bank_file) -> Plot:
         chosen = [e for e in edges if (e[2] > 0) == (evidence == "observed")]
         if not chosen:
             continue
+        style: dict[str, object]
         if evidence == "observed":
             style = dict(
                 style="solid",

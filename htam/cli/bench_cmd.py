@@ -43,7 +43,8 @@ from htam.cli.sizes import (
     over_memory_limit,
     tensor_bytes,
 )
-from htam.cli.workers import WORKERS_HELP, csv, parse_levels, plan_workers
+from htam.cli.workers import LANES_HELP, WORKERS_HELP, csv, parse_levels, plan_workers
+from htam.vocab import Size
 
 RAY_HELP = "run the units on a Ray cluster (pip install 'htam[ray]'), see --ray-address"
 RAY_ADDRESS_HELP = (
@@ -55,8 +56,8 @@ RAY_SLOTS_HELP = "Ray workers (default: every GPU, or CPU with --target cpu, of 
 
 def check_ray(ray: bool, address: str, slots: int | None = None) -> str | None:
     """BenchConfig.ray for ``--ray``/``--ray-address``; fails with the install line when Ray is
-    asked for and missing, and on Ray's options without ``--ray`` (they were ignored: newcomer
-    round 7)."""
+    asked for and missing, and on Ray's options without ``--ray`` (they were ignored,
+    seen in use)."""
     if not ray:
         given = [o for o, v in (("--ray-address", address != "local"), ("--ray-slots", slots)) if v]
         if given:
@@ -108,7 +109,7 @@ def load_tasks(
 
 
 def fitting_tasks(
-    tasks: list, suites: list[str], target: str, size: str, memory_limit_mb: int | None, ray
+    tasks: list, suites: list[str], target: str, size: Size, memory_limit_mb: int | None, ray
 ) -> list:
     """The tasks whose tensors at ``size`` fit the memory limit (see ``over_memory_limit``):
     each other one is skipped with its reason on one line of stderr, since its reference could
@@ -179,6 +180,7 @@ def bench_command(
     ),
     gpus: str = typer.Option("all", help="all, or indices of visible GPUs: 0,1 (one worker each)"),
     workers: int | None = typer.Option(None, min=1, help=WORKERS_HELP),
+    lanes: int | None = typer.Option(None, min=1, help=LANES_HELP),
     tasks: str | None = typer.Option(
         None, help="fnmatch globs on task id or name, comma-separated"
     ),
@@ -200,7 +202,7 @@ def bench_command(
     from htam.bench import BenchConfig, BenchError, ProposerSpec, run_bench
 
     ray_spec = check_ray(ray, ray_address, ray_slots)
-    if memory is not None:  # read before anything is written (newcomer round 8: a traceback)
+    if memory is not None:  # read before anything is written (seen: a traceback)
         if not memory.exists():
             fail(f"--memory {memory}: no such memory bank (`htam memory init` creates one)")
         check_bank(memory)
@@ -214,7 +216,14 @@ def bench_command(
     the_tasks = fitting_tasks(the_tasks, suites, target, bench_size, memory_limit_mb, ray_spec)
     units = len(the_tasks) * len(csv(methods)) * seeds
     plan = plan_workers(
-        target, workers, units, "unit", " (tasks x methods x seeds)", gpus=gpus, ray=ray_spec
+        target,
+        workers,
+        units,
+        "unit",
+        " (tasks x methods x seeds)",
+        gpus=gpus,
+        ray=ray_spec,
+        lanes=lanes,
     )
     devices, ray_slots = plan.devices, ray_slots or plan.ray_slots
     check_llm_options(llm, base_url, model)

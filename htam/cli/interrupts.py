@@ -29,11 +29,11 @@ def clear_hooks() -> None:
 def interrupted(code: int = INTERRUPTED_EXIT) -> NoReturn:
     """Say what ``on_interrupt`` set (else "interrupted") on one line of stderr (and as a JSON
     object on stdout under ``--json``), and exit ``code``: ``INTERRUPTED_EXIT``, or for SIGTERM
-    143, saying "terminated" (newcomer round 8: SIGTERM gave no ``--resume`` line)."""
+    143, saying "terminated" (seen: SIGTERM gave no ``--resume`` line)."""
     from htam.cli.common import err_console
     from htam.cli.json_errors import json_requested, print_json_error
 
-    message, fields = "interrupted", {}
+    message, fields = "interrupted", dict[str, object]()
     if _said:
         say, fields = _said[0]
         message = say()

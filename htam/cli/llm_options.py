@@ -51,12 +51,12 @@ def check_llm_options(llm: str | None, base_url: str | None, model: str | None) 
 
 def preflight(proposer, quiet: bool = False) -> None:
     """An LLM endpoint that cannot serve the work stops it here (exit 3), in seconds: before the
-    evaluator starts, the memory bank is opened or a worker runs (newcomer round 6: a bench ran
+    evaluator starts, the memory bank is opened or a worker runs (seen: a bench ran
     93 s, failed every unit on an unreachable endpoint and exited 0)."""
-    from htam.llm import LLMError
-
     if not hasattr(proposer, "check"):
-        return
+        return  # not an LLM: an offline run never imports htam.llm
+    from htam.llm.errors import LLMError
+
     try:
         note = proposer.check()
     except LLMError as exc:

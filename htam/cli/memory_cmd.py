@@ -60,7 +60,7 @@ def _load_any(path: Path) -> dict[str, Any]:
 @contextmanager
 def _any_bank(path: Path) -> Iterator[MemoryBank]:
     """A bank file opened, or a JSON export (what `export` and `merge` write) loaded into a
-    temporary bank: show and plot take whatever merge takes (newcomer round 7)."""
+    temporary bank: show and plot take whatever merge takes."""
     from htam.memory import MemoryBank, MemoryBankError
 
     if _is_bank(path):
@@ -79,7 +79,7 @@ def _any_bank(path: Path) -> Iterator[MemoryBank]:
 
 def _to_write(out: Path, new: bool = True) -> Path:
     """``out`` checked before anything is read or made: its folder exists (a typo is not a new
-    folder: newcomer round 8, `plot` made one at the root and the others gave a traceback),
+    folder; seen: `plot` made one at the root and the others gave a traceback),
     and a ``new`` file does not."""
     if new and out.exists():
         fail(f"{out}: already exists; refusing to overwrite it")

@@ -69,7 +69,7 @@ from htam.cli.optimize_view import (
 from htam.cli.sizes import check_size, over_memory_limit, timed_size
 from htam.cli.workers import WORKERS_HELP, parse_levels
 
-# newcomer round 5: only summary.json said timing_meaningful false, and the run printed 0.00049x
+# seen: only summary.json said timing_meaningful false, and the run printed 0.00049x
 INTERPRETED_NOTE = (
     "Triton on the CPU runs in its interpreter: each candidate's correctness is checked, its "
     "speedups mean nothing"
@@ -164,7 +164,7 @@ def optimize_command(
             "out, or give a suite (builtin, a directory, or --tasks/--levels)"
         )
     # The LLM endpoint first: it fails in seconds, and before the memory bank is created
-    # (newcomer round 7: a bank was left behind by a run refused for its endpoint).
+    # (seen: a bank was left behind by a run refused for its endpoint).
     from htam.bench.bench_config import ProposerSpec
 
     spec = ProposerSpec(llm=llm, base_url=base_url, model=model, llm_timeout_s=llm_timeout)
@@ -272,7 +272,7 @@ def optimize_command(
             view.display(),
         ):
             optimizer = Optimizer(proposer, CachedEvaluator(evaluator), bank, config, on_step=view)
-            summary = optimizer.run(the_task, out, resume=resume)
+            summary = optimizer.run(the_task, out, resume=resume).to_dict()
     except KeyboardInterrupt:  # every finished step is in the run directory
         interrupted()
     except InfrastructureError as exc:

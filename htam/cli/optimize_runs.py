@@ -13,6 +13,7 @@ import typer
 
 from htam.cli.common import fail, writable_dir
 from htam.cli.interrupts import on_interrupt
+from htam.vocab import SIZES
 
 
 def run_dir(out: Path | None, stem: Path, resume: bool) -> Path:
@@ -93,7 +94,7 @@ def resume_settings(ctx: typer.Context, out: Path, record: dict, config, size: s
                 f"cannot resume {out}: --steps {config.steps} is fewer than the run's {old} "
                 f"steps; give --steps {old} or more (or leave it out)"
             )
-    if size is None and record.get("size") in ("small", "large"):
+    if size is None and record.get("size") in SIZES:
         size = record["size"]
     return config, size
 
@@ -131,7 +132,7 @@ def check_resume(out: Path, record: dict, task, config, proposer: str, size: str
 
 def resume_on_interrupt(ctx: typer.Context, out: Path, what: str) -> None:
     """From here on Ctrl-C says how to continue the ``what`` (bench, batch, experiment) in
-    ``out`` (newcomer rounds 6 and 7: it said only "interrupted")."""
+    ``out`` (seen: it said only "interrupted")."""
     on_interrupt(
         lambda: f"interrupted; `{resume_command(ctx, out)}` continues the {what} in {out}",
         outcome="interrupted",

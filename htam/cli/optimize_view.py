@@ -21,6 +21,7 @@ from htam.cli.common import console
 from htam.cli.fmt import fmt_bytes, fmt_speedup, plural
 from htam.status import NO_CODE
 from htam.tasks.module import has_small_size, size_label
+from htam.vocab import Size
 
 # What the strategy column says of a step that applied none because it is the task translated as
 # it is (the offline proposer's first code: the record's ``proposal.baseline``).
@@ -131,7 +132,7 @@ class StepsView:
             console.print(f"  {fb['messages'][0]}", highlight=False, soft_wrap=True, markup=False)
 
 
-def timed_line(size: str, shapes: list[str], nbytes: int, source: str) -> str:
+def timed_line(size: Size, shapes: list[str], nbytes: int, source: str) -> str:
     """Which shapes are timed, named by where they come from (``size_label``), and what the
     other size would time. A task without HTAM_SMALL (an unmodified KernelBench file) has one
     size, its own: the line says so rather than "size small"."""

@@ -110,7 +110,7 @@ def compare_command(
 
 def differences(run_a: Path, run_b: Path, a: dict, b: dict) -> list[str]:
     """What the two benches ran differently (their settings, their tasks): figures side by side
-    mean little when they differ (newcomer round 7: compare said nothing of it)."""
+    mean little when they differ (seen: compare said nothing of it)."""
     from htam.bench.results import load_plan
 
     notes = [

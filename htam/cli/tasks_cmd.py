@@ -73,9 +73,9 @@ def list_tasks(
         echo_json(_listing(path, tasks, errors), indent=2)
     else:
         console.print(_table(tasks, path))
-    for error in errors:
+    for refused in errors:
         err_console.print(
-            f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True
+            f"[bold red]error:[/] {escape(str(refused))}", highlight=False, soft_wrap=True
         )
     if errors:
         raise typer.Exit(USAGE_EXIT)

@@ -73,7 +73,7 @@ def transfer_command(
     offline = llm is None and base_url is None and proposer is None
     target, language = resolve_target(target, language, offline=offline)
     check_suites([source, target_suite])
-    writable_dir(out, "--out")  # before the tasks load (newcomer round 6: a raw errno after)
+    writable_dir(out, "--out")  # before the tasks load (seen: a raw errno after)
     resume_on_interrupt(ctx, out, "experiment")
     source_list = load_tasks([source], None, source_tasks)
     target_list = load_tasks([target_suite], None, tasks)
@@ -138,7 +138,7 @@ def configs_command(
         tasks = load_suite(path, None, pattern, validate=False)
     except TaskError as error:
         fail(str(error))
-    if not tasks:  # as `tasks list` (newcomer round 6: an empty table, exit 0)
+    if not tasks:  # as `tasks list` (seen: an empty table, exit 0)
         no_tasks([path], filtered=pattern is not None)
     table = Table(title=f"{plural(len(tasks), 'task')} from {path}")
     for column in ("id", "kind", "configurations", "timed (large size)"):

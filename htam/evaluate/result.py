@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from htam.status import Fault, Status
+from htam.vocab import BoundKind
 
 LOG_LIMIT = 4000  # characters of a log kept in a result
 
@@ -50,7 +51,7 @@ class EvalResult:
     ref_compile_runtime_ms: float | None = None
     timing: Timing | None = None
     sol_fraction: float | None = None
-    bound: str | None = None  # "memory" or "compute"
+    bound: BoundKind | None = None
     flags: list[str] = field(default_factory=list)  # suspicious but not rejected (e.g. > 10x)
     log: str = ""  # captured, truncated stdout/stderr of the candidate process
     breakdown_s: dict[str, float] = field(default_factory=dict)  # where the wall time went

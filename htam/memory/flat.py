@@ -78,8 +78,8 @@ class FlatMemory:
         scores = index.get_scores(terms)
         # BM25Okapi's idf turns negative for terms in most documents of a small corpus, so
         # relevance is "shares a query term", and the BM25 score only orders the relevant.
-        query = set(terms)
-        relevant = [i for i, words in enumerate(self._words) if query & words]
+        wanted = set(terms)
+        relevant = [i for i, words in enumerate(self._words) if wanted & words]
         order = sorted(relevant, key=lambda i: (-scores[i], i))[:k]
         return [
             FlatHit(

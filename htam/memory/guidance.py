@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from htam.memory.model import Edge, Evidence, LocalNode, NodeStats
-from htam.memory.triggers import FLAT_DIRECTION, StateFeatures, Trigger, trigger_prior
+from htam.memory.triggers import StateFeatures, Trigger, trigger_prior
+from htam.vocab import Direction
 
 if TYPE_CHECKING:
     from htam.memory.store import MemoryBank
@@ -197,7 +198,7 @@ def guidance(
 ) -> str:
     """The code writer's memory: the direction, the chosen strategy and the incoming
     transitions from the recent prefix (a single previous direction may be given as a str)."""
-    if direction == FLAT_DIRECTION:
+    if direction == Direction.ANY:
         if local_id is None:
             return ""
         direction = bank.parent_of[local_id]
@@ -233,7 +234,7 @@ def choice_guidance(
     text = ""
     for detail in DETAILS:
         sections = []
-        if direction != FLAT_DIRECTION:
+        if direction != Direction.ANY:
             sections.append("\n".join(_direction_lines(bank, direction)))
             edges = _transitions(bank, direction, prefix, state, detail)
             if edges:

@@ -44,9 +44,21 @@ _RANK = {
 class UpdateRule(Protocol):
     """What the memory needs of the policy to learn from a step."""
 
-    K: int  # prefix elements a step without explicit weights keeps
-    ema_alpha: float  # smoothing of a node's reward trend
-    evidence_keep: int  # evidence records kept per local strategy and polarity
+    # read-only properties: the policy's configuration is a frozen model
+    @property
+    def K(self) -> int:  # noqa: N802 - the paper's name
+        """Prefix elements a step without explicit weights keeps."""
+        ...
+
+    @property
+    def ema_alpha(self) -> float:
+        """Smoothing of a node's reward trend."""
+        ...
+
+    @property
+    def evidence_keep(self) -> int:
+        """Evidence records kept per local strategy and polarity."""
+        ...
 
     def prefix_weights(self, n: int) -> list[float]:
         """Weights of an n-element prefix, aligned with it (most recent last)."""
@@ -117,7 +129,7 @@ def apply_step(
             f"UPDATE local_nodes SET {_NODE_UPDATE} WHERE id = :id",
             params | {"id": record.local_id},
         )
-        _add_evidence(conn, record, status, now, rule.evidence_keep)
+        _add_evidence(conn, record, record.local_id, status, now, rule.evidence_keep)
     for src, weight in zip(record.prefix, weights, strict=True):
         if weight > 0:
             _update_edge(conn, src, record.direction, weight, record, error, rule)
@@ -191,7 +203,12 @@ def _update_edge(
 
 
 def _add_evidence(
-    conn: sqlite3.Connection, record: StepRecord, status: str, now: float, keep: int
+    conn: sqlite3.Connection,
+    record: StepRecord,
+    local_id: str,
+    status: str,
+    now: float,
+    keep: int,
 ) -> None:
     polarity = "positive" if record.success else "negative"
     conn.execute(
@@ -202,7 +219,7 @@ def _add_evidence(
             record.run_id,
             record.task_id,
             record.step,
-            record.local_id,
+            local_id,
             polarity,
             record.task_signature,
             status,
@@ -215,7 +232,7 @@ def _add_evidence(
             json.dumps(record.context, sort_keys=True),
         ),
     )
-    prune_evidence(conn, record.local_id, polarity, keep)
+    prune_evidence(conn, local_id, polarity, keep)
 
 
 def prune_evidence(conn: sqlite3.Connection, local_id: str, polarity: str, keep: int) -> None:

@@ -57,6 +57,15 @@ def _channels_last_weights(module):
 }
 
 
+def attr_buffer_lines(names: tuple[str, ...]) -> list[str]:
+    """``__init__`` lines: each float attribute the kernels read, as a one-element buffer
+    (not saved with the parameters; moved with the module to its device)."""
+    return [
+        f"self.register_buffer('_htam_{n}', torch.tensor([float(self.{n})]), persistent=False)"
+        for n in names
+    ]
+
+
 def solution_file(
     match: Match, language: str, params: Params, applied: list[str], code: KernelCode
 ) -> str:
@@ -73,6 +82,7 @@ def solution_file(
     body.append(match.init_source or "    pass")
     if match.init_source and match.scalars:
         body.append(f"        _specialized(self, {match.scalars!r})")
+    body += ["        " + line for line in attr_buffer_lines(match.attr_buffers)]
     body += ["        " + line for line in code.init]
     signature = ", ".join(["self", *match.inputs])
     body.append(f"\n    def forward({signature}):")

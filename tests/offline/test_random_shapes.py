@@ -4,7 +4,7 @@ Most tasks are checked in process: the generated Triton runs under the interpret
 output is compared with the reference's by ``torch.allclose`` (tests/offline/harness.compare),
 alternating the baseline and every strategy together. Two (a row and an elementwise task) go through the real htam
 Evaluator (isolated process, its own correctness protocol). The GPU run at KernelBench sizes is
-``scripts/random_shapes.py``.
+``scripts/experiments/random_shapes.py``.
 """
 
 from __future__ import annotations
