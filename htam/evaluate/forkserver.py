@@ -132,13 +132,21 @@ class ForkServer:
         request: dict | None,
         fds: list[int] | None = None,
         timeout_s: float = CONTROL_TIMEOUT_S,
+        fds_back: list[int] | None = None,
     ) -> dict:
+        """Send ``request`` (with ``fds``) and return the reply; descriptors that came with the
+        reply are appended to ``fds_back`` (given: they are the caller's to close)."""
         with self._lock:
             try:
                 if request is not None:
                     send_frame(self._sock, request, fds)
                 self._sock.settimeout(timeout_s)
-                reply, _ = recv_frame(self._sock)
+                reply, back = recv_frame(self._sock, with_fds=True)
+                if fds_back is None:
+                    for fd in back:
+                        os.close(fd)
+                else:
+                    fds_back.extend(back)
                 return reply
             except (OSError, EOFError, pickle.UnpicklingError) as exc:
                 raise ForkServerError(self._why(exc)) from None
@@ -160,8 +168,22 @@ class ForkServer:
         return self._started(self._ask({"op": "judge", "job": job, "log": str(log)}, fds))["pid"]
 
     def candidate(self, job: dict, sock_fd: int) -> dict:
-        """Hand ``job`` to the candidate standby: its pid, user id and job directory."""
-        return self._started(self._ask({"op": "candidate", "job": job}, [sock_fd]))
+        """Hand ``job`` to the candidate standby: its pid, user id, job directory and
+        ``log_fd``, a descriptor of its output log opened before it ran (the caller's to
+        close)."""
+        back: list[int] = []
+        reply = self._ask({"op": "candidate", "job": job}, [sock_fd], fds_back=back)
+        try:
+            started = self._started(reply)
+        except ForkServerError:
+            for fd in back:
+                os.close(fd)
+            raise
+        if len(back) != 1:
+            for fd in back:
+                os.close(fd)
+            raise ForkServerError("the fork server sent no descriptor of the candidate's log")
+        return {**started, "log_fd": back[0]}
 
     @staticmethod
     def _started(reply: dict) -> dict:

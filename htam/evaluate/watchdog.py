@@ -18,6 +18,7 @@ from pathlib import Path
 from htam.evaluate import candidate_user, folders
 from htam.evaluate.forkserver import ForkServer
 from htam.evaluate.isolation import PRIVATE
+from htam.evaluate.logs import read_file_tail, read_tail
 from htam.evaluate.trusted_jobs import decode_frames
 
 _TICK_S = 0.05
@@ -54,17 +55,6 @@ class JobOutcome:
         return None
 
 
-def _read_tail(path: Path, limit: int) -> str:
-    try:
-        size = path.stat().st_size
-        with open(path, "rb") as f:
-            if size > limit:
-                f.seek(size - limit)
-            return f.read(limit).decode(errors="replace")
-    except OSError:
-        return ""
-
-
 class _Watch:
     def __init__(self, server: ForkServer, limits: Limits, outcome: JobOutcome):
         self.server, self.limits, self.outcome = server, limits, outcome
@@ -87,8 +77,8 @@ class _Watch:
                 return "output", (
                     f"output flood: the candidate printed more than {lim.output_limit_bytes} bytes"
                 )
-            try:
-                replaced = os.stat(self.log_path).st_ino != os.fstat(self.log_fd).st_ino
+            try:  # the name, not what a link there points to
+                replaced = os.lstat(self.log_path).st_ino != os.fstat(self.log_fd).st_ino
             except FileNotFoundError:
                 replaced = True
             if replaced:
@@ -141,7 +131,11 @@ class _Watch:
             _killpg(self.judge_pid)
             self.server.release(self.judge_pid)
         if self.log_fd is not None:
+            # through the descriptor opened before the candidate ran: whatever it left at the
+            # log's name (a link to a secret, a FIFO, a device) is never opened
+            self.outcome.log = read_tail(self.log_fd, 64 * 1024)
             os.close(self.log_fd)
+            self.log_fd = None
 
 
 def _unlinked_bytes(pids: list[int], folder: str) -> int:
@@ -198,12 +192,15 @@ def run_job(
                 judge_ends.append(ours)
                 info = server.candidate(spec, theirs.fileno())
                 theirs.close()
-                setattr(watch, "cand" if role == "candidate" else "runner", info)
+                if role == "candidate":
+                    watch.cand, watch.log_fd = info, info["log_fd"]
+                else:
+                    watch.runner = info
+                    os.close(info["log_fd"])  # the reference's runner: trusted code's output
                 job = {**job, role: {k: info[k] for k in ("uid", "pid", "by_uid")}}
             outcome.job_dir = watch.cand["dir"]
             outcome.runner_dir = watch.runner["dir"]
             watch.log_path = Path(watch.cand["dir"]) / "output.log"
-            watch.log_fd = os.open(watch.log_path, os.O_RDONLY)
         watch.judge_pid = server.judge(
             job, workdir / "judge.log", write_fd, [s.fileno() for s in judge_ends]
         )
@@ -219,12 +216,10 @@ def run_job(
             os.close(write_fd)
         for s in judge_ends:
             s.close()
-        watch.end()
+        watch.end()  # reads the candidate's log
         outcome.wall_s = time.monotonic() - start
-        outcome.judge_log = _read_tail(workdir / "judge.log", 16 * 1024)
-        if outcome.job_dir:
-            outcome.log = _read_tail(Path(outcome.job_dir) / "output.log", 64 * 1024)
-        else:
+        outcome.judge_log = read_file_tail(workdir / "judge.log", 16 * 1024)
+        if not outcome.job_dir:
             outcome.log = outcome.judge_log
     return outcome
 
