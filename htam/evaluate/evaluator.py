@@ -26,6 +26,8 @@ LANGUAGES = {"cuda": ("cuda", "triton"), "cpu": ("cpp", "triton")}
 REFERENCE_RULES = 2
 _TIMING_KEYS = ("warmup_ms", "timing_budget_ms", "min_timed", "max_timed", "l2_flush_mb")
 MAX_SOLUTION_BYTES = 1 << 20
+CGROUP_HEADROOM_MB = 64
+DISK_LIMIT_MB = 4096  # what a job directory may hold: its tmpfs's size, and the watchdog's limit
 
 
 class EvaluatorError(Exception):
@@ -84,6 +86,10 @@ class Evaluator:
             limits=isolation.Limits(
                 address_space_bytes=None if self.device == "cuda" else self.config.address_space(),
                 memfd=self.device == "cuda",
+                # the watchdog's limit, with room for the page cache of what it reads (the
+                # compiler, headers), which the kernel counts and reclaims first
+                memory_bytes=(self.config.memory_limit() + CGROUP_HEADROOM_MB) << 20,
+                disk_bytes=DISK_LIMIT_MB << 20,
             ),
         )
 
@@ -96,7 +102,13 @@ class Evaluator:
 
     def _limits(self) -> Limits:
         c = self.config
-        return Limits(c.compile_timeout_s, c.run_timeout_s, c.memory_limit(), c.output_limit_bytes)
+        return Limits(
+            c.compile_timeout_s,
+            c.run_timeout_s,
+            c.memory_limit(),
+            c.output_limit_bytes,
+            DISK_LIMIT_MB,
+        )
 
     def _job(self, kind: str, task: Task | None = None, **extra) -> dict:
         c = self.config

@@ -8,15 +8,20 @@ limits no build comes near, and removal falls back to ``rm -rf``, which has no d
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import stat
 import subprocess
 from dataclasses import dataclass
 
+from htam.evaluate.mounts import MS_NODEV, MS_NOSUID, mount, mountinfo
+
 MAX_ENTRIES = 100_000  # files and folders: empty files use no blocks but do use the host's inodes
 MAX_DEPTH = 64
 MAX_PATH = 2048  # characters below the root; the kernel refuses paths past 4096
+_MNT_DETACH = 2
+_libc = ctypes.CDLL(None, use_errno=True)
 
 
 @dataclass(frozen=True)
@@ -62,8 +67,30 @@ def scan(root: str) -> Usage:
     return Usage(total, sizes, entries, None)
 
 
+def mount_sized(folder: str, size_bytes: int, uid: int) -> None:
+    """Make ``folder`` a tmpfs of ``size_bytes`` owned by ``uid``: what a job writes there is
+    bounded by the kernel, at once (a burst of ``posix_fallocate`` between two of the watchdog's
+    looks went 12 GiB past its limit), and its pages are charged to the writer's memory group."""
+    options = f"size={size_bytes},mode=0700,uid={uid},gid={uid}"
+    mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, options)
+
+
+def unmount_all(path: str | os.PathLike) -> None:
+    """Detach every mount at or under ``path``, deepest first (the sized job directories)."""
+    root = os.path.realpath(path)
+    points = [p for p, _, _ in mountinfo() if p == root or p.startswith(root + "/")]
+    for point in sorted(points, key=len, reverse=True):
+        _umount(point)
+
+
+def _umount(point: str) -> None:
+    _libc.umount2(point.encode(), _MNT_DETACH)  # a mount already gone is no failure here
+
+
 def remove(path: str | os.PathLike) -> None:
-    """Remove a tree, however deep; nothing if it is gone."""
+    """Remove a tree, however deep, the mounts in it first; nothing if it is gone."""
+    if os.geteuid() == 0 and os.path.isdir(path):
+        unmount_all(path)
     try:
         shutil.rmtree(path, ignore_errors=True)
     except RecursionError:

@@ -84,6 +84,8 @@ class Plan:
     drop_uid: bool
     socket_filter: bool = False
     private_proc: bool = False  # a /proc listing only the candidate's own processes (mounts.py)
+    cgroup: str = ""  # where each isolated process's control group is made (cgroups.py), or ""
+    sized_dir: int = 0  # the size of each job directory's own tmpfs, in bytes; 0: none
     missing: tuple[str, ...] = ()  # one line per protection the machine cannot give
 
     @property
@@ -91,7 +93,8 @@ class Plan:
         if not self.missing:
             return (
                 "isolation: full (namespaces, read-only filesystem, own user id and /proc, "
-                "rlimits, no new sockets or keyrings)"
+                f"rlimits, {self.cgroup} limits, a job directory of "
+                f"{self.sized_dir / 2**30:.1f} GiB, no new sockets or keyrings)"
             )
         return "isolation: partial; " + "; ".join(self.missing)
 
@@ -107,6 +110,12 @@ class Limits:
     fsize_bytes: int = 2 << 30  # largest file it may write (builds included)
     address_space_bytes: int | None = None  # CPU targets only: CUDA reserves huge ranges
     memfd: bool = True  # may create memfds (CUDA targets: not tried without them)
+    # the kernel's limit on the memory of each isolated process's group (its pages and the
+    # kernel's own objects for it); None: no group
+    memory_bytes: int | None = None
+    # the size of the tmpfs each job directory is (where the fork server may mount one): the
+    # kernel refuses a write past it, however fast (posix_fallocate bursts)
+    disk_bytes: int = 4 << 30
     extra: dict = field(default_factory=dict)
 
 

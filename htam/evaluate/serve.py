@@ -14,7 +14,7 @@ import sys
 import time
 from dataclasses import dataclass, replace
 
-from htam.evaluate import candidate_user, isolation
+from htam.evaluate import candidate_user, cgroups, folders, isolation
 from htam.evaluate.forkserver import OPTIONAL_PRELOAD, PRELOAD, recv_frame, send_frame
 from htam.evaluate.logs import read_tail
 from htam.evaluate.serve_children import candidate_main, finish, judge_main
@@ -56,6 +56,7 @@ class Standby:
     # the candidate's output log, opened before any code of the candidate existed: everything
     # read of it later goes through this descriptor, never its path, which the candidate owns
     log_fd: int | None = None
+    group: cgroups.Group | None = None  # the kernel's limits on it and all it starts
 
     def hand_over(self, request: dict, fds: list[int]) -> bool:
         try:
@@ -90,6 +91,22 @@ class Server:
         self.warm_cuda = config["warm_cuda"]
         self.limits: isolation.Limits = config["limits"]
         self.plan = isolation.probe()
+        self.cgroups, why = (
+            cgroups.probe(str(os.getpid())) if self.limits.memory_bytes else (None, "")
+        )
+        if self.cgroups:
+            self.plan = replace(self.plan, cgroup=self.cgroups.summary)
+        elif why:
+            self.plan = replace(self.plan, missing=self.plan.missing + (why,))
+        self.groups: dict[int, cgroups.Group] = {}  # by the pid of the child that joined it
+        # job directories are tmpfs mounts of a fixed size where this process may mount (root)
+        self.sized_dirs: list[str] = []
+        if os.geteuid() == 0 and self.plan.namespaces:
+            self.plan = replace(self.plan, sized_dir=self.limits.disk_bytes)
+        else:
+            self.plan = replace(
+                self.plan, missing=self.plan.missing + ("no sized job directory (not root)",)
+            )
         self.jobs = 0
         if self.warm_cuda and self.plan.drop_uid:
             self._check_cuda_as_candidate()
@@ -146,14 +163,32 @@ class Server:
         uid = candidate_user.candidate_uid(os.getpid(), self.jobs)
         job_dir = os.path.join(self.workroot, f"job{self.jobs}")
         os.makedirs(job_dir)
+        if self.plan.sized_dir:
+            self.sized_dirs.append(job_dir)
+            folders.mount_sized(job_dir, self.limits.disk_bytes, uid if self.plan.drop_uid else 0)
         log = os.path.join(job_dir, "output.log")
         log_fd = os.open(log, os.O_RDONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         if self.plan.drop_uid:
             os.chown(job_dir, uid, uid)
             os.fchown(log_fd, uid, uid)
-        standby = self._fork(candidate_main, job_dir, uid, self.plan, self.limits, self.warm_cuda)
+        group = None
+        if self.cgroups:
+            group = cgroups.create(
+                self.cgroups, f"job{self.jobs}", self.limits.memory_bytes, self.limits.nproc + 64
+            )
+        standby = self._fork(
+            candidate_main, job_dir, uid, self.plan, self.limits, self.warm_cuda, group
+        )
         standby.uid, standby.job_dir, standby.log_fd = uid, job_dir, log_fd
+        if group:
+            standby.group = self.groups[standby.pid] = group
         return standby
+
+    def _reaped(self, pid: int) -> None:
+        """The group of a child that was reaped, removed once its last process is gone."""
+        group = self.groups.get(pid)
+        if group and group.remove():
+            del self.groups[pid]
 
     def serve(self) -> None:
         send_frame(self.sock, {"op": "ready", "plan": self.plan})
@@ -173,6 +208,8 @@ class Server:
                     reply = {}
                 elif op == "wait":
                     reply = {"status": _waitpid(request["pid"], request["timeout"])}
+                    if reply["status"] is not None:
+                        self._reaped(request["pid"])
                 elif op == "kill_uid":
                     candidate_user.kill_uid(request["uid"])
                     reply = {}
@@ -188,6 +225,12 @@ class Server:
         finally:
             for standby in [self.judge_standby, *self.cand_standbys]:
                 standby.discard()
+            for group in self.groups.values():
+                group.remove()
+            if self.cgroups:
+                cgroups.remove_base(self.cgroups)
+            for folder in self.sized_dirs:  # those the client has not removed yet
+                folders.unmount_all(folder)
 
     def _start(self, op: str, request: dict, fds: list[int]) -> tuple[dict, list[int]]:
         """Hand a job to a standby: the reply, and the descriptors that go with it (a
@@ -219,6 +262,7 @@ class Server:
             "uid": standby.uid,
             "dir": standby.job_dir,
             "by_uid": self.plan.drop_uid,
+            "group": standby.group,
         }
         return reply, [] if standby.log_fd is None else [standby.log_fd]
 

@@ -43,6 +43,16 @@ _KEYRINGS = (248, 249, 250)  # add_key, request_key, keyctl
 _IO_URING = (425, 426, 427)
 _SYSV_IPC = (29, 68)  # shmget, msgget: kernel memory in no process's resident set
 _SYS_MEMFD_CREATE = 319
+_VMSPLICE = 278
+# What no build or kernel calls, each a way to hold or reach what the limits do not see:
+# vmsplice (a pipe pins the caller's pages, huge ones too, after it unmapped them: 3 GB held
+# under a 1 GiB limit), userfaultfd, perf_event_open, bpf, process_vm_readv/writev, kexec,
+# handles that open files by number, fanotify, and every mount call (old and new API).
+_UNNEEDED = (
+    (_VMSPLICE, 323, 298, 321, 310, 311, 246, 320, 303, 304, 300)
+    + (165, 166, 155, 167, 168)  # mount, umount2, pivot_root, swapon, swapoff
+    + (428, 429, 430, 431, 432, 433, 442)  # open_tree .. fspick, mount_setattr
+)
 
 
 def restrict_syscalls(memfd: bool = True) -> None:
@@ -65,7 +75,7 @@ def restrict_syscalls(memfd: bool = True) -> None:
     kills the process, since their numbers differ and the list above would miss them (red team
     6 reached a host socket file, hoarded socket buffers and planted a key that way)."""
     denied = _SOCKETS + _KEYRINGS + _IO_URING + _SYSV_IPC + (() if memfd else (_SYS_MEMFD_CREATE,))
-    denied += (_UNSHARE, _SETNS)
+    denied += (_UNSHARE, _SETNS) + _UNNEEDED
     prog = [
         (_LD, None, None, 4),  # arch
         (_JEQ, None, "kill", _X86_64),
@@ -112,6 +122,7 @@ def check_filter() -> None:
         ("io_uring_setup", _IO_URING[0]),
         ("socketpair", _SOCKETS[1]),
         ("unshare", _UNSHARE),
+        ("vmsplice", _VMSPLICE),
     ):
         if _libc.syscall(nr, 0, 0) != -1 or ctypes.get_errno() != errno.EACCES:
             raise OSError(0, f"the syscall filter let {name} through")

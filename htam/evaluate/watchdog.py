@@ -115,6 +115,32 @@ class _Watch:
             )
         return None
 
+    def _kernel_limit(self, info: dict) -> None:
+        """A process of the group the kernel ended at its memory limit: the job's cause, unless
+        the watchdog named one first (the kernel's limit lies a little above the watchdog's)."""
+        group = info.get("group")
+        if group is None or self.outcome.killed or not group.oom_kills():
+            return
+        limit = self.limits.memory_limit_mb / 1024
+        if info is self.cand:
+            kind, why = (
+                "memory",
+                (
+                    "host memory: the kernel ended a process of the candidate's at its control "
+                    f"group's limit (its pages and the kernel's memory for it; {limit:.1f} GiB "
+                    "allowed, raise it with --memory-limit-mb)"
+                ),
+            )
+        else:
+            kind, why = (
+                "reference",
+                (
+                    f"the reference needs more host memory than the {limit:.1f} GiB allowed (the "
+                    "kernel ended its runner at the limit; raise it with --memory-limit-mb)"
+                ),
+            )
+        self.outcome.kill_kind, self.outcome.killed = kind, why
+
     def end(self) -> None:
         """Nothing of the job may outlive it: the candidate's user, then the judge."""
         for info in (self.cand, self.runner):
@@ -124,6 +150,7 @@ class _Watch:
                 self.server.kill_uid(info["uid"])
             else:
                 _killpg(info["pid"])
+            self._kernel_limit(info)  # before the wait, which removes the group
             code = self.server.wait(info["pid"], 5.0)
             if info is self.cand:
                 self.outcome.candidate_exit = code
