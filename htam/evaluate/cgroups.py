@@ -32,7 +32,7 @@ class CgroupPlan:
 
     @property
     def summary(self) -> str:
-        return f"cgroup v{self.version} ({', '.join(self.bases)})"
+        return f"cgroup v{self.version}"
 
 
 def _mounts() -> list[tuple[str, str, set[str]]]:
@@ -198,3 +198,30 @@ def remove_base(plan: CgroupPlan) -> None:
             os.rmdir(base)
         except OSError:
             continue
+
+
+def check() -> tuple[str | None, str]:
+    """Try the kernel's limit for real (``htam doctor``): a child in a group of 32 MiB that
+    touches 96 MiB must be ended. The plan's summary, or None and why not."""
+    plan, why = probe(f"doctor{os.getpid()}")
+    if plan is None:
+        return None, why
+    try:
+        group = create(plan, "check", 32 << 20, 16)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                group.join()
+                held = [bytearray(16 << 20) for _ in range(6)]
+                os._exit(0 if held else 1)
+            finally:
+                os._exit(1)
+        _, status = os.waitpid(pid, 0)
+        group.remove()
+    except OSError as exc:
+        return None, f"no cgroup ({plan.summary}: {exc.strerror})"
+    finally:
+        remove_base(plan)
+    if os.waitstatus_to_exitcode(status) != -9:
+        return None, f"no cgroup ({plan.summary}: its memory limit had no effect)"
+    return plan.summary, ""

@@ -75,6 +75,34 @@ def mount_sized(folder: str, size_bytes: int, uid: int) -> None:
     mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, options)
 
 
+def check_sized() -> str:
+    """Try a sized job directory for real (``htam doctor``), in a child of its own mount
+    namespace: a write past a 1 MiB tmpfs must fail. "" where it holds, else why not."""
+    import errno
+    import tempfile
+
+    from htam.evaluate.mounts import MS_PRIVATE, MS_REC, check
+
+    folder = tempfile.mkdtemp(prefix="htam-sized-")
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            check(_libc.unshare(0x00020000), "unshare")  # CLONE_NEWNS
+            mount(None, "/", None, MS_REC | MS_PRIVATE)
+            mount_sized(folder, 1 << 20, 0)
+            with open(os.path.join(folder, "x"), "wb") as f:
+                f.write(bytes(2 << 20))
+        except OSError as exc:
+            code = 0 if exc.errno == errno.ENOSPC else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    os.rmdir(folder)
+    code = os.waitstatus_to_exitcode(status)
+    return "" if code == 0 else "no sized job directory (a tmpfs cannot be mounted here)"
+
+
 def unmount_all(path: str | os.PathLike) -> None:
     """Detach every mount at or under ``path``, deepest first (the sized job directories)."""
     root = os.path.realpath(path)

@@ -91,10 +91,12 @@ class Plan:
     @property
     def summary(self) -> str:
         if not self.missing:
+            kernel = f", {self.cgroup} limits" if self.cgroup else ""
+            if self.sized_dir:
+                kernel += f", a job directory of {self.sized_dir / 2**30:.1f} GiB"
             return (
                 "isolation: full (namespaces, read-only filesystem, own user id and /proc, "
-                f"rlimits, {self.cgroup} limits, a job directory of "
-                f"{self.sized_dir / 2**30:.1f} GiB, no new sockets or keyrings)"
+                f"rlimits{kernel}, no new sockets or keyrings)"
             )
         return "isolation: partial; " + "; ".join(self.missing)
 
