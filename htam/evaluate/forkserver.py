@@ -25,7 +25,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from htam.evaluate import isolation
+from htam.evaluate import folders, isolation
 from htam.evaluate.eval_config import env_allowed
 
 PRELOAD = ("torch", "htam.evaluate.trusted_jobs", "htam.evaluate.judge", "htam.evaluate.harness")
@@ -96,6 +96,7 @@ class ForkServer:
         self._lock = threading.Lock()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._home = tempfile.mkdtemp(prefix="htam-forkserver-", dir=workroot)
+        self._workroot = workroot
         config = {
             "workroot": str(workroot),
             "warm_cuda": warm_cuda,
@@ -224,7 +225,8 @@ class ForkServer:
         self.kill()
 
     def kill(self) -> None:
-        """The server and every process of its session gone (a stopped server too), now."""
+        """The server and every process of its session gone (a stopped server too), now, and
+        the job directories it mounted with it (a server killed could not unmount them)."""
         if self.process.poll() is None:
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
@@ -232,3 +234,5 @@ class ForkServer:
                 pass
             self.process.wait()
         self._sock.close()
+        if os.geteuid() == 0:
+            folders.unmount_all(self._workroot)
