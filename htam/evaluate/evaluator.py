@@ -267,12 +267,12 @@ class Evaluator:
         judge_outcome(result, outcome, self.config)
         # The reference's host memory beside a candidate is the judge's and its runner's alone
         # (the slots it lends the candidate included): a candidate cannot raise it, and the
-        # task cannot be judged at this limit (newcomer round 7: every candidate of Robust-KBench's
+        # task cannot be judged at this limit (every candidate of Robust-KBench's
         # llama_rmsnorm blamed on the CPU). Anything else the reference met beside the candidate
-        # but not alone (GPU memory: red team 4) is the candidate's doing.
+        # but not alone (GPU memory) is the candidate's doing.
         host_memory = outcome.kill_kind == "reference"
         if result.infrastructure and not host_memory and self._reference_runs_alone(task):
-            # the only difference was the candidate beside it (red team 4: a candidate holding
+            # the only difference was the candidate beside it (a candidate holding
             # the GPU's memory made the reference's runner fail and stopped the run)
             result.infrastructure = False
             cause = result.messages[0].removeprefix(f"{EVALUATOR_FAILED}: ")

@@ -1,6 +1,6 @@
 """What a candidate wrote into its folders, measured and removed without recursion.
 
-A candidate may leave any tree behind. A chain of 1,500 nested folders (red team 5) overflowed
+A candidate may leave any tree behind. A chain of 1,500 nested folders overflowed
 Python's stack in ``os.walk`` (recursive under 3.11) and in ``shutil.rmtree``: the evaluator
 crashed and the folder stayed on the host. So the walk here keeps its own stack and stops at
 limits no build comes near, and removal falls back to ``rm -rf``, which has no depth limit.

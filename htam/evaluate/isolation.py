@@ -66,7 +66,7 @@ def not_dumpable() -> None:
 def die_with_parent() -> None:
     """SIGKILL to this process when its parent ends: the fork server's children (a runner is
     stopped between its calls, and a stopped process notices nothing) went on for good after
-    the CLI was killed with SIGKILL and the server left (newcomer round 8). Set in each child
+    the CLI was killed with SIGKILL and the server left. Set in each child
     of the server, and again after a change of user, which clears it. (Not in the server: a
     client's thread that started it may end before the client does.)"""
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -106,7 +106,7 @@ class Limits:
     nproc: int = 512  # processes and threads of the candidate's user
     nofile: int = 1024
     # queued signals of the user, and so POSIX timers: thousands of timers armed to fire while
-    # the candidate is stopped were charged to the reference's calls (red team: 2-3x speedups of
+    # the candidate is stopped were charged to the reference's calls (2-3x speedups of
     # a 0.08 ms ReLU)
     sigpending: int = 256
     fsize_bytes: int = 2 << 30  # largest file it may write (builds included)

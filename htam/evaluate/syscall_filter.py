@@ -60,20 +60,20 @@ def restrict_syscalls(memfd: bool = True) -> None:
     its descendants (seccomp, synchronized across threads); the harness keeps the one socket it
     was given. A network namespace keeps the network out, but not a unix socket file that some
     other program left world-writable, and a socket's queued data is kernel memory in no
-    resident set: red team 5 held 4 GiB under a 2 GiB limit in socket pairs, then 3 GiB in
+    resident set: a candidate held 4 GiB under a 2 GiB limit in socket pairs, then 3 GiB in
     netlink sockets once pairs were refused, so every family is. No io_uring: its operations
-    make and connect sockets without the socket syscall (red team 4 reached a host socket file
+    make and connect sockets without the socket syscall (a candidate reached a host socket file
     that way). A user's keyring outlives its processes, and candidate user ids are reused: a key
-    one job added, a later job of the same id read (red team). No System V shared memory or
-    message queue: a detached segment is in no resident set (red team 4 held 6 GiB under a 3
+    one job added, a later job of the same id read. No System V shared memory or
+    message queue: a detached segment is in no resident set (a candidate held 6 GiB under a 3
     GiB limit). Without ``memfd`` no memfd either, for the same reason (4.5 GiB).
 
     No new namespace (unshare, setns, clone with a CLONE_NEW* flag; clone3, whose flags the
     filter cannot read, answers ENOSYS and the C library falls back to clone): in a user and
-    mount namespace of its own a candidate mounted a tmpfs and held 6 GiB under a 2 GiB limit
-    (red team 6). And only x86_64's own numbers: a 32-bit syscall (``int $0x80``) or an x32 one
-    kills the process, since their numbers differ and the list above would miss them (red team
-    6 reached a host socket file, hoarded socket buffers and planted a key that way)."""
+    mount namespace of its own a candidate mounted a tmpfs and held 6 GiB under a 2 GiB limit.
+    And only x86_64's own numbers: a 32-bit syscall (``int $0x80``) or an x32 one
+    kills the process, since their numbers differ and the list above would miss them (a
+    candidate reached a host socket file, hoarded socket buffers and planted a key that way)."""
     denied = _SOCKETS + _KEYRINGS + _IO_URING + _SYSV_IPC + (() if memfd else (_SYS_MEMFD_CREATE,))
     denied += (_UNSHARE, _SETNS) + _UNNEEDED
     prog = [

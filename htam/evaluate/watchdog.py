@@ -167,7 +167,7 @@ class _Watch:
 
 def _unlinked_bytes(pids: list[int], folder: str) -> int:
     """The blocks of files on ``folder``'s filesystem that are removed but still open or mapped:
-    in no folder, yet on the host's disk until closed (red team 5: 8 GiB past a 4 GiB limit)."""
+    in no folder, yet on the host's disk until closed (8 GiB past a 4 GiB limit)."""
     try:
         dev = os.stat(folder).st_dev
     except OSError:
@@ -262,7 +262,7 @@ def _loop(watch: _Watch, read_fd: int, start: float) -> None:
         if now > deadline:
             outcome.kill_kind = "timeout"
             # the limits applied: --timeout-s, or what the reference's time raised it to
-            # (newcomer: "run 5 s" was printed where 30 s applied)
+            # ("run 5 s" was printed where 30 s applied)
             outcome.killed = (
                 f"time limit: {now - start:.0f} s (build {limits.compile_timeout_s:.0f}"
                 f" s + run {run_s:.0f} s; raise with --timeout-s)"
