@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from htam.evaluate.result import EvalResult
+from htam.status import Fault
 from htam.tasks.task import Task
 from htam.vocab import Strategy  # the memory's view of a local node, defined with the vocabulary
 
@@ -72,6 +73,9 @@ class Proposal:
     # it follows no direction, so the loop records the step under none and the memory credits
     # no direction with it.
     baseline: bool = False
+    # Whose doing it is that there is no code (htam.status.Fault): the endpoint's (a reply in
+    # prose, a refused request, a reply cut at max_tokens) or the proposer's. Never learned.
+    fault: Fault | None = None
 
 
 @dataclass

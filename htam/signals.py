@@ -1,7 +1,7 @@
 """SIGTERM as an exit that cleans up: the evaluator's ``with`` blocks close, so its sandboxed
 processes (stopped by the judge while the other runner computes) are killed rather than left
 behind. A plain SIGTERM ended the process at once and left a stopped pair of about 550 MB per
-interrupt, re-parented to init (newcomer round 5)."""
+interrupt, re-parented to init."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Literal, cast, get_args
 
 
 class Target(StrEnum):
@@ -40,6 +41,23 @@ class Direction(StrEnum):
 
     NONE = "none"  # a method that decides no direction (refine, oneshot): nothing to learn
     ANY = "*"  # a no-hierarchy decision: every local is a candidate, the pick's parent is recorded
+
+
+# A task's problem size: "small" (the task's HTAM_SMALL overrides, for CPUs) or "large" (its own).
+Size = Literal["small", "large"]
+SIZES: tuple[Size, ...] = get_args(Size)
+
+
+def size_named(word: str) -> Size:
+    """The size ``word`` names; ValueError for any other word."""
+    for size in SIZES:
+        if size == word:
+            return size
+    raise ValueError(f"unknown size {word!r}; choose {' or '.join(SIZES)}")
+
+# Which roof of the roofline bounds an operator's time (its lower bound's kind).
+BoundKind = Literal["memory", "compute"]
+BOUND_KINDS: tuple[BoundKind, ...] = get_args(BoundKind)
 
 
 @dataclass(frozen=True)
@@ -101,7 +119,16 @@ _SPECS = (
     MethodSpec("oneshot", Guide.NONE, "a single generation", steps=1),
 )
 
-Method = StrEnum("Method", {spec.name.upper().replace("-", "_"): spec.name for spec in _SPECS})
+
+
+def _enumeration(name: str, values: list[str]) -> type[StrEnum]:
+    """An enumeration of ``values`` built at run time. mypy reads members only when written out
+    and takes this call for a value lookup: the functional API returns a class."""
+    members = {value.upper().replace("-", "_"): value for value in values}
+    return cast(type[StrEnum], StrEnum(name, members))
+
+
+Method = _enumeration("Method", [spec.name for spec in _SPECS])
 Method.__doc__ = "Every method the loop runs (the registry's keys, in display order)."
 
 METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in _SPECS}

@@ -1,12 +1,17 @@
-"""What the GPU scripts share: where KernelBench is (``$KB_ROOT``, else the copy carried to the
-device machine, ``.kb/``, else the shared checkout beside the repository), its tasks, one timed
-call and one result row."""
+"""What the scripts of device/ and experiments/ share: where KernelBench is (``$KB_ROOT``, else the
+copy carried to the device machine, ``.kb/``, else the shared checkout beside the repository), its
+tasks, one timed call, one result row, and a solution file imported as a module. A script adds
+this folder to ``sys.path`` to import it."""
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
 import os
+import tempfile
 import time
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
@@ -74,3 +79,18 @@ def write_row(f: IO[str], row: dict, digits: int = 4) -> None:
     f.flush()
     shown = {k: round(v, digits) if isinstance(v, float) else v for k, v in row.items()}
     print(json.dumps(shown), flush=True)
+
+
+def load_solution(code: str) -> types.ModuleType:
+    """A solution's code imported as a module from a real file (Triton reads its kernels' source
+    from the file that defines them)."""
+    digest = hashlib.sha1(code.encode()).hexdigest()[:16]
+    path = Path(tempfile.gettempdir()) / "htam_script_solutions" / f"sol_{digest}.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(code)
+    spec = importlib.util.spec_from_file_location(f"htam_solution_{digest}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -237,3 +237,18 @@ def test_bench_help_and_plan_come_from_the_registry():
     assert [config.planned_steps(m) for m in METHOD_NAMES] == [
         METHODS[m].steps or 5 for m in METHOD_NAMES
     ]
+
+
+def test_building_the_offline_proposer_through_the_cli_imports_nothing_of_the_llm_side():
+    # The CLI's preflight asks an LLM proposer's endpoint; an offline one has none to ask.
+    code = (
+        "import sys\n"
+        "from htam.bench.bench_config import ProposerSpec\n"
+        "from htam.cli.llm_options import build_proposer\n"
+        "build_proposer(ProposerSpec(), 'cpu', 'cpp', quiet=True)\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('htam.llm', 'openai'))))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.strip() == "[]"

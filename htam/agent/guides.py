@@ -21,8 +21,6 @@ from htam.policy import PolicyConfig, StateFeatures, make_policy, step_rng
 from htam.proposer import Choice, Strategy
 from htam.vocab import Direction, Guide, MethodSpec
 
-NO_DIRECTION = Direction.NONE.value
-
 
 @dataclass(frozen=True)
 class Context:
@@ -39,6 +37,7 @@ class Context:
     # evaluated already in this run): a decision leaves them out (htam.agent.propose.exhaust).
     exhausted_strategies: frozenset[str] = frozenset()
     exhausted_directions: frozenset[str] = frozenset()
+    target: str = ""  # where the run's candidates run: evidence from another is not shown
 
 
 class MethodGuide(Protocol):
@@ -80,7 +79,7 @@ class NoGuide:
         self.method = method
 
     def decide(self, ctx: Context) -> tuple[str, dict[str, Any]]:
-        return NO_DIRECTION, {"method": self.method, "note": "no direction decision"}
+        return Direction.NONE, {"method": self.method, "note": "no direction decision"}
 
     def candidates(self, direction: str, ctx: Context) -> list[Strategy]:
         return []
@@ -149,19 +148,23 @@ class HTAMGuide:
             language=ctx.language,
             state=ctx.state,
             budget_tokens=self.config.prompt_memory_tokens,
+            target=ctx.target or None,
         )
 
     def guidance(self, direction: str, choice: Choice, ctx: Context) -> str:
-        if direction == NO_DIRECTION:
+        if direction == Direction.NONE:
             return ""
         local_id = choice.strategy.id if choice.strategy else None
-        return guidance(self.bank, direction, local_id, ctx.prefix, language=ctx.language)
+        return guidance(
+            self.bank, direction, local_id, ctx.prefix, language=ctx.language,
+            target=ctx.target or None,
+        )  # fmt: skip
 
     def strategy(self, local_id: str) -> Strategy:
         return self.bank.local(local_id).to_strategy()
 
     def learn(self, record: StepRecord, state_text: str) -> bool:
-        if record.direction == NO_DIRECTION:
+        if record.direction == Direction.NONE:
             return False
         return self.policy.record(record)
 

@@ -7,35 +7,39 @@ four steps and nothing else.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from htam.agent.guides import NO_DIRECTION, Context, make_guide
+from htam.agent.guides import Context, make_guide
+from htam.agent.outcomes import after_retry, meaningful, needs_retry, noise_of, repeated, unjudged
 from htam.agent.ports import EvaluatorPort
 from htam.agent.propose import Asker, EvaluationError, InfrastructureError
+from htam.agent.run_summary import RunSummary
 from htam.agent.rundir import RunDir, new_run_id
 from htam.agent.state import (
     Progress,
     comparable_times,
     features,
-    noise_of,
+    normalized,
     outcome_text,
+    step_status,
     summary_text,
 )
 from htam.agent.step import ChoiceRecord, ProposalRecord, Step
 from htam.agent.summary import is_faster, lesson, summary
 from htam.agent.view import PathStep
 from htam.evaluate import roofline
+from htam.evaluate.host.verdict import EVALUATOR_FAILED
 from htam.evaluate.result import EvalResult
-from htam.evaluate.verdict import EVALUATOR_FAILED
 from htam.memory import MemoryBank, StepRecord
 from htam.policy import PolicyConfig, reward
+from htam.policy.shares import term_shares
 from htam.proposer import Proposal, Proposer, Usage
-from htam.status import Status
+from htam.status import Fault
 from htam.tasks import Task, signature
-from htam.vocab import method_spec
+from htam.vocab import Direction, method_spec
 
 
 @dataclass
@@ -86,7 +90,7 @@ class Optimizer:
 
     # ------------------------------------------------------------------ one run
 
-    def run(self, task: Task, out_dir, resume: bool = False) -> dict[str, Any]:
+    def run(self, task: Task, out_dir, resume: bool = False) -> RunSummary:
         cfg = self.config
         rundir = RunDir(out_dir)
         run_id = cfg.run_id or self._run_id(rundir, task, resume)
@@ -98,8 +102,9 @@ class Optimizer:
         identity = {k: v for k, v in spec.items() if k not in ("task_digest", "steps")}
         identity |= {"steps_planned": cfg.steps, "run_dir": str(rundir.path)}
         started = time.monotonic()
-        sig = signature(task, "small")
-        timed = signature(task, size)  # the shapes timed, shown to the user
+        # the shapes timed: shown to the user, and the state the policy decides on and the
+        # memory learns under (the small size's said "tiny tensors" of every GPU task)
+        timed = signature(task, size)
         # A proposer with nothing to write for this task spares the reference's timing: no
         # candidate will need it; one step records why, and the run ends there.
         able = self.proposer.can_propose(task)
@@ -110,12 +115,12 @@ class Optimizer:
         finished = rundir.finished_steps()
         for record in finished:
             self._replay(Step.from_dict(record), rundir, progress, usage)
-        # a resumed run's times count its earlier sessions' steps (newcomer round 6)
+        # a resumed run's times count its earlier sessions' steps
         identity["resumed_s"] = sum(record.get("wall_s") or 0.0 for record in finished)
         started -= identity["resumed_s"]
         infra_failures = 0
         while (index := len(progress.path)) < cfg.steps:
-            # the prompt's shapes, work and bound are those of the size timed (newcomer: it
+            # the prompt's shapes, work and bound are those of the size timed (seen: it
             # said 33x257 and a 50 ms bound for 68 kB while 4096x8192 was timed)
             state_text = summary_text(
                 task.id, timed, bound.kind, bound.time_ms, progress, self.policy_config.K
@@ -125,12 +130,13 @@ class Optimizer:
                 step=index,
                 seed=cfg.seed,
                 language=cfg.language,
+                target=cfg.target,
                 prefix=self._prefix(progress),
-                state=features(sig, bound.kind, progress),
+                state=features(timed, bound.kind, progress),
                 state_text=state_text,
             )
             try:
-                step, code = self._step(task, sig, ctx, progress, run_id)
+                step, code = self._step(task, timed, ctx, progress, run_id)
             except InfrastructureError as exc:
                 infra_failures += 1
                 if infra_failures >= cfg.infra_patience or not exc.retry:
@@ -165,7 +171,7 @@ class Optimizer:
 
     def _prefix(self, progress: Progress) -> list[str]:
         # The path moves only with the code the loop continues from (see Progress.lineage).
-        return [d for d in progress.lineage if d != NO_DIRECTION][-self.policy_config.K :]
+        return [d for d in progress.lineage if d != Direction.NONE][-self.policy_config.K :]
 
     # ------------------------------------------------------------------ one step
 
@@ -179,12 +185,18 @@ class Optimizer:
         repeats, repair, usage = asked.last.repeats, asked.repair, asked.usage
         progress.exhausted_strategies.update(asked.exhausted_strategies)
         progress.exhausted_directions.update(asked.exhausted_directions)
-        result = self._evaluate(task, proposal) if repeats is None else _repeat(repeats)
+        progress.prefix_shares.append(prefix_share(asked.breakdown))
+        if repeats is not None:
+            result = repeated(repeats)
+        elif proposal.code is None:
+            result = unjudged(proposal, list(sig.families))
+        else:
+            result = self._evaluate(task, proposal)
         value = self._reward(result, progress)
         applied = choice.strategy or proposal.strategy
         if proposal.baseline:  # no strategy applied: no direction to credit or to extend the path
-            applied, direction = None, NO_DIRECTION
-        elif applied is not None and direction not in (NO_DIRECTION, applied.direction):
+            applied, direction = None, Direction.NONE
+        elif applied is not None and direction not in (Direction.NONE, applied.direction):
             direction = applied.direction  # nothing under the chosen one applied: say what did
         strategy_id = applied.id if applied else None
         speedup_before = progress.best_speedup or None
@@ -198,7 +210,9 @@ class Optimizer:
                 outcome_text(result, proposal.code is not None),
                 repair is not None,
                 repeats is not None,
+                step_status(result, proposal.code is not None),
             ),
+            band=self._band(result, progress),
         )
         memory_record = StepRecord(
             run_id=run_id,
@@ -214,11 +228,18 @@ class Optimizer:
             reward=value,
             error_excerpt="" if result.correct else " ".join(result.messages)[:300],
             lesson=lesson(result, strategy_id),
+            code_digest=self._digest(task, proposal.code),
+            context={
+                "target": self.config.target,
+                "language": self.config.language,
+                "device": result.device or self.config.target,
+                "size": self.evaluator.config.size,
+            },
         )
-        # A repeat teaches nothing new: the memory learned from that code once already. Nor does
-        # a proposal the proposer could not write at all (newcomer: three steps without a
-        # template taught "fusion failed" to the bank).
-        learns = repeats is None and not proposal.unsupported
+        # Only the kernel's doing is learned (htam.status): not a repeat (the memory learned
+        # from that code once already), not a proposal the proposer could not write, not an
+        # endpoint's reply without code, not an evaluation the evaluator or the machine lost.
+        learns = result.cause is Fault.KERNEL
         memory_updated = learns and self.guide.learn(memory_record, ctx.state_text)
         step = Step(
             step=ctx.step,
@@ -246,23 +267,49 @@ class Optimizer:
         )
         return step, proposal.code
 
+    def _band(self, result: EvalResult, progress: Progress) -> float:
+        """The relative gain a correct result must show over the best to be a new best: the
+        measurement's noise, at least the policy's ``min_gain``; none under no measurement
+        (the interpreter's times) nor before the first success."""
+        if progress.best_result is None:
+            return 0.0
+        if not meaningful(result):
+            return float("inf")  # a time that says nothing moves nothing
+        noise = noise_of(result, progress.best_result, progress.ref_ms)
+        return max(noise, self.policy_config.min_gain)
+
     def _reward(self, result: EvalResult, progress: Progress) -> float:
         # One unit on both sides (see comparable_times); a failure has no time.
         before, new = comparable_times(result, progress.best_result, progress.ref_ms)
         new = new if result.correct and result.runtime_ms else None
-        noise = noise_of(result, progress.best_result)
+        if result.correct and not meaningful(result):
+            before = new  # correct, but its time says nothing: a tie
+        noise = noise_of(result, progress.best_result, progress.ref_ms)
         return reward(result.status, before, new, self.policy_config, noise)
 
     def _evaluate(self, task: Task, proposal: Proposal) -> EvalResult:
-        if proposal.code is None:
-            return EvalResult(
-                Status.REJECTED, messages=[proposal.error or "the reply held no code"]
-            )
-        result = self.evaluator.evaluate(task, proposal.code, self.config.language)
+        result = self._judged(task, proposal.code)
+        if needs_retry(result) and not result.infrastructure:
+            # judged again (a fresh fork server, a quieter moment): a second fault is named in
+            # the step and never learned; a second timeout is the kernel's own
+            result = after_retry(result, self._judged(task, proposal.code))
         if result.infrastructure:
             cause = result.messages[0] if result.messages else "no cause given"
             raise EvaluationError(cause.removeprefix(f"{EVALUATOR_FAILED}: "))
         return result
+
+    def _digest(self, task: Task, code: str | None) -> str:
+        """The candidate's identity for the memory: the same code on the same task, target,
+        language and size is learned from once (a rerun served from the cache is not news)."""
+        if code is None:
+            return ""
+        cfg = self.config
+        parts = [task.digest, normalized(code), cfg.target, cfg.language]
+        parts.append(str(self.evaluator.config.size))
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+
+    def _judged(self, task: Task, code: str) -> EvalResult:
+        return self.evaluator.evaluate(task, code, self.config.language)
 
     def _replay(self, step: Step, rundir: RunDir, progress: Progress, usage: Usage) -> None:
         """Rebuild the state from a persisted step; re-apply its (idempotent) memory update."""
@@ -279,15 +326,17 @@ class Optimizer:
                 outcome_text(step.feedback, step.proposal.wrote_code),
                 step.repair_of is not None,
                 step.repeats_step is not None,
+                step_status(step.feedback, step.proposal.wrote_code),
             ),
+            band=self._band(step.feedback, progress),
         )
         usage.add(step.usage)
         progress.duplicates += step.repeated_proposals
+        progress.prefix_shares.append(prefix_share(step.decision))
         if step.memory_updated:
             self.guide.learn(step.memory_record, step.state_text)
 
 
-def _repeat(step: int) -> EvalResult:
-    return EvalResult(
-        Status.REJECTED, messages=[f"the same code as step {step}: not evaluated again"]
-    )
+def prefix_share(breakdown: dict) -> float | None:
+    shares = term_shares(breakdown)
+    return None if shares is None else shares["transition"]

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from htam.evaluate.eval_config import EvalConfig
-    from htam.evaluate.evaluator import Reference
+    from htam.evaluate.host.evaluator import Reference
     from htam.evaluate.result import EvalResult
     from htam.tasks.task import Task
 

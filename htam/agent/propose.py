@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from htam.agent.guides import NO_DIRECTION, Context, MethodGuide
+from htam.agent.guides import Context, MethodGuide
 from htam.agent.state import Progress, normalized, repair_target
 from htam.agent.view import PathStep
-from htam.policy import FLAT_DIRECTION
 from htam.proposer import Choice, Proposal, ProposalRequest, Proposer, Strategy, Usage
+from htam.vocab import Direction
 
 if TYPE_CHECKING:
     from htam.agent.loop import OptimizeConfig
@@ -93,7 +93,7 @@ def exhaust(guide: MethodGuide, ctx: Context, att: Attempt) -> tuple[list[str], 
         candidates = guide.candidates(direction, every)
         if candidates and all(c.id in done for c in candidates):
             directions.append(direction)
-    ignored = ctx.exhausted_directions | {NO_DIRECTION, FLAT_DIRECTION}
+    ignored = ctx.exhausted_directions | {Direction.NONE, Direction.ANY}
     return (
         [s for s in strategies if s not in ctx.exhausted_strategies],
         [d for d in dict.fromkeys(directions) if d not in ignored],
@@ -137,7 +137,7 @@ class Asker:
             if att.repeats is None:
                 break
             # Only code evaluated before: what it applied has nothing new left for this code.
-            # Decide again without it rather than spend the step (newcomer: three steps went to
+            # Decide again without it rather than spend the step (seen: three steps went to
             # one exhausted strategy while fusion was never tried).
             new = exhaust(self.guide, ctx, att)
             marked = (marked[0] + new[0], marked[1] + new[1])
@@ -146,7 +146,7 @@ class Asker:
                 exhausted_strategies=ctx.exhausted_strategies.union(new[0]),
                 exhausted_directions=ctx.exhausted_directions.union(new[1]),
             )
-            guided = att.decided != NO_DIRECTION or att.candidates  # the guide can leave it out
+            guided = att.decided != Direction.NONE or att.candidates  # the guide can leave it out
             if not (new[0] or new[1]) or not guided or redecision == self.config.redecisions:
                 break
             applied = att.applied.id if att.applied else None
@@ -169,7 +169,7 @@ class Asker:
         request.guidance = self.guide.choice_guidance(direction, candidates, ctx)
         choice = self._choose(request, candidates, repair)
         request.strategy = choice.strategy
-        if direction == FLAT_DIRECTION and choice.strategy:
+        if direction == Direction.ANY and choice.strategy:
             direction = choice.strategy.direction
         request.guidance = self.guide.guidance(direction, choice, ctx)
         proposal, repeats, extra = propose_distinct(
@@ -188,7 +188,7 @@ class Asker:
             base_code=progress.best_code,
             feedback=progress.last_result,
             last_code=progress.last_code,
-            direction=None if direction == NO_DIRECTION else direction,
+            direction=None if direction == Direction.NONE else direction,
             state_summary=ctx.state_text,
             step=ctx.step,
             seed=cfg.seed,

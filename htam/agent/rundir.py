@@ -23,6 +23,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from htam.agent.run_summary import RunSummary
+
 
 def write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -59,7 +61,7 @@ def latest_run_dir(stem: Path) -> Path | None:
 
 def new_run_id(method: str, task_id: str, seed: int) -> str:
     """The memory's id of a new run: unique to it, so that the bank learns from every run of a
-    command (it records each (run id, task, step) once: newcomer, a second run of the same
+    command (it records each (run id, task, step) once; seen: a second run of the same
     command, another path, taught it nothing under the old ``method:task:s<seed>``)."""
     return f"{method}:{task_id}:s{seed}:{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
 
@@ -124,5 +126,10 @@ class RunDir:
         else:
             write_atomic(self.path / SLOWER_BEST, code)
 
-    def save_summary(self, summary: dict[str, Any]) -> None:
-        write_atomic(self.path / "summary.json", json.dumps(summary, indent=2))
+    def save_summary(self, summary: RunSummary) -> None:
+        write_atomic(self.path / "summary.json", json.dumps(summary.to_dict(), indent=2))
+
+    def summary(self) -> RunSummary | None:
+        """The run's summary as written last (by this version or an older one), if any."""
+        path = self.path / "summary.json"
+        return RunSummary.from_dict(json.loads(path.read_text())) if path.exists() else None

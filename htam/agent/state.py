@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 
 from htam.agent.view import PathStep, StateView, render_state
 from htam.evaluate.result import EvalResult
-from htam.policy import StateFeatures, timing_noise
+from htam.policy import StateFeatures
 from htam.status import NO_CODE
 from htam.tasks import Signature
-from htam.vocab import Direction
+from htam.vocab import BoundKind, Direction
 
 
 @dataclass
@@ -36,6 +36,9 @@ class Progress:
     exhausted_strategies: set[str] = field(default_factory=set)
     exhausted_directions: set[str] = field(default_factory=set)
     last_failure: str | None = None  # the first line of the last failed step's cause
+    # The prefix's (transition term's) share of each step's decision (htam.policy.shares);
+    # None for a step whose direction was not scored (a repair, a flat or uniform decision).
+    prefix_shares: list[float | None] = field(default_factory=list)
 
     @property
     def best_speedup(self) -> float:
@@ -43,8 +46,16 @@ class Progress:
             return self.best_result.speedup
         return 1.0 if self.best_result else 0.0
 
-    def observe(self, result: EvalResult, code: str | None, direction: str, step: PathStep) -> bool:
-        """Take one step's result in; True when it is the new best."""
+    def observe(
+        self,
+        result: EvalResult,
+        code: str | None,
+        direction: str,
+        step: PathStep,
+        band: float = 0.0,
+    ) -> bool:
+        """Take one step's result in; True when it is the new best: correct and faster than
+        the best by more than ``band`` (relative: the measurement's noise)."""
         self.last_result, self.last_code = result, code
         if not result.correct:
             lines = [ln.strip() for msg in result.messages for ln in msg.splitlines()]
@@ -58,7 +69,7 @@ class Progress:
         better = (
             result.correct
             and result.runtime_ms is not None
-            and (self.best_result is None or faster_than(result, self.best_result))
+            and (self.best_result is None or faster_than(result, self.best_result, band))
         )
         if better:
             self.best_code, self.best_result = code, result
@@ -74,13 +85,6 @@ def normalized(code: str) -> str:
     return "\n".join(line.rstrip() for line in code.strip().splitlines() if line.strip())
 
 
-def noise_of(*results: EvalResult | None) -> float:
-    """Relative timing noise of comparing these results (see htam.policy.timing_noise)."""
-    return timing_noise(
-        *((r.timing.iqr_ms, r.timing.median_ms) if r and r.timing else None for r in results)
-    )
-
-
 def comparable_times(
     new: EvalResult, best: EvalResult | None, ref_ms: float | None
 ) -> tuple[float | None, float | None]:
@@ -91,29 +95,36 @@ def comparable_times(
     processes, unlike absolute times, which drift between them. Else both in milliseconds (the
     reference's own time before the first success); with nothing to compare against, a tie.
     """
-    if new.speedup and (best is None or best.speedup):
-        return (1.0 / best.speedup if best else 1.0), 1.0 / new.speedup
+    best_speedup = best.speedup if best else 1.0
+    if new.speedup and best_speedup:
+        return 1.0 / best_speedup, 1.0 / new.speedup
     before = best.runtime_ms if best else ref_ms
     return (before if before else new.runtime_ms), new.runtime_ms
 
 
-def faster_than(result: EvalResult, best: EvalResult) -> bool:
+def faster_than(result: EvalResult, best: EvalResult, band: float = 0.0) -> bool:
+    """Faster than ``best`` by more than the relative ``band`` (a noise band)."""
     before, new = comparable_times(result, best, None)
-    return new is not None and before is not None and new < before
+    return new is not None and before is not None and new * (1.0 + band) < before
+
+
+def step_status(result: EvalResult, wrote_code: bool = True) -> str:
+    """A step's bare status: its evaluation's, or "no_code" where the proposer wrote none (no
+    template applies; "rejected" would call it a cheat)."""
+    if not result.status.judged:
+        return str(result.status)  # no_code, no_strategy, repeat, lost
+    return str(result.status) if wrote_code else NO_CODE
 
 
 def outcome_text(result: EvalResult, wrote_code: bool = True) -> str:
-    """A step's outcome as its path and the run's summary name it: "ok 1.32x", a status, or
-    "no_code" where the proposer wrote none (no template applies: it read "rejected", the
-    word for a cheat, newcomer round 5)."""
-    if not wrote_code:
-        return NO_CODE
-    if result.correct and result.speedup:
+    """A step's outcome as its path and the run's summary name it: "ok 1.32x", else its bare
+    status (no_code, no_strategy, repeat, lost for a step no candidate was judged in)."""
+    if result.status.judged and wrote_code and result.correct and result.speedup:
         return f"ok {result.speedup:.2f}x"
-    return str(result.status)
+    return step_status(result, wrote_code)
 
 
-def features(signature: Signature, bound: str | None, progress: Progress) -> StateFeatures:
+def features(signature: Signature, bound: BoundKind | None, progress: Progress) -> StateFeatures:
     best = progress.best_result
     last = progress.last_result
     return StateFeatures(
@@ -130,7 +141,7 @@ def features(signature: Signature, bound: str | None, progress: Progress) -> Sta
 def summary_text(
     task_id: str,
     signature: Signature,
-    bound: str | None,
+    bound: BoundKind | None,
     roofline_ms: float | None,
     progress: Progress,
     k: int,
@@ -160,7 +171,7 @@ def repair_target(progress: Progress, repairs: int) -> tuple[int, PathStep] | No
         return None
     if progress.path[-1].repeat:
         return None  # its code was evaluated before: nothing failed here to repair
-    if progress.path[-1].direction == Direction.NONE.value:
+    if progress.path[-1].direction == Direction.NONE:
         # the operator as written, no direction: none to repair under (a timed-out baseline
         # made every step after it, and every resume, fail on "unknown direction 'none'")
         return None

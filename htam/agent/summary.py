@@ -1,21 +1,23 @@
-"""What a run ends with: ``summary.json``, and the outcome a user keeps.
-
-``best_speedup`` is the best correct candidate's speedup over eager PyTorch, however small (what
-KernelBench's fast_p counts). ``user_speedup`` is what the user ends with: the candidate when it
-is faster than the reference, else the reference itself (1.0); None when nothing was correct.
-"""
+"""What a run ends with: its ``RunSummary`` (``summary.json``, see htam.agent.run_summary) built
+from the loop's progress, and the outcome a user keeps."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from htam.agent.run_summary import (
+    BEST_FILES,
+    FASTER,
+    NONE_CORRECT,
+    REFERENCE_STANDS,
+    RunSummary,
+)
 from htam.agent.state import Progress
 from htam.evaluate.result import EvalResult
 from htam.proposer import Usage
 from htam.tasks import Signature
 
-# outcome: the best correct candidate beats the reference / does not / no candidate was correct
-FASTER, REFERENCE_STANDS, NONE_CORRECT = "faster", "reference_stands", "none_correct"
+__all__ = ["FASTER", "NONE_CORRECT", "REFERENCE_STANDS", "is_faster", "outcome", "summary"]
 
 
 def outcome(progress: Progress) -> str:
@@ -25,8 +27,8 @@ def outcome(progress: Progress) -> str:
     return FASTER if is_faster(best) else REFERENCE_STANDS
 
 
-def is_faster(result: EvalResult) -> bool:
-    return bool(result.correct and result.speedup and result.speedup > 1.0)
+def is_faster(result: EvalResult | None) -> bool:
+    return bool(result and result.correct and result.speedup and result.speedup > 1.0)
 
 
 def timed_shapes(sig: Signature) -> list[str]:
@@ -40,52 +42,45 @@ def summary(
     ref,
     timed: Signature,
     wall_s: float,
-) -> dict[str, Any]:
+) -> RunSummary:
     """``run`` holds the run's identity (task_id, method, seed, proposer, target, language,
-    steps_planned, size, run_dir); ``timed`` is the signature at the size that was timed."""
+    steps_planned, size, run_dir, resumed_s); ``timed`` is the signature at the size timed."""
     best = progress.best_result
     last = progress.last_result
     result = outcome(progress)
-    steps, planned = len(progress.path), run.get("steps_planned")
-    stopped = isinstance(planned, int) and steps < planned
-    return {
+    steps, planned = len(progress.path), run["steps_planned"]
+    stopped = steps < planned
+    return RunSummary(
         **run,
-        "steps": steps,
-        "outcome": result,
-        # why it ended so: fewer steps than planned, or no correct candidate (the first line of
-        # the last failure's cause; else None)
-        "stopped_early": stopped,
-        "reason": progress.last_failure if stopped or result == NONE_CORRECT else None,
-        "best_status": str(best.status if best else (last.status if last else "none")),
-        "best_speedup": best.speedup if best else None,
-        "user_speedup": None if best is None else max(best.speedup or 1.0, 1.0),
-        "best_file": {FASTER: "best.py", REFERENCE_STANDS: "best_slower_than_reference.py"}.get(
-            result
-        ),
-        "best_speedup_vs_compile": best.speedup_vs_compile if best else None,
-        "best_runtime_ms": best.runtime_ms if best else None,
-        # the reference beside the best candidate, in the same rounds: best_speedup is the
-        # ratio of these two (ref_runtime_ms is the reference timed alone, before the steps)
-        "best_ref_runtime_ms": best.ref_runtime_ms if best else None,
-        "best_sol_fraction": best.sol_fraction if best else None,
-        "best_flags": list(best.flags) if best else [],
-        "ref_runtime_ms": ref.timing["median_ms"] if ref.timing else None,
-        "ref_compile_runtime_ms": ref.compile_timing["median_ms"] if ref.compile_timing else None,
-        "timed_inputs": timed_shapes(timed),
-        "timed_bytes": timed.bytes,
-        "timing_meaningful": best.timing.meaningful if best and best.timing else None,
-        "curve": progress.curve,
-        # each step's status alone (its outcome text, "ok 1.32x", is for people: the speedups
-        # are in the step files and "curve")
-        "statuses": [p.outcome.split(" ", 1)[0] for p in progress.path],
-        "path": [[p.direction, p.strategy] for p in progress.path],
-        "duplicates": progress.duplicates,
-        "cost_usd": usage.cost_usd,
-        "tokens": {"prompt": usage.prompt_tokens, "completion": usage.completion_tokens},
-        "calls": usage.calls,
-        "cached_calls": usage.cached_calls,
-        "wall_s": wall_s,
-    }
+        steps=steps,
+        outcome=result,
+        stopped_early=stopped,
+        reason=progress.last_failure if stopped or result == NONE_CORRECT else None,
+        best_status=str(best.status if best else (last.status if last else "none")),
+        best_speedup=best.speedup if best else None,
+        user_speedup=None if best is None else max(best.speedup or 1.0, 1.0),
+        best_file=BEST_FILES.get(result),
+        best_speedup_vs_compile=best.speedup_vs_compile if best else None,
+        best_runtime_ms=best.runtime_ms if best else None,
+        best_ref_runtime_ms=best.ref_runtime_ms if best else None,
+        best_sol_fraction=best.sol_fraction if best else None,
+        best_flags=list(best.flags) if best else [],
+        ref_runtime_ms=ref.timing["median_ms"] if ref.timing else None,
+        ref_compile_runtime_ms=ref.compile_timing["median_ms"] if ref.compile_timing else None,
+        timed_inputs=timed_shapes(timed),
+        timed_bytes=timed.bytes,
+        timing_meaningful=best.timing.meaningful if best and best.timing else None,
+        curve=list(progress.curve),
+        statuses=[p.status for p in progress.path],
+        path=[[p.direction, p.strategy] for p in progress.path],
+        prefix_shares=list(progress.prefix_shares),
+        duplicates=progress.duplicates,
+        cost_usd=usage.cost_usd,
+        tokens={"prompt": usage.prompt_tokens, "completion": usage.completion_tokens},
+        calls=usage.calls,
+        cached_calls=usage.cached_calls,
+        wall_s=wall_s,
+    )
 
 
 def lesson(result: EvalResult, strategy_id: str | None) -> str:

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from htam.vocab import BoundKind
+
 if TYPE_CHECKING:  # the evaluator package imports torch; the view only needs the type
     from htam.evaluate.result import EvalResult
 
@@ -29,9 +31,10 @@ EXCERPT_LIMIT = 2000
 class PathStep:
     direction: str
     strategy: str | None
-    outcome: str  # e.g. "ok 1.32x", "compile_error"
+    outcome: str  # for people and prompts, e.g. "ok 1.32x", "compile_error"
     repair: bool = False  # the step repaired the previous step's failed code
     repeat: bool = False  # the step's code repeated an earlier step's (not evaluated again)
+    status: str = ""  # the outcome's bare status (a Status, or NO_CODE), for the run's summary
 
 
 @dataclass
@@ -43,7 +46,7 @@ class StateView:
     shapes: list[str] = field(default_factory=list)
     flops: float | None = None
     bytes: float | None = None
-    bound: str | None = None  # "memory" or "compute"
+    bound: BoundKind | None = None
     roofline_ms: float | None = None
     feedback: EvalResult | None = None
     path: list[PathStep] = field(default_factory=list)
@@ -73,14 +76,18 @@ FILTERS = {"si": si, "ms": ms, "pct": pct}
 
 
 def error_excerpt(result: EvalResult | None, limit: int = EXCERPT_LIMIT) -> str:
-    """Messages and the tail of the log of a failed evaluation, cut to ``limit`` characters."""
+    """The messages of a failed evaluation, then the tail of its log, cut to ``limit``
+    characters. The messages come first and whole: they lead with the cause (a build's first
+    compiler error and its line), which a tail of the log alone lost behind an include chain."""
     if result is None or result.correct:
         return ""
-    text = "\n".join(m for m in result.messages if m)
-    if result.log.strip():
-        text = f"{text}\n{result.log.strip()}" if text else result.log.strip()
-    # The end of a compiler or traceback log says what failed; keep it.
-    return text if len(text) <= limit else "...\n" + text[-limit:]
+    text = "\n".join(m for m in result.messages if m)[:limit]
+    log, room = result.log.strip(), limit - len(text)
+    if log and room > 0:
+        # The end of a compiler or traceback log says what failed last; keep it.
+        tail = log if len(log) <= room else "...\n" + log[-room:]
+        text = f"{text}\n{tail}" if text else tail
+    return text
 
 
 def environment(*loaders) -> Environment:

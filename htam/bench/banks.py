@@ -92,7 +92,7 @@ def learn_into(path: Path, method: str, run_dirs: list[Path]) -> int:
     did (its method's guide; a step is learned once, by its run id), and return how many were
     new to it. A batch of tasks learns into a shared copy of ``--memory`` while its workers run
     (none races another for the user's file) and into ``--memory`` itself when it ends, as one
-    task's ``optimize`` does (newcomer round 5: it left the user's bank as it was)."""
+    task's ``optimize`` does (seen: it left the user's bank as it was)."""
     import json
 
     from htam.agent.guides import make_guide

@@ -12,7 +12,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from htam.vocab import METHOD_NAMES, Guide, method_spec, methods_of
+from htam.agent.run_summary import RunSummary
+from htam.vocab import METHOD_NAMES, Guide, Size, method_spec, methods_of
 
 MEMORY_MODES = ("accumulate", "frozen", "fresh")
 
@@ -27,7 +28,7 @@ class ResultsError(BenchError):
 
 def read_json(path: Path) -> Any:
     """A bench file's JSON; a damaged one (cut short, edited) is a one-line ResultsError that
-    names it (newcomer round 8: a JSONDecodeError traceback from `report` and `--resume`)."""
+    names it (seen: a JSONDecodeError traceback from `report` and `--resume`)."""
     try:
         return json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -58,6 +59,7 @@ class ProposerSpec:
     model: str | None = None
     factory: str | None = None
     kwargs: dict[str, Any] = field(default_factory=dict)
+    llm_timeout_s: float | None = None  # per LLM call; None: the client's default
 
     def build(self, target: str, language: str):
         if self.factory:
@@ -71,14 +73,18 @@ class ProposerSpec:
             return OfflineProposer(target=target, language=language)
         from htam.llm import LLMClient, LLMProposer, resolve_config
 
-        return LLMProposer(LLMClient(resolve_config(self.llm, self.base_url, self.model)))
+        timeout = {"timeout_s": self.llm_timeout_s} if self.llm_timeout_s else {}
+        return LLMProposer(
+            LLMClient(resolve_config(self.llm, self.base_url, self.model, **timeout))
+        )
 
     def label(self) -> str:
         """The proposer in words, for what a bench prints (describe() is its resume key)."""
         if self.factory:
             return f"proposer {self.factory}"
         if self.llm or self.base_url:
-            return f"LLM {self.llm or self.base_url}, model {self.model or 'of the preset'}"
+            model = self.model or ("the preset's" if self.llm else "none given")
+            return f"LLM {self.llm or self.base_url}, model {model}"
         return "offline templates"
 
     def describe(self) -> str:
@@ -97,7 +103,7 @@ class BenchConfig:
     steps: int = 6
     target: str = "cpu"
     language: str = "cpp"
-    size: str = "small"
+    size: Size = "small"
     devices: list[str] = field(default_factory=lambda: ["cpu0"])  # one worker per entry
     memory: Path | None = None  # starting bank for accumulate/frozen (default: the seed)
     memory_mode: str = "fresh"
@@ -137,6 +143,11 @@ class BenchConfig:
             raise ValueError("no devices (workers) to run on")
         if self.ray_slots is not None and self.ray_slots < 1:
             raise ValueError("ray_slots must be at least 1")
+
+    @property
+    def executor(self) -> str:
+        """The executor that runs the units (``htam.bench.executor.EXECUTORS``' key)."""
+        return "local" if self.ray is None else "ray"
 
     def planned_steps(self, method: str) -> int:
         return method_spec(method).steps_for(self.steps)
@@ -196,11 +207,11 @@ def plan_units(tasks: list, config: BenchConfig) -> list[Unit]:
     ]
 
 
-def read_summary(unit: Unit, out: Path) -> dict[str, Any] | None:
+def read_summary(unit: Unit, out: Path) -> RunSummary | None:
     path = unit.run_dir(out) / "summary.json"
-    return read_json(path) if path.exists() else None
+    return RunSummary.from_dict(read_json(path)) if path.exists() else None
 
 
 def unit_done(unit: Unit, out: Path) -> bool:
     summary = read_summary(unit, out)
-    return summary is not None and summary.get("steps") == unit.steps
+    return summary is not None and summary.steps == unit.steps

@@ -33,6 +33,7 @@ from htam.bench import check_worker as cw
 from htam.bench.bench_config import FIXED_ENV
 from htam.bench.check_report import CheckError, check_identity, load_records
 from htam.tasks.task import Task
+from htam.vocab import Size
 
 MEMORY_FACTOR = 3  # inputs + outputs + parameters -> the reference's peak, with intermediates
 POLL_S = 0.5
@@ -47,7 +48,7 @@ Event = Callable[[str, dict[str, Any]], None]
 class CheckConfig:
     out: Path
     target: str = "cuda"
-    size: str = "large"
+    size: Size = "large"
     jobs: int = 0  # warm-up processes; 0 measures each task cold
     measurers: int = 1  # measuring processes; above 1, timings may overlap (see docs/tasks.md)
     eval_overrides: dict[str, Any] = field(default_factory=dict)

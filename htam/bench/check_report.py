@@ -51,9 +51,9 @@ def check_identity(out: Path, identity: dict[str, Any]) -> None:
     path.write_text(json.dumps(identity, indent=2))
 
 
-def geomean(values: list[float]) -> float | None:
-    values = [v for v in values if v and v > 0]
-    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+def geomean(values: list[float | None]) -> float | None:
+    kept = [v for v in values if v and v > 0]
+    return math.exp(sum(map(math.log, kept)) / len(kept)) if kept else None
 
 
 def stats(records: list[dict[str, Any]]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from typing import Any
 from htam.bench import markdown
 from htam.signals import exit_on_sigterm
 from htam.tasks.task import Task, TaskError
+from htam.vocab import Size
 
 _STATE: dict[str, Any] = {}
 FIELDS = (
@@ -120,7 +121,7 @@ def measure(task: Task) -> dict[str, Any]:
     return record
 
 
-def gpu_estimate(task: Task, size: str) -> int | None:
+def gpu_estimate(task: Task, size: Size) -> int | None:
     """Bytes of the task's inputs, outputs and parameters at ``size``, from a run on the meta
     device (no memory, no compute); None when the reference does not run there."""
     import torch

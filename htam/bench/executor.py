@@ -1,100 +1,62 @@
-"""The executor seam: what runs a bench's pending units, and the ledger every executor writes.
+"""The executor seam: what runs a bench's pending units (``Executor``), and which one a bench
+asks for (``executor_for``).
 
 Two executors run the same units into the same unit directories and write the same
-``units.jsonl`` records, so a bench started with one can be resumed with the other:
+``units.jsonl`` records through the ledger (``htam.bench.ledger``), so a bench started with one
+can be resumed with the other:
 
-- the local pool (``htam.bench.executor_local``), the embedded default: one process per GPU or
-  CPU slot of this host;
-- Ray (``htam.bench.executor_ray``, with ``--ray``): one actor per GPU (or CPU slot) of a Ray
+- ``local``, the local pool (``htam.bench.executor_local``), the embedded default: one process
+  per GPU or CPU slot of this host;
+- ``ray`` (``htam.bench.executor_ray``, with ``--ray``): one actor per GPU (or CPU slot) of a Ray
   cluster; only imported, and Ray with it, when ``BenchConfig.ray`` is set.
+
+The executors import the ledger, never this module's choice of them: no cycle.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from htam.bench.bench_config import BenchConfig, Unit
+from htam.bench.ledger import Ledger
+from htam.tasks.task import Task
 
-Event = Callable[[str, dict[str, Any]], None]
-
-
-@dataclass
-class BenchOutcome:
-    planned: int
-    skipped: list[str] = field(default_factory=list)  # finished before this invocation
-    done: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-    retried: list[str] = field(default_factory=list)
-    wall_s: float = 0.0
-    report: Any = None  # htam.bench.report.ReportFiles, when the report was written
+Pending = deque[tuple[Unit, int]]  # (unit, attempt number), next first
 
 
-class Ledger:
-    """Appends each attempt's end to ``units.jsonl`` (fsynced) and tallies the outcome."""
+class Executor(Protocol):
+    """Runs the pending units to their end: each attempt's end goes to the ledger, a unit whose
+    worker died is re-queued (or failed) through ``Ledger.lost``."""
 
-    def __init__(self, out: Path, outcome: BenchOutcome, on_event: Event):
-        self.path = Path(out) / "units.jsonl"
-        self.outcome, self.on_event = outcome, on_event
-
-    def log(self, record: dict[str, Any]) -> None:
-        with open(self.path, "a") as f:
-            f.write(json.dumps(record, default=str) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-
-    def finished(self, record: dict[str, Any]) -> None:
-        """A unit's attempt ended by itself: done, or failed with its error."""
-        self.log(record)
-        (self.outcome.done if record["status"] == "done" else self.outcome.failed).append(
-            record["unit"]
-        )
-        self.on_event("unit_end", record)
-
-    def lost(
-        self, unit: Unit, attempt: int, record: dict[str, Any], max_attempts: int, pending: deque
-    ) -> None:
-        """The worker of an attempt died: re-queue the unit (front) or record it failed."""
-        record = {"unit": unit.key, "attempt": attempt, "wall_s": None, **record}
-        if attempt < max_attempts:
-            record["status"] = "retry"
-            pending.appendleft((unit, attempt + 1))
-            self.outcome.retried.append(unit.key)
-        else:
-            record["status"] = "failed"
-            self.outcome.failed.append(unit.key)
-        self.log(record)
-        self.on_event("unit_lost", record)
-
-    def fail_pending(self, pending: deque, why: str) -> None:
-        while pending:
-            unit, attempt = pending.popleft()
-            self.finished(
-                {
-                    "unit": unit.key,
-                    "attempt": attempt,
-                    "worker": None,
-                    "device": None,
-                    "pid": None,
-                    "wall_s": None,
-                    "status": "failed",
-                    "error": why,
-                }
-            )
+    def run(self) -> None: ...
 
 
-def dispatch(config: BenchConfig, tasks: dict, pending: deque, ledger: Ledger) -> None:
-    """Run ``pending`` ((unit, attempt) pairs) with the executor ``config`` asks for."""
-    if config.ray is not None:
-        from htam.bench.executor_ray import RayPool
+class ExecutorFactory(Protocol):
+    def __call__(
+        self, config: BenchConfig, tasks: dict[str, Task], pending: Pending, ledger: Ledger
+    ) -> Executor: ...
 
-        RayPool(config, tasks, pending, ledger).run()
-    else:
-        from htam.bench.executor_local import LocalPool
 
-        LocalPool(config, tasks, pending, ledger).run()
+def _local() -> ExecutorFactory:
+    from htam.bench.executor_local import LocalPool
+
+    return LocalPool
+
+
+def _ray() -> ExecutorFactory:
+    from htam.bench.executor_ray import RayPool
+
+    return RayPool
+
+
+# Each executor by name, imported when chosen (the local pool never imports Ray).
+EXECUTORS: dict[str, Callable[[], ExecutorFactory]] = {"local": _local, "ray": _ray}
+
+
+def executor_for(
+    config: BenchConfig, tasks: dict[str, Task], pending: Pending, ledger: Ledger
+) -> Executor:
+    """The executor ``config`` asks for (``BenchConfig.executor``), ready to run ``pending``."""
+    return EXECUTORS[config.executor]()(config, tasks, pending, ledger)

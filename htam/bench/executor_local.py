@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from htam.bench.bench_config import BenchConfig, Unit
-from htam.bench.executor import Ledger
+from htam.bench.ledger import Ledger
 from htam.bench.local_worker import worker_main
+from htam.tasks.task import Task
 
 POLL_S = 0.5
 TERM_GRACE_S = 15.0  # for a worker told to exit (SIGTERM) to close its evaluator
@@ -31,7 +32,13 @@ class Slot:
 
 
 class LocalPool:
-    def __init__(self, config: BenchConfig, tasks: dict, pending: deque, ledger: Ledger):
+    def __init__(
+        self,
+        config: BenchConfig,
+        tasks: dict[str, Task],
+        pending: deque[tuple[Unit, int]],
+        ledger: Ledger,
+    ):
         self.config, self.tasks, self.pending, self.ledger = config, tasks, pending, ledger
         self.on_event = ledger.on_event
         self.ctx = multiprocessing.get_context("spawn")  # the parent may hold torch/CUDA state
@@ -92,7 +99,7 @@ class LocalPool:
                 slot.process.join(timeout=grace_s)
                 if slot.process.is_alive():
                     # SIGTERM first: the worker closes its evaluator, whose sandboxed processes
-                    # a SIGKILL left stopped behind it (newcomer round 5: 550 MB a Ctrl-C)
+                    # a SIGKILL left stopped behind it (seen: 550 MB a Ctrl-C)
                     slot.process.terminate()
                     slot.process.join(timeout=TERM_GRACE_S)
                 if slot.process.is_alive():
@@ -170,6 +177,7 @@ class LocalPool:
                 )
 
     def _lost(self, slot: Slot) -> None:
+        assert slot.current is not None, "only a slot running a unit can lose it"
         unit, attempt = slot.current
         slot.current = None
         code = slot.process.exitcode

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from htam.bench.bench_config import FIXED_ENV, MEMORYLESS, BenchConfig, Unit
-from htam.bench.executor import Ledger
+from htam.bench.ledger import Ledger
+from htam.tasks.task import Task
 
 POLL_S = 0.5
 PLACEMENT_S = 300.0  # pending units with no worker placed for this long are recorded failed
@@ -78,16 +79,25 @@ def _first_line(exc: BaseException) -> str:
 
 
 class RayPool:
-    def __init__(self, config: BenchConfig, tasks: dict, pending: deque, ledger: Ledger):
+    def __init__(
+        self,
+        config: BenchConfig,
+        tasks: dict[str, Task],
+        pending: deque[tuple[Unit, int]],
+        ledger: Ledger,
+    ):
+        if config.ray is None:
+            raise ValueError("the Ray executor needs a cluster address (BenchConfig.ray)")
         self.config, self.tasks, self.pending, self.ledger = config, tasks, pending, ledger
+        self.address = config.ray
         self.on_event = ledger.on_event
         self.slots: list[RaySlot] = []
-        self.owner = None
+        self.owner: Any = None  # the BankOwner actor when banks are shared
 
     def run(self) -> None:
         import ray
 
-        started_here = connect(self.config.ray)
+        started_here = connect(self.address)
         try:
             self._run()
         finally:
@@ -257,6 +267,7 @@ class RayPool:
     def _finished(self, slot: RaySlot, ref) -> None:
         import ray
 
+        assert slot.current is not None, "a result came from a slot that runs nothing"
         unit, attempt, _ = slot.current
         slot.current = None
         try:

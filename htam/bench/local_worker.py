@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from htam.bench.bench_config import FIXED_ENV, BenchConfig, Unit
+from htam.bench.ledger import UnitRecord, UnitStatus
 from htam.signals import exit_on_sigterm
 
 PARENT_POLL_S = 1.0
@@ -62,6 +63,10 @@ def worker_main(slot: int, device: str, config: BenchConfig, inbox, outbox) -> N
     os.environ.update(device_env(config.target, device))
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     from htam.evaluate import EvalConfig, Evaluator, EvaluatorError
+    from htam.evaluate.host.gpu_queue import EVENTS_ENV
+
+    # the evaluator's build and GPU events, for the bench's throughput figures
+    os.environ.setdefault(EVENTS_ENV, str(Path(config.out) / "events"))
 
     pid = os.getpid()
     try:
@@ -96,7 +101,8 @@ def worker_main(slot: int, device: str, config: BenchConfig, inbox, outbox) -> N
                 proposer,
                 lambda u: open_bank(u, config, frozen),
             )
-            record.update(worker=slot, pid=pid, device=device, device_name=evaluator.device_name)
+            record.worker, record.pid, record.device = slot, pid, device
+            record.device_name = evaluator.device_name
             outbox.put(("finished", slot, pid, record))
             _write_status(
                 config.out, slot, {"slot": slot, "pid": pid, "device": device, "unit": None}
@@ -111,14 +117,14 @@ def run_unit(
     evaluator,
     proposer,
     open_unit_bank: Callable[[Unit], Any],
-) -> dict[str, Any]:
+) -> UnitRecord:
     """Run (or continue) one unit in its run directory with the bank ``open_unit_bank(unit)``
     gives (None for memoryless methods; closed here); the record of how it ended."""
     from htam.agent import OptimizeConfig, Optimizer
     from htam.evaluate import CachedEvaluator
 
     started = time.monotonic()
-    record: dict[str, Any] = {"unit": unit.key, "attempt": attempt}
+    record = UnitRecord(unit.key, attempt, UnitStatus.FAILED)
     try:
         bank = open_unit_bank(unit)
         try:
@@ -135,16 +141,12 @@ def run_unit(
         finally:
             if bank is not None:
                 bank.close()
-        record.update(
-            status="done", best_status=summary["best_status"], best_speedup=summary["best_speedup"]
-        )
+        record.status = UnitStatus.DONE
+        record.best_status, record.best_speedup = summary.best_status, summary.best_speedup
     # Any error of one unit (a broken task, an evaluator fault, a bad reply) must not end the
     # worker: it is recorded, with its traceback, as the unit's failure.
     except Exception as exc:  # noqa: BLE001
-        record.update(
-            status="failed",
-            error=f"{type(exc).__name__}: {exc}",
-            traceback=traceback.format_exc(limit=8),
-        )
-    record["wall_s"] = time.monotonic() - started
+        record.error = f"{type(exc).__name__}: {exc}"
+        record.traceback = traceback.format_exc(limit=8)
+    record.wall_s = time.monotonic() - started
     return record

@@ -4,6 +4,7 @@ the files the report points to."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 CELL_CHARS = 160
@@ -41,7 +42,7 @@ def cell(value: object, limit: int = CELL_CHARS) -> str:
     return text.replace("|", "\\|")
 
 
-def table(headers: list[str], rows: list[list[object]]) -> list[str]:
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
     lines = ["| " + " | ".join(cell(h) for h in headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
     return lines

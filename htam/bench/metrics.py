@@ -27,8 +27,8 @@ Definitions (the report prints them too):
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-from dataclasses import dataclass, field
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 FAST_PS = (0.0, 0.8, 1.0, 1.5, 2.0)
@@ -54,11 +54,22 @@ class UnitRow:
     timing_meaningful: bool | None = None
     error: str | None = None
     device: str | None = None  # where it last ran (worker slot's device)
+    # The op family the offline proposer had no template for, when the unit ended on that
+    # alone (htam.status.Status.NO_STRATEGY): counted apart, not as a failed candidate.
+    no_strategy: str | None = None
 
     @property
     def kept_speedup(self) -> float:
         """The speedup the user ends with: the reference stands unless a correct candidate beats it."""
         return max(1.0, self.speedup) if self.correct and self.speedup else 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> UnitRow:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 def _mean(values: list[float]) -> float | None:
@@ -124,6 +135,13 @@ def summarize(rows: list[UnitRow]) -> dict[str, Any]:
         "partial": sum(r.state == "partial" for r in rows),
         "failed": sum(r.state == "failed" for r in rows),
         "correctness": correctness(rows),
+        # units where the proposer had no applicable strategy, apart (and per missing family),
+        # and correctness over the units where it had one
+        "no_strategy": sum(r.no_strategy is not None for r in rows),
+        "no_strategy_families": dict(
+            sorted(Counter(r.no_strategy for r in rows if r.no_strategy).items())
+        ),
+        "correctness_applicable": correctness([r for r in rows if r.no_strategy is None]),
         "fast_1": fast_p(rows, 1.0),
         "fast_p": {str(p): fast_p(rows, p) for p in FAST_PS},
         "candidate_geomean_eager_fail1": geomean_speedup(rows, "eager", "fail1"),
@@ -163,6 +181,9 @@ def compute_metrics(rows: list[UnitRow]) -> dict[str, Any]:
 
 DEFINITIONS = {
     "correctness": "fraction of units whose best candidate is correct (failed units count as incorrect)",
+    "no_strategy": "units that ended because the proposer had no applicable strategy for the task "
+    "(no candidate was written), with the missing op family; counted apart from failed candidates",
+    "correctness_applicable": "correctness over the units that are not no_strategy",
     "fast_1": "fast@1: fraction of units whose best candidate is correct and faster than eager PyTorch",
     "fast_p": "KernelBench fast_p: fraction of units correct AND with best speedup vs eager > p",
     "candidate_geomean_*_fail1": "geometric mean of the best candidate's raw speedup (below 1.0 "

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from htam.bench.bench_config import FIXED_ENV, BenchConfig, Unit
+from htam.bench.ledger import UnitRecord
 
 
 class UnitWorker:
@@ -25,7 +26,8 @@ class UnitWorker:
         self.slot, self.config, self.owner, self.frozen_data = slot, config, owner, frozen_data
         self.scratch = Path(tempfile.mkdtemp(prefix=f"htam-ray-w{slot}-"))
         self.fatal: str | None = None
-        self.evaluator = self.proposer = None
+        self.evaluator: Any = None  # an Evaluator once started (imported in the actor only)
+        self.proposer: Any = None
         self.info: dict[str, Any] = {}
         self._start()
 
@@ -87,7 +89,7 @@ class UnitWorker:
             return MemoryBank.create(local, self.frozen_data)
         return SharedBank.from_owner(self.owner, str(path), self.scratch / "snapshots")
 
-    def run(self, unit: Unit, task, attempt: int) -> dict[str, Any]:
+    def run(self, unit: Unit, task, attempt: int) -> UnitRecord:
         from htam.bench.local_worker import _write_status, run_unit
 
         out = self.config.out
@@ -101,13 +103,9 @@ class UnitWorker:
         record = run_unit(
             unit, task, attempt, self.config, self.evaluator, self.proposer, self._bank
         )
-        record.update(
-            worker=self.slot,
-            pid=self.info["pid"],
-            device=self.info["device"],
-            node=self.info["node"],
-            device_name=self.evaluator.device_name,
-        )
+        record.worker, record.pid = self.slot, self.info["pid"]
+        record.device, record.node = self.info["device"], self.info["node"]
+        record.device_name = self.evaluator.device_name if self.evaluator else None
         _write_status(out, self.slot, {**status, "unit": None})
         return record
 

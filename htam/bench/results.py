@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from htam.bench.bench_config import ResultsError, Unit, read_json
+from htam.bench.bench_config import ResultsError, Unit, read_json, read_summary
+from htam.bench.ledger import UnitRecord, UnitStatus
 from htam.bench.metrics import UnitRow, compute_metrics
 
 __all__ = ["ResultsError", "bench_metrics", "load_plan", "load_rows"]
@@ -22,10 +23,10 @@ def load_plan(out: Path) -> list[Unit]:
     ]
 
 
-def load_log(out: Path) -> dict[str, dict[str, Any]]:
+def load_log(out: Path) -> dict[str, UnitRecord]:
     """The last attempt record of every unit in units.jsonl."""
     path = Path(out) / "units.jsonl"
-    last: dict[str, dict[str, Any]] = {}
+    last: dict[str, UnitRecord] = {}
     if path.exists():
         lines = path.read_text().splitlines()
         for k, line in enumerate(lines):
@@ -36,7 +37,7 @@ def load_log(out: Path) -> dict[str, dict[str, Any]]:
                     break
                 raise ResultsError(f"{path}: line {k + 1} is damaged, not JSON") from None
             if record is not None:
-                last[record["unit"]] = record
+                last[record["unit"]] = UnitRecord.from_dict(record)
     return last
 
 
@@ -44,10 +45,9 @@ def _steps(run_dir: Path) -> list[dict[str, Any]]:
     return [read_json(p) for p in sorted((run_dir / "steps").glob("step_*.json"))]
 
 
-def unit_row(unit: Unit, out: Path, last: dict[str, Any] | None) -> UnitRow | None:
+def unit_row(unit: Unit, out: Path, last: UnitRecord | None) -> UnitRow | None:
     """The row of ``unit``, or None when it never ran."""
     run_dir = unit.run_dir(out)
-    summary_path = run_dir / "summary.json"
     row = UnitRow(
         key=unit.key,
         method=unit.method,
@@ -56,12 +56,12 @@ def unit_row(unit: Unit, out: Path, last: dict[str, Any] | None) -> UnitRow | No
         level=unit.level,
         steps_planned=unit.steps,
         state="failed",
-        device=last.get("device") if last else None,
-        error=last.get("error") if last else None,
+        device=last.device if last else None,
+        error=last.error if last else None,
     )
-    if not summary_path.exists():
-        return row if last and last["status"] == "failed" else None
-    s = read_json(summary_path)
+    s = read_summary(unit, out)
+    if s is None:
+        return row if last and last.status == UnitStatus.FAILED else None
     steps = _steps(run_dir)
     # A result served by the evaluation cache carries its original cost: cap each evaluation by
     # its step's wall time so cached re-evaluations are not counted as device time again.
@@ -70,21 +70,31 @@ def unit_row(unit: Unit, out: Path, last: dict[str, Any] | None) -> UnitRow | No
         for st in steps
         if (w := st["feedback"].get("breakdown_s", {}).get("wall")) is not None
     ]
-    row.state = "complete" if s["steps"] == unit.steps else "partial"
-    row.correct = s["best_status"] == "ok"
-    row.speedup = s["best_speedup"] if row.correct else None
-    row.speedup_vs_compile = s["best_speedup_vs_compile"] if row.correct else None
-    row.curve = list(s["curve"])
-    row.cost_usd = s["cost_usd"]
-    row.tokens = s["tokens"]["prompt"] + s["tokens"]["completion"]
+    row.state = "complete" if s.steps == unit.steps else "partial"
+    row.correct = s.best_status == "ok"
+    row.speedup = s.best_speedup if row.correct else None
+    row.speedup_vs_compile = s.best_speedup_vs_compile if row.correct else None
+    row.curve = list(s.curve)
+    row.cost_usd = s.cost_usd
+    row.tokens = s.total_tokens
     # The summary's wall time covers only the last invocation of a resumed unit; the steps'
     # times cover every step but not the reference timing: take the larger.
-    row.wall_s = max(s["wall_s"], sum(st["wall_s"] for st in steps))
+    row.wall_s = max(s.wall_s, sum(st["wall_s"] for st in steps))
     row.eval_s = sum(walls) if walls else row.wall_s
-    row.timing_meaningful = s["timing_meaningful"]
+    row.timing_meaningful = s.timing_meaningful
+    row.no_strategy = missing_family(steps)
     if row.state == "complete":
         row.error = None
     return row
+
+
+def missing_family(steps: list[dict[str, Any]]) -> str | None:
+    """The family a unit lacked a template for, when every step says no_strategy."""
+    if not steps or any(st["feedback"]["status"] != "no_strategy" for st in steps):
+        return None
+    message = " ".join(steps[0]["feedback"].get("messages") or [])
+    _, found, rest = message.partition("(missing family: ")
+    return rest.split(" (")[0].rstrip(")") if found else "unknown"
 
 
 def load_rows(out: Path) -> list[UnitRow]:
@@ -104,7 +114,7 @@ def bench_metrics(out: Path) -> dict[str, Any]:
     metrics["not_run"] = len(plan) - len(rows)
     bench = out / "bench.json"
     metrics["bench"] = read_json(bench)["identity"] if bench.exists() else {}
-    if metrics["bench"].get("size") == "small":  # newcomer round 8: 2.43x here, 0.71x in full
+    if metrics["bench"].get("size") == "small":  # seen: 2.43x here, 0.71x in full
         metrics["notes"].append(
             "Timed at the small size (the CPU's default): a speedup there need not hold at the "
             "task's full size; `htam eval TASK best.py --size large` times one there."

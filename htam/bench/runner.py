@@ -26,7 +26,8 @@ from htam.bench.bench_config import (
     read_json,
     unit_done,
 )
-from htam.bench.executor import BenchOutcome, Event, Ledger, dispatch
+from htam.bench.executor import executor_for
+from htam.bench.ledger import BenchOutcome, Event, Ledger
 
 __all__ = ["BenchError", "BenchOutcome", "run_bench", "write_plan"]
 
@@ -48,7 +49,7 @@ def _check_resume(config: BenchConfig, resume: bool) -> None:
 
 def _check_plan(config: BenchConfig, units: list[Unit]) -> None:
     """A resumed bench keeps every unit it planned: one resumed with fewer tasks, methods or
-    seeds rewrote its plan and its report lost the units left out (newcomer round 8)."""
+    seeds rewrote its plan and its report lost the units left out."""
     path = config.out / "plan.json"
     if not path.exists():
         return
@@ -98,7 +99,7 @@ def run_bench(
         # The executor's workers set FIXED_ENV themselves (htam.bench.local_worker.device_env):
         # the caller's environment is left as it was.
         ledger = Ledger(config.out, outcome, on_event or (lambda *_: None))
-        dispatch(config, by_id, pending, ledger)
+        executor_for(config, by_id, pending, ledger).run()
     outcome.wall_s = time.monotonic() - started
     if report:
         from htam.bench.report import write_report

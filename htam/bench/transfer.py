@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from htam.agent.step import Step
 from htam.bench.bench_config import BenchConfig, Unit
 from htam.bench.metrics import discovery_curve
 from htam.bench.results import load_plan, load_rows
@@ -115,15 +116,15 @@ def _arm(out: Path, method: str, known_edges: set, known_locals: set) -> dict[st
     strategies: Counter[str] = Counter()
     steps = 0
     for unit in units:
-        for record in _steps(unit, out):
+        for step in _steps(unit, out):
             steps += 1
-            direction = record.get("direction")
-            terms = (record.get("decision") or {}).get("directions", {}).get(direction, {})
+            direction = step.direction
+            terms = (step.decision or {}).get("directions", {}).get(direction, {})
             for term in terms.get("prefix_terms", []):
                 if (term["src"], direction) in known_edges:
                     edges[f"{term['src']} -> {direction}"] += 1
-            if record.get("strategy") in known_locals:
-                strategies[record["strategy"]] += 1
+            if step.strategy is not None and step.strategy in known_locals:
+                strategies[step.strategy] += 1
     return {
         "best": best,
         "curve": discovery_curve(rows),  # none correct yet: 1.0, as in the table
@@ -133,9 +134,9 @@ def _arm(out: Path, method: str, known_edges: set, known_locals: set) -> dict[st
     }
 
 
-def _steps(unit: Unit, out: Path) -> list[dict[str, Any]]:
+def _steps(unit: Unit, out: Path) -> list[Step]:
     folder = unit.run_dir(out) / "steps"
-    return [json.loads(p.read_text()) for p in sorted(folder.glob("step_*.json"))]
+    return [Step.from_dict(json.loads(p.read_text())) for p in sorted(folder.glob("step_*.json"))]
 
 
 def geomean_fail1(values: list[float | None]) -> float | None:

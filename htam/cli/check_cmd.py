@@ -11,7 +11,14 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from htam.cli.common import (
@@ -26,7 +33,7 @@ from htam.cli.common import (
 from htam.cli.fmt import plural
 from htam.cli.json_errors import echo_json
 from htam.cli.workers import parse_levels
-from htam.vocab import Target, targets_help
+from htam.vocab import SIZES, Target, targets_help
 
 
 def default_jobs(target: str) -> int:
@@ -52,12 +59,12 @@ def parse_eval_options(items: list[str]) -> dict[str, Any]:
             options[key] = json.loads(value)
         except json.JSONDecodeError:
             options[key] = value
-    try:  # typed as EvalConfig types them (newcomer round 5: a string reached the evaluator)
+    try:  # typed as EvalConfig types them (seen: a string reached the evaluator)
         checked = pydantic.TypeAdapter(EvalConfig).validate_python(options)
     except pydantic.ValidationError as exc:
-        error = exc.errors()[0]
-        key = error["loc"][0]
-        fail(f"--eval {key}={options[key]!r}: {error['msg'][0].lower()}{error['msg'][1:]}")
+        first = exc.errors()[0]
+        name, msg = str(first["loc"][0]), first["msg"]
+        fail(f"--eval {name}={options[name]!r}: {msg[0].lower()}{msg[1:]}")
     for key, value in options.items():
         least = _LEAST.get(key)
         if least is not None and getattr(checked, key) is not None and value < least:
@@ -65,7 +72,7 @@ def parse_eval_options(items: list[str]) -> dict[str, Any]:
     return {key: getattr(checked, key) for key in options}
 
 
-# The least value of a setting that has one (newcomer round 8: trials=0 failed every reference
+# The least value of a setting that has one (seen: trials=0 failed every reference
 # with a TypeError, and memory_limit_mb=1 passed); 0 where any positive amount will do.
 _LEAST = {
     "trials": 1,
@@ -92,7 +99,7 @@ class Reporter:
     def __init__(self) -> None:
         self.live = err_console.is_terminal
         self.progress: Progress | None = None
-        self.bar = None
+        self.bar: TaskID | None = None
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "plan":
@@ -114,7 +121,7 @@ class Reporter:
         elif kind == "task_end":
             record = data["record"]
             line = f"[{data['done']}/{data['todo']}] {record['id']}: {summary_line(record)}"
-            if self.progress is not None:
+            if self.progress is not None and self.bar is not None:
                 self.progress.update(self.bar, advance=1, last=record["id"])
                 if record["status"] != "ok":
                     self._line(line)
@@ -216,8 +223,8 @@ def check_command(
     target = target or default_target()
     if target not in tuple(Target):
         fail(f"unknown target {target!r}; choose {targets_help()}")
-    if size not in ("small", "large"):
-        fail(f"unknown size {size!r}; choose small or large")
+    if size not in SIZES:
+        fail(f"unknown size {size!r}; choose {' or '.join(SIZES)}")
     if measurers < 1 or (jobs is not None and jobs < 0):
         fail("--measurers must be at least 1 and --jobs at least 0")
     errors: list[TaskError] = []

@@ -4,11 +4,15 @@ suite loads."""
 from __future__ import annotations
 
 import errno
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
 from htam.cli.fmt import plural
+
+if TYPE_CHECKING:  # rich.progress is imported when a bar is shown
+    from rich.progress import Progress, TaskID
 
 
 class _Console(Console):
@@ -17,7 +21,7 @@ class _Console(Console):
 
     def print(self, *objects, **kwargs) -> None:
         """Tables fold what does not fit a narrow terminal onto more lines, never cut it to
-        "buil…" (newcomer round 7: ids and headers lost at 60 columns)."""
+        "buil…" (seen: ids and headers lost at 60 columns)."""
         for item in objects:
             if isinstance(item, Table):
                 fold(item)
@@ -50,7 +54,8 @@ class LoadProgress:
 
     def __init__(self, source: str):
         self.source = source
-        self.progress = None
+        self.progress: Progress | None = None
+        self.bar: TaskID | None = None
 
     def __call__(self, done: int, total: int, task_id: str) -> None:
         if total < self.MANY:
@@ -70,7 +75,8 @@ class LoadProgress:
             )  # fmt: skip
             self.progress.start()
             self.bar = self.progress.add_task("", total=total)
-        self.progress.update(self.bar, completed=done, description=task_id)
+        if self.bar is not None:
+            self.progress.update(self.bar, completed=done, description=task_id)
 
     def __enter__(self) -> LoadProgress:
         return self

@@ -14,9 +14,10 @@ def doctor_command(
     as_json: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
 ) -> None:
     """Try each isolation a candidate runs under, and say what this machine cannot offer."""
-    from htam.evaluate import cgroups, folders, isolation
     from htam.evaluate.eval_config import cache_root, machine_memory_mb
-    from htam.evaluate.evaluator import DISK_LIMIT_MB
+    from htam.evaluate.host import folders
+    from htam.evaluate.host.evaluator import DISK_LIMIT_MB
+    from htam.evaluate.sandbox import cgroups, isolation
 
     cgroup, no_cgroup = cgroups.check()
     no_sized = folders.check_sized()

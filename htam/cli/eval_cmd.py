@@ -134,7 +134,7 @@ def eval_command(
         fail(reference_cannot_run(exc, task, target, size), code=INFRASTRUCTURE_EXIT)
     except EvaluatorError as exc:
         fail(str(exc))
-    timed = signature(task, size)  # what was timed, said (newcomer: optimize said it, eval not)
+    timed = signature(task, size)  # what was timed, said (seen: optimize said it, eval not)
     result.messages[:0] = beside_note(result, solution_file)
     if as_json:
         data = result.to_dict()
@@ -158,7 +158,7 @@ def eval_command(
 
 def beside_note(result: EvalResult, solution_file: Path) -> list[str]:
     """A first message for a solution that read a file beside it, which the job does not have
-    (newcomer round 5: a traceback about /tmp/job/kernel.cpp was all it said)."""
+    (seen: a traceback about /tmp/job/kernel.cpp was all it said)."""
     found = re.search(r"No such file or directory: '/tmp/job/([^'/]+)'", " ".join(result.messages))
     if result.correct or not found or not (solution_file.parent / found[1]).is_file():
         return []
@@ -188,7 +188,7 @@ def verdict_line(result: EvalResult) -> str:
 
 def read_solution(path: Path) -> str:
     """The solution's text, or a one-line error: missing, a folder, too large, not UTF-8."""
-    from htam.evaluate.evaluator import MAX_SOLUTION_BYTES
+    from htam.evaluate.host.evaluator import MAX_SOLUTION_BYTES
 
     if path.is_dir():
         fail(f"{path}: is a directory, not a solution file")

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer.core
 
-_Context = typer.core.TyperCommand.context_class  # typer's click (its own copy, in recent ones)
+if TYPE_CHECKING:  # the classes of the click that typer runs, as mypy sees them
+    from typer._click.core import Context as _Context
+    from typer._click.formatting import HelpFormatter as _Formatter
+else:  # typer's click (its own copy, in recent ones)
+    _Context = typer.core.TyperCommand.context_class
+    _Formatter = _Context.formatter_class
 _HYPHEN = "\u2011"  # a non-breaking hyphen, while a help text is wrapped
 
 
-class _WholeNamesFormatter(_Context.formatter_class):
+class _WholeNamesFormatter(_Formatter):
     """Option help wrapped between words only: a method such as ``no-hierarchy`` is never cut at
     its hyphen (``no-`` ending a line reads as a name of its own)."""
 
@@ -25,8 +32,7 @@ class _HelpContext(_Context):
 
 class HelpCommand(typer.core.TyperCommand):
     """A command whose usage line names its arguments as its help does, in capitals:
-    ``htam eval [OPTIONS] TASK SOLUTION_FILE``, where typer wrote ``{TASK} {solution_file}``
-    (newcomer round 7)."""
+    ``htam eval [OPTIONS] TASK SOLUTION_FILE``, where typer wrote ``{TASK} {solution_file}``."""
 
     context_class = _HelpContext
 

@@ -6,7 +6,6 @@ comes while it starts: ``ForkServer.kill``.)
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import NoReturn
 
@@ -30,11 +29,11 @@ def clear_hooks() -> None:
 def interrupted(code: int = INTERRUPTED_EXIT) -> NoReturn:
     """Say what ``on_interrupt`` set (else "interrupted") on one line of stderr (and as a JSON
     object on stdout under ``--json``), and exit ``code``: ``INTERRUPTED_EXIT``, or for SIGTERM
-    143, saying "terminated" (newcomer round 8: SIGTERM gave no ``--resume`` line)."""
+    143, saying "terminated" (seen: SIGTERM gave no ``--resume`` line)."""
     from htam.cli.common import err_console
     from htam.cli.json_errors import json_requested, print_json_error
 
-    message, fields = "interrupted", {}
+    message, fields = "interrupted", dict[str, object]()
     if _said:
         say, fields = _said[0]
         message = say()
@@ -46,10 +45,3 @@ def interrupted(code: int = INTERRUPTED_EXIT) -> NoReturn:
         print_json_error(message, code, **fields)
     err_console.print(message, highlight=False, soft_wrap=True, markup=False)
     raise typer.Exit(code)
-
-
-def exit_at_start(signum: int, frame: object) -> None:
-    """SIGINT while ``htam`` itself starts (its imports take seconds: torch): nothing ran yet,
-    so there is nothing to clean up or to resume; no traceback, exit 130."""
-    os.write(2, b"interrupted\n")
-    os._exit(INTERRUPTED_EXIT)

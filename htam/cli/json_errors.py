@@ -8,9 +8,8 @@ from __future__ import annotations
 import contextvars
 import json
 import sys
+from typing import TYPE_CHECKING, Any
 
-import typer
-import typer.core
 from rich.errors import MarkupError
 from rich.text import Text
 
@@ -19,7 +18,10 @@ from htam.cli.help_format import HelpCommand, HelpGroup
 try:
     from typer._click import ClickException  # a recent typer runs its own copy of click
 except ImportError:  # pragma: no cover - older typer: click itself
-    from click import ClickException
+    from click import ClickException  # type: ignore[assignment]  # the same class, click's copy
+
+if TYPE_CHECKING:  # the context class of the click that typer runs (typer.Context derives it)
+    from typer._click.core import Context as ClickContext
 
 
 # Whether the running command was given --json (each command names it ``as_json``): set by
@@ -33,7 +35,7 @@ def json_requested() -> bool:
     return _JSON_MODE.get()
 
 
-def echo_json(data: object, **dumps: object) -> None:
+def echo_json(data: object, **dumps: Any) -> None:
     """A ``--json`` command's object (or its text, already JSON), on the real stdout."""
     out = _JSON_OUT.get() or sys.stdout
     text = data if isinstance(data, str) else json.dumps(data, **dumps)
@@ -81,12 +83,12 @@ class JsonErrorsCommand(HelpCommand):
                 print_json_error(exc.format_message(), exc.exit_code)
             raise
 
-    def invoke(self, ctx: typer.Context):
+    def invoke(self, ctx: ClickContext):
         as_json = bool(ctx.params.get("as_json"))
         token = _JSON_MODE.set(as_json)
         real = sys.stdout
         out = _JSON_OUT.set(real if as_json else None)
-        if as_json:  # newcomer round 6: a task file's print() went before the object
+        if as_json:  # seen: a task file's print() went before the object
             sys.stdout = sys.stderr
         try:
             return super().invoke(ctx)
@@ -115,7 +117,7 @@ class JsonErrorsGroup(HelpGroup):
                 print_json_error(exc.format_message(), exc.exit_code)
             raise
 
-    def resolve_command(self, ctx: typer.Context, args: list[str]):
+    def resolve_command(self, ctx: ClickContext, args: list[str]):
         try:  # typer's own adds "Did you mean 'optimize'?" to the message
             return super().resolve_command(ctx, args)
         except ClickException as exc:

@@ -4,6 +4,7 @@ command line that continues an interrupted run."""
 
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import replace
 from pathlib import Path
@@ -12,6 +13,7 @@ import typer
 
 from htam.cli.common import fail, writable_dir
 from htam.cli.interrupts import on_interrupt
+from htam.vocab import SIZES
 
 
 def run_dir(out: Path | None, stem: Path, resume: bool) -> Path:
@@ -57,6 +59,12 @@ def steps_done(out: Path) -> int:
     return len(list((out / "steps").glob("step_*.json")))
 
 
+def finished_records(out: Path) -> list[dict]:
+    """The step records a ``--resume`` finds in ``out``, in step order."""
+    paths = sorted((out / "steps").glob("step_*.json"))
+    return sorted((json.loads(p.read_text()) for p in paths), key=lambda r: r["step"])
+
+
 def run_record(out: Path) -> dict | None:
     """The run.json of the run ``--resume`` continues (None: no run there yet, a new one)."""
     from htam.agent.rundir import RunDir, RunDirError
@@ -84,7 +92,7 @@ def resume_settings(ctx: typer.Context, out: Path, record: dict, config, size: s
                 f"cannot resume {out}: --steps {config.steps} is fewer than the run's {old} "
                 f"steps; give --steps {old} or more (or leave it out)"
             )
-    if size is None and record.get("size") in ("small", "large"):
+    if size is None and record.get("size") in SIZES:
         size = record["size"]
     return config, size
 
@@ -107,12 +115,14 @@ def check_resume(out: Path, record: dict, task, config, proposer: str, size: str
     now = {"task_id": task.id, "task_digest": task.digest, "method": config.method}
     now |= {"seed": config.seed, "target": config.target, "language": config.language}
     now |= {"proposer": proposer, "size": size}
+    other_task = record.get("task_id", now["task_id"]) != now["task_id"]
     changed = [
         f"{_RESUME_KEYS[k]} was {record[k]}, now {now[k]}"
         if k != "task_digest"
         else "the task file changed"
         for k in _RESUME_KEYS
-        if k in record and record[k] != now[k]
+        # another task's file differs, of course: "the task file changed" would mislead
+        if k in record and record[k] != now[k] and not (k == "task_digest" and other_task)
     ]
     if changed:
         fail(f"cannot resume {out}: {'; '.join(changed)}")
@@ -120,7 +130,7 @@ def check_resume(out: Path, record: dict, task, config, proposer: str, size: str
 
 def resume_on_interrupt(ctx: typer.Context, out: Path, what: str) -> None:
     """From here on Ctrl-C says how to continue the ``what`` (bench, batch, experiment) in
-    ``out`` (newcomer rounds 6 and 7: it said only "interrupted")."""
+    ``out`` (seen: it said only "interrupted")."""
     on_interrupt(
         lambda: f"interrupted; `{resume_command(ctx, out)}` continues the {what} in {out}",
         outcome="interrupted",

@@ -6,13 +6,13 @@ progress lines go to stderr."""
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
+from htam.agent.rundir import RunDir
 from htam.cli.bench_cmd import fitting_tasks, load_tasks, print_progress
 from htam.cli.common import USAGE_EXIT, console, err_console, fail, writable_dir
 from htam.cli.fmt import plural
@@ -121,7 +121,8 @@ def optimize_many(
     bank = config.out / "memory" / f"{method}.db"
     learned = learn_into(memory, method, [unit_dir(r, out) for r in rows])
     if as_json:
-        record = {"suite": suite, "method": method, "target": target, "language": language}
+        record: dict[str, object] = {"suite": suite, "method": method, "target": target}
+        record |= {"language": language}
         record |= {"size": size, "out": str(out), "memory": str(memory), "bank": str(bank)}
         record |= {"learned_steps": learned}
         record |= {"count": len(rows), "tasks": task_records(rows, out)}
@@ -162,8 +163,8 @@ def task_records(rows: list, out: Path) -> list[dict]:
     records = []
     for r in rows:
         run_dir = unit_dir(r, out)
-        path = run_dir / "summary.json"
-        summary = json.loads(path.read_text()) if path.is_file() else {}
+        read = RunDir(run_dir).summary()  # an older version's summary gets the keys it lacked
+        summary = read.to_dict() if read else {}
         record = {"task_id": r.task_id, "run_dir": str(run_dir), "outcome": None, **summary}
         records.append(record | {"state": r.state, "correct": r.correct, "error": r.error})
     return records

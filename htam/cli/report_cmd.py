@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from htam.cli.common import console, fail
+from htam.cli.common import console, fail, path_error
 
 
 def fmt(value: float | None, kind: str) -> str:
@@ -68,6 +68,8 @@ def report_command(
         files = write_report(run_dir)
     except ResultsError as exc:
         fail(str(exc))
+    except OSError as exc:
+        fail(path_error(exc, doing="cannot write the report"))
     print_metrics(files.metrics)
     console.print(f"report: {files.markdown} · {files.html}")
 
@@ -108,7 +110,7 @@ def compare_command(
 
 def differences(run_a: Path, run_b: Path, a: dict, b: dict) -> list[str]:
     """What the two benches ran differently (their settings, their tasks): figures side by side
-    mean little when they differ (newcomer round 7: compare said nothing of it)."""
+    mean little when they differ (seen: compare said nothing of it)."""
     from htam.bench.results import load_plan
 
     notes = [

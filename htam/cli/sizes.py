@@ -7,14 +7,15 @@ import math
 
 from htam.cli.common import fail
 from htam.cli.fmt import fmt_bytes_alike
-from htam.tasks.module import SIZES, has_small_size, size_label
+from htam.tasks.module import has_small_size, size_label
+from htam.vocab import SIZES, Size, size_named
 
 CPU_LARGE_MAX_BYTES = 300_000_000
 
 
 def timed_size(
     target: str, language: str, size: str | None, task, memory_limit_mb: int | None = None
-) -> str:
+) -> Size:
     """The size to time ``task`` at: as asked, large on a GPU, and on the CPU large for C++ when
     it fits ``CPU_LARGE_MAX_BYTES`` and the memory limit (``--memory-limit-mb``). Triton on the
     CPU runs in its interpreter, whose timings mean nothing at any size: small keeps it quick."""
@@ -33,7 +34,7 @@ def memory_limit_bytes(memory_limit_mb: int | None) -> int:
     return EvalConfig(memory_limit_mb=memory_limit_mb).memory_limit() << 20
 
 
-def tensor_bytes(task, size: str) -> int | None:
+def tensor_bytes(task, size: Size) -> int | None:
     """What ``task``'s tensors take at ``size`` (inputs, outputs, parameters and buffers), from
     its signature on the meta device: no data, no time, whatever the size. None when the
     reference cannot run there (an op without a meta kernel, code that reads its data)."""
@@ -44,7 +45,7 @@ def tensor_bytes(task, size: str) -> int | None:
 
 
 def over_memory_limit(
-    task, target: str, size: str, nbytes: int | None, memory_limit_mb: int | None
+    task, target: str, size: Size, nbytes: int | None, memory_limit_mb: int | None
 ) -> str | None:
     """On the CPU, why ``task`` cannot run here when its tensors at ``size`` (``nbytes``, known
     from its signature before anything runs) exceed the host memory a candidate or the reference
@@ -85,7 +86,7 @@ def over_memory_limit(
     return f"{message}; {', or '.join(remedies)}"
 
 
-def size_words(task, size: str) -> str:
+def size_words(task, size: Size) -> str:
     """``size small``; for a file without HTAM_SMALL, whose sizes are one and the same, ``the
     KernelBench size (...)``: where its shapes come from, not a "small" they are not."""
     return f"size {size}" if has_small_size(task.source) else size_label(task.source, size)
@@ -97,6 +98,6 @@ def check_size(size: str | None) -> None:
         fail(f"--size {size}: unknown size; choose {' or '.join(SIZES)}")
 
 
-def default_size(target: str, size: str | None) -> str:
+def default_size(target: str, size: str | None) -> Size:
     check_size(size)
-    return size or ("large" if target == "cuda" else "small")
+    return size_named(size or ("large" if target == "cuda" else "small"))

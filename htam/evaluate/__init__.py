@@ -8,10 +8,10 @@ from htam.lazy import lazy_exports
 
 _EXPORTS = {
     "EvalConfig": "htam.evaluate.eval_config",
-    "Evaluator": "htam.evaluate.evaluator",
-    "EvaluatorError": "htam.evaluate.evaluator",
-    "Reference": "htam.evaluate.evaluator",
-    "CachedEvaluator": "htam.evaluate.cache",
+    "Evaluator": "htam.evaluate.host.evaluator",
+    "EvaluatorError": "htam.evaluate.host.evaluator",
+    "Reference": "htam.evaluate.host.evaluator",
+    "CachedEvaluator": "htam.evaluate.host.cache",
     "EvalResult": "htam.evaluate.result",
     "Timing": "htam.evaluate.result",
     "Status": "htam.status",

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from htam.status import Status
+from htam.status import Fault, Status
+from htam.vocab import BoundKind
 
 LOG_LIMIT = 4000  # characters of a log kept in a result
 
@@ -50,7 +51,7 @@ class EvalResult:
     ref_compile_runtime_ms: float | None = None
     timing: Timing | None = None
     sol_fraction: float | None = None
-    bound: str | None = None  # "memory" or "compute"
+    bound: BoundKind | None = None
     flags: list[str] = field(default_factory=list)  # suspicious but not rejected (e.g. > 10x)
     log: str = ""  # captured, truncated stdout/stderr of the candidate process
     breakdown_s: dict[str, float] = field(default_factory=dict)  # where the wall time went
@@ -61,10 +62,22 @@ class EvalResult:
     # The evaluator itself failed (the reference cannot run here): no evidence about the
     # candidate, never cached, never learned from.
     infrastructure: bool = False
+    # Whose doing the outcome is when it is not the kernel's (htam.status.Fault): an evaluator
+    # or machine fault (the fork server died, a timeout under load) is never a verdict.
+    fault: Fault | None = None
 
     @property
     def correct(self) -> bool:
         return self.status is Status.OK
+
+    @property
+    def cause(self) -> Fault:
+        """Whose doing this outcome is: only ``Fault.KERNEL`` is learned or cached."""
+        if self.fault is not None:
+            return Fault(self.fault)
+        if self.infrastructure:
+            return Fault.EVALUATOR
+        return Fault.KERNEL if self.status.judged else Fault.PROPOSER
 
     @property
     def speedup(self) -> float | None:
@@ -81,6 +94,7 @@ class EvalResult:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["status"] = str(self.status)
+        data["fault"] = None if self.fault is None else str(self.fault)
         data["correct"] = self.correct
         data["speedup"] = self.speedup
         data["speedup_vs_compile"] = self.speedup_vs_compile
@@ -92,8 +106,10 @@ class EvalResult:
         for key in ("correct", "speedup", "speedup_vs_compile"):
             data.pop(key, None)
         timing = data.pop("timing", None)
+        fault = data.pop("fault", None)
         return cls(
             status=Status(data.pop("status")),
+            fault=None if fault is None else Fault(fault),
             timing=Timing(**timing) if timing else None,
             **data,
         )

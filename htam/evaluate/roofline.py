@@ -8,11 +8,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from htam.vocab import BoundKind
+
 
 @dataclass(frozen=True)
 class Bound:
     time_ms: float
-    kind: str  # "memory" or "compute"
+    kind: BoundKind
 
 
 def _compute_peak(dtypes: list[str], peaks: dict) -> float:

@@ -1,9 +1,12 @@
 """The LLM proposer: chooses local strategies and writes implementations through an LLMClient.
 
 A fault of the model never aborts a run: strategy choice falls back to the first candidate (the
-memory orders candidates by evidence), and a proposal without code carries the reason in
-``Proposal.error``. A failure of the endpoint itself (``LLMError.infrastructure``) is flagged on
-the Choice or Proposal instead, so the loop can stop without learning from it.
+memory orders candidates by evidence). A reply without code, or cut at ``max_tokens``, is asked
+for once more (one repair turn); a proposal still without code, or one whose request the
+endpoint refused (HTTP 400, say a prompt too long), carries the reason in ``Proposal.error`` and
+``Fault.ENDPOINT``: the step is named ``no_code`` and never learned. A failure of the endpoint
+itself (``LLMError.infrastructure``) is flagged on the Choice or Proposal instead, so the loop
+can stop without learning from it.
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ from htam.llm.errors import LLMError, one_line
 from htam.llm.parse import extract_code, extract_json
 from htam.llm.prompt_templates import Prompts, StateView, error_excerpt, format_messages
 from htam.proposer import Choice, Proposal, ProposalRequest, Strategy, Usage
+from htam.status import Fault
 from htam.tasks.task import Task
 
 NO_CODE = "the reply has no Python code block defining class ModelNew"
+TRUNCATED = "the reply was cut at the length limit (max_tokens) before its code was complete"
 FALLBACK = "fallback to the first candidate"
 
 
@@ -118,19 +123,35 @@ class LLMProposer:
                         "content": self.prompts.render("duplicate.j2", step=request.repeats_step),
                     },
                 ]
-        prompt = format_messages(messages)
-        try:
-            reply = self._chat(messages, request, "write")
-        except LLMError as e:
-            return Proposal(code=None, error=str(e), prompt=prompt, infrastructure=e.infrastructure)
-        code = extract_code(reply.content)
+        usage, responses = Usage(), []
+        for attempt in range(2):  # the reply, then one repair turn when it held no code
+            prompt = format_messages(messages)
+            try:
+                reply = self._chat(messages, request, "write" if attempt == 0 else "write_again")
+            except LLMError as e:
+                return Proposal(
+                    code=None, error=str(e), prompt=prompt, response=_join(responses),
+                    usage=usage, infrastructure=e.infrastructure, fault=Fault.ENDPOINT,
+                )  # fmt: skip
+            usage.add(reply.usage)
+            responses.append(reply.content)
+            truncated = reply.finish_reason == "length"
+            # a reply cut short is never evaluated: its code, if any, is a fragment
+            code = None if truncated else extract_code(reply.content)
+            if code is not None:
+                break
+            messages += [
+                {"role": "assistant", "content": reply.content},
+                {"role": "user", "content": self.prompts.render("no_code.j2", truncated=truncated)},
+            ]
         return Proposal(
             code=code,
-            error=None if code else NO_CODE,
+            error=None if code else (TRUNCATED if truncated else NO_CODE),
             prompt=prompt,
-            response=reply.content,
+            response=_join(responses),
             reasoning=reply.reasoning,
-            usage=reply.usage,
+            usage=usage,
+            fault=None if code else Fault.ENDPOINT,
         )
 
     def _render_write(self, request: ProposalRequest) -> str:

@@ -147,7 +147,8 @@ class ReplayServer:
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
-            self._thread.join()
+            if self._thread is not None:
+                self._thread.join()
             self._httpd = None
 
     def __enter__(self) -> ReplayServer:

@@ -30,7 +30,7 @@ EDGE_COLUMNS = (
 )
 EVIDENCE_COLUMNS = (
     "run_id, task_id, step, local_id, polarity, task_signature, status, "
-    "speedup_before, speedup_after, reward, error_excerpt, lesson, recorded_at"
+    "speedup_before, speedup_after, reward, error_excerpt, lesson, recorded_at, context"
 )
 
 
@@ -91,7 +91,7 @@ def edge_from_row(row: sqlite3.Row) -> Edge:
 
 
 def evidence_from_row(row: sqlite3.Row) -> Evidence:
-    return Evidence(*row)
+    return Evidence(*row[:-1], context=json.loads(row[-1] or "{}"))
 
 
 def global_to_dict(node: GlobalNode) -> dict[str, Any]:
@@ -253,7 +253,7 @@ def insert_edge(conn: sqlite3.Connection, edge: Edge) -> None:
 def insert_evidence(conn: sqlite3.Connection, ev: Evidence) -> None:
     conn.execute(
         "INSERT OR IGNORE INTO evidence (" + EVIDENCE_COLUMNS + ") "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             ev.run_id,
             ev.task_id,
@@ -268,5 +268,6 @@ def insert_evidence(conn: sqlite3.Connection, ev: Evidence) -> None:
             ev.error_excerpt,
             ev.lesson,
             ev.recorded_at,
+            json.dumps(ev.context, sort_keys=True),
         ),
     )

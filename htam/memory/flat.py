@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from rank_bm25 import BM25Okapi
 
 from htam.memory.model import StepRecord
+from htam.memory.updates import claim
 
 if TYPE_CHECKING:
     from htam.memory.store import MemoryBank
@@ -46,8 +47,11 @@ class FlatMemory:
         self._version: tuple[int, int] | None = None
 
     def add(self, experience_text: str, record: StepRecord) -> bool:
-        """Store one experience; False if its (run, task, step) is already stored."""
+        """Store one experience; False if its (run, task, step) is already stored, or if its
+        candidate was learned from under another key."""
         with self._bank.transaction() as conn:
+            if not claim(conn, record, "flat"):
+                return False  # its candidate was learned from already (a cached rerun)
             cursor = conn.execute(
                 "INSERT OR IGNORE INTO flat_experiences "
                 "(run_id, task_id, step, text, record, added_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -74,8 +78,8 @@ class FlatMemory:
         scores = index.get_scores(terms)
         # BM25Okapi's idf turns negative for terms in most documents of a small corpus, so
         # relevance is "shares a query term", and the BM25 score only orders the relevant.
-        query = set(terms)
-        relevant = [i for i, words in enumerate(self._words) if query & words]
+        wanted = set(terms)
+        relevant = [i for i, words in enumerate(self._words) if wanted & words]
         order = sorted(relevant, key=lambda i: (-scores[i], i))[:k]
         return [
             FlatHit(

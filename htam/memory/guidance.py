@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from htam.memory.model import Edge, Evidence, LocalNode, NodeStats
-from htam.memory.triggers import FLAT_DIRECTION, StateFeatures, Trigger, trigger_prior
+from htam.memory.triggers import StateFeatures, Trigger, trigger_prior
+from htam.vocab import Direction
 
 if TYPE_CHECKING:
     from htam.memory.store import MemoryBank
@@ -108,6 +109,7 @@ def _local_lines(
     language: str | None,
     state: StateFeatures | None,
     detail: Detail,
+    target: str | None = None,
 ) -> list[str]:
     label = language if language in node.patterns else "general"
     lines = [
@@ -123,7 +125,12 @@ def _local_lines(
         lines.append("Risks: " + "; ".join(node.risks) + ".")
     lines.append(_record(node.stats))
     if detail.evidence:
-        evidence = bank.evidence(node.id)
+        # evidence measured on another target is not offered (a CPU C++ failure says nothing
+        # of a GPU kernel); records from before evidence carried its target are
+        evidence = [
+            ev for ev in bank.evidence(node.id)
+            if not target or ev.context.get("target", target) == target
+        ]  # fmt: skip
         best = [ev for ev in evidence if ev.polarity == "positive"][: detail.evidence]
         recent = [ev for ev in evidence if ev.polarity == "negative"][: detail.evidence]
         lines.extend(_evidence_line(ev, detail.excerpt) for ev in best + recent)
@@ -187,17 +194,19 @@ def guidance(
     *,
     language: str | None = None,
     state: StateFeatures | None = None,
+    target: str | None = None,
 ) -> str:
     """The code writer's memory: the direction, the chosen strategy and the incoming
     transitions from the recent prefix (a single previous direction may be given as a str)."""
-    if direction == FLAT_DIRECTION:
+    if direction == Direction.ANY:
         if local_id is None:
             return ""
         direction = bank.parent_of[local_id]
     detail = DETAILS[0]
     sections = [_direction_lines(bank, direction)]
     if local_id is not None:
-        sections.append(_local_lines(bank, bank.local(local_id), language, state, detail))
+        node = bank.local(local_id)
+        sections.append(_local_lines(bank, node, language, state, detail, target))
     edges = _transitions(bank, direction, prefix, state, detail)
     if edges:
         sections.append(edges)
@@ -213,6 +222,7 @@ def choice_guidance(
     language: str | None = None,
     state: StateFeatures | None = None,
     budget_tokens: int = 1800,
+    target: str | None = None,
 ) -> str:
     """The strategy choice's memory, at the richest detail within ``budget_tokens``.
 
@@ -224,12 +234,14 @@ def choice_guidance(
     text = ""
     for detail in DETAILS:
         sections = []
-        if direction != FLAT_DIRECTION:
+        if direction != Direction.ANY:
             sections.append("\n".join(_direction_lines(bank, direction)))
             edges = _transitions(bank, direction, prefix, state, detail)
             if edges:
                 sections.append("Transitions into it from the recent path:\n" + "\n".join(edges))
-        blocks = ["\n".join(_local_lines(bank, node, language, state, detail)) for node in nodes]
+        blocks = [
+            "\n".join(_local_lines(bank, node, language, state, detail, target)) for node in nodes
+        ]
         sections.append("Candidate strategies, with their memory:\n\n" + "\n\n".join(blocks))
         text = "\n\n".join(sections)
         if estimate_tokens(text) <= budget_tokens:

@@ -141,6 +141,7 @@ class Evidence:
     error_excerpt: str
     lesson: str
     recorded_at: float
+    context: dict[str, str] = field(default_factory=dict)  # target, language, device, size
 
 
 @dataclass
@@ -160,6 +161,11 @@ class StepRecord:
     reward: float
     error_excerpt: str = ""
     lesson: str = ""
+    # The candidate's digest (task, code, target, language, size): the bank learns from one
+    # candidate once, however many runs are served its evaluation from the cache.
+    code_digest: str = ""
+    # What it was measured on: target, language, device (class), size timed.
+    context: dict[str, str] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str, int]:

@@ -77,6 +77,18 @@ MIGRATIONS: dict[int, str] = {
     ALTER TABLE local_nodes ADD COLUMN patterns TEXT NOT NULL DEFAULT '{}';
     ALTER TABLE edges ADD COLUMN condition TEXT NOT NULL DEFAULT '{}';
     """,
+    # Version 4: the candidates learned from, by digest (task, code, target, language, size):
+    # a rerun served the same evaluations from the cache is not learned from twice; and what a
+    # step and its evidence were measured on (target, language, device, size timed).
+    4: """
+    CREATE TABLE learned_candidates (
+        digest TEXT NOT NULL, store TEXT NOT NULL,
+        run_id TEXT NOT NULL, task_id TEXT NOT NULL, step INTEGER NOT NULL,
+        PRIMARY KEY (digest, store)
+    ) WITHOUT ROWID;
+    ALTER TABLE steps ADD COLUMN context TEXT NOT NULL DEFAULT '{}';
+    ALTER TABLE evidence ADD COLUMN context TEXT NOT NULL DEFAULT '{}';
+    """,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 

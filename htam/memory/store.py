@@ -14,14 +14,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from htam.memory import codec, schema, updates
 from htam.memory.model import Edge, EdgeView, Evidence, GlobalNode, LocalNode, StepRecord
 from htam.memory.schema import MemoryBankError
 from htam.memory.seed import load_seed
-from htam.memory.triggers import FLAT_DIRECTION
 from htam.memory.updates import UpdateRule
+from htam.vocab import Direction
 
 
 class MemoryBank:
@@ -44,7 +44,7 @@ class MemoryBank:
     # -- opening ---------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | Path, create: bool = False) -> MemoryBank:
+    def open(cls, path: str | Path, create: bool = False) -> Self:
         """Open the bank at ``path``; with ``create`` a missing file is built from the seed."""
         path = Path(path)
         if not path.exists():
@@ -61,7 +61,7 @@ class MemoryBank:
         return cls(conn, path)
 
     @classmethod
-    def create(cls, path: str | Path, data: dict[str, Any] | None = None) -> MemoryBank:
+    def create(cls, path: str | Path, data: dict[str, Any] | None = None) -> Self:
         """Build a new bank at ``path`` from ``data`` (a seed or an export); never overwrites."""
         path = Path(path)
         if path.exists():
@@ -207,7 +207,7 @@ class MemoryBank:
     ) -> tuple[StepRecord, list[float]]:
         prefix = list(record.prefix) if weights is not None else list(record.prefix)[-rule.K :]
         direction = record.direction
-        if direction == FLAT_DIRECTION and record.local_id is not None:
+        if direction == Direction.ANY and record.local_id is not None:
             direction = self.parent_of.get(record.local_id, direction)
         unknown = [d for d in [*prefix, direction] if d not in self.direction_ids]
         if unknown:

@@ -97,17 +97,18 @@ def load_into(conn: sqlite3.Connection, data: dict[str, Any]) -> None:
     loose = [(e.src, e.dst) for e in edges if e.src not in ids or e.dst not in ids]
     if loose:
         raise ValueError(f"edges between unknown directions: {loose}")
-    for kind, keys in (
+    keyed: tuple[tuple[str, list[str] | list[tuple[str, str]]], ...] = (
         ("local", [n.id for n in locals_]),
         ("edge", [(e.src, e.dst) for e in edges]),
-    ):
-        repeated = sorted(k for k, n in Counter(keys).items() if n > 1)
+    )
+    for kind, keys in keyed:
+        repeated = sorted((k for k, n in Counter(keys).items() if n > 1), key=str)
         if repeated:
             raise ValueError(f"duplicate {kind} ids: {repeated}")
     for ord_, node in enumerate(globals_):
         codec.insert_global(conn, node, ord_)
-    for ord_, node in enumerate(locals_):
-        codec.insert_local(conn, node, ord_)
+    for ord_, local in enumerate(locals_):
+        codec.insert_local(conn, local, ord_)
     for edge in edges:
         codec.insert_edge(conn, edge)
     for item in data.get("evidence", []):

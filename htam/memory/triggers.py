@@ -21,15 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from htam.status import Status
 from htam.tasks.families import FAMILIES
-from htam.vocab import Direction
-
-# The direction of a no-hierarchy decision: there is no direction choice, the chosen strategy's
-# parent is recorded instead.
-FLAT_DIRECTION = Direction.ANY.value
+from htam.vocab import BOUND_KINDS, BoundKind
 
 OP_FAMILIES = FAMILIES  # the task analysis's vocabulary
 
@@ -39,7 +35,7 @@ class StateFeatures:
     """What the direction policy knows about the task and the current implementation."""
 
     op_families: list[str] = field(default_factory=list)
-    bound: Literal["memory", "compute"] | None = None
+    bound: BoundKind | None = None
     sol_fraction: float | None = None  # roofline lower-bound time / current time
     last_status: Status | None = None
     speedup: float | None = None  # best speedup over the reference so far
@@ -124,8 +120,8 @@ class Trigger:
             raise ValueError(f"unknown op families {bad}; known: {list(OP_FAMILIES)}")
         for status in when.get("last_status", []):
             Status(status)  # raises ValueError on an unknown status
-        if "bound" in when and when["bound"] not in ("memory", "compute"):
-            raise ValueError(f"trigger bound must be 'memory' or 'compute', got {when['bound']!r}")
+        if "bound" in when and when["bound"] not in BOUND_KINDS:
+            raise ValueError(f"trigger bound must be one of {BOUND_KINDS}, got {when['bound']!r}")
         return cls(when=when, weight=float(data["weight"]), why=str(data.get("why", "")))
 
 

@@ -44,9 +44,21 @@ _RANK = {
 class UpdateRule(Protocol):
     """What the memory needs of the policy to learn from a step."""
 
-    K: int  # prefix elements a step without explicit weights keeps
-    ema_alpha: float  # smoothing of a node's reward trend
-    evidence_keep: int  # evidence records kept per local strategy and polarity
+    # read-only properties: the policy's configuration is a frozen model
+    @property
+    def K(self) -> int:  # noqa: N802 - the paper's name
+        """Prefix elements a step without explicit weights keeps."""
+        ...
+
+    @property
+    def ema_alpha(self) -> float:
+        """Smoothing of a node's reward trend."""
+        ...
+
+    @property
+    def evidence_keep(self) -> int:
+        """Evidence records kept per local strategy and polarity."""
+        ...
 
     def prefix_weights(self, n: int) -> list[float]:
         """Weights of an n-element prefix, aligned with it (most recent last)."""
@@ -74,12 +86,15 @@ def apply_step(
     rule: UpdateRule,
     now: float,
 ) -> bool:
-    """Record ``record``; False (and no change) when its key is already in the ledger."""
+    """Record ``record``; False (and no change) when its key is already in the ledger, or when
+    its candidate was learned from under another key (a rerun served from the cache)."""
     status = str(Status(record.status))
+    if not claim(conn, record, "graph"):
+        return False
     cursor = conn.execute(
         "INSERT OR IGNORE INTO steps (run_id, task_id, step, task_signature, direction, "
-        "local_id, status, reward, prefix, weights, speedup_before, speedup_after, recorded_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "local_id, status, reward, prefix, weights, speedup_before, speedup_after, recorded_at, "
+        "context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             record.run_id,
             record.task_id,
@@ -94,6 +109,7 @@ def apply_step(
             record.speedup_before,
             record.speedup_after,
             now,
+            json.dumps(record.context, sort_keys=True),
         ),
     )
     if cursor.rowcount == 0:
@@ -113,10 +129,30 @@ def apply_step(
             f"UPDATE local_nodes SET {_NODE_UPDATE} WHERE id = :id",
             params | {"id": record.local_id},
         )
-        _add_evidence(conn, record, status, now, rule.evidence_keep)
+        _add_evidence(conn, record, record.local_id, status, now, rule.evidence_keep)
     for src, weight in zip(record.prefix, weights, strict=True):
         if weight > 0:
             _update_edge(conn, src, record.direction, weight, record, error, rule)
+    return True
+
+
+def claim(conn: sqlite3.Connection, record: StepRecord, store: str) -> bool:
+    """Mark ``record``'s candidate as learned from in ``store`` ("graph" or "flat"); False when
+    a step under another key learned from it already. A record without a digest (written
+    before candidates had one) is always new."""
+    if not record.code_digest:
+        return True
+    row = conn.execute(
+        "SELECT run_id, task_id, step FROM learned_candidates WHERE digest = ? AND store = ?",
+        (record.code_digest, store),
+    ).fetchone()
+    if row is not None:
+        return tuple(row) == record.key
+    conn.execute(
+        "INSERT INTO learned_candidates (digest, store, run_id, task_id, step) "
+        "VALUES (?, ?, ?, ?, ?)",
+        (record.code_digest, store, *record.key),
+    )
     return True
 
 
@@ -167,18 +203,23 @@ def _update_edge(
 
 
 def _add_evidence(
-    conn: sqlite3.Connection, record: StepRecord, status: str, now: float, keep: int
+    conn: sqlite3.Connection,
+    record: StepRecord,
+    local_id: str,
+    status: str,
+    now: float,
+    keep: int,
 ) -> None:
     polarity = "positive" if record.success else "negative"
     conn.execute(
         "INSERT OR IGNORE INTO evidence (run_id, task_id, step, local_id, polarity, "
         "task_signature, status, speedup_before, speedup_after, reward, error_excerpt, lesson, "
-        "recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "recorded_at, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             record.run_id,
             record.task_id,
             record.step,
-            record.local_id,
+            local_id,
             polarity,
             record.task_signature,
             status,
@@ -188,9 +229,10 @@ def _add_evidence(
             _clip(record.error_excerpt, EXCERPT_LIMIT),
             _clip(record.lesson, LESSON_LIMIT),
             now,
+            json.dumps(record.context, sort_keys=True),
         ),
     )
-    prune_evidence(conn, record.local_id, polarity, keep)
+    prune_evidence(conn, local_id, polarity, keep)
 
 
 def prune_evidence(conn: sqlite3.Connection, local_id: str, polarity: str, keep: int) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from htam.memory.seed import load_seed
 from htam.offline.ir.expr import EXP_OPS
 from htam.offline.ir.model import Match, Program
 from htam.offline.params import (
@@ -25,25 +26,25 @@ from htam.offline.params import (
     VECS,
     EwParams,
     GemmParams,
+    ModelParams,
     Params,
+    PoolParams,
     RowParams,
+    ScanParams,
 )
 
-STRATEGIES = (
-    "fusion.elementwise_chain_fusion",
-    "fusion.epilogue_fusion",
-    "memory_access.vectorized_access",
-    "memory_access.coalesced_row_access",
-    "parallel_mapping.block_size_tuning",
-    "parallel_mapping.rows_per_program",
-    "data_reuse.register_row_cache",
-    "data_reuse.shared_memory_tiling",
-    "algorithmic_rewrite.online_softmax",
-    "algorithmic_rewrite.welford_statistics",
-    "instruction_throughput.warp_shuffle_reduction",
-    "instruction_throughput.fast_exp2",
-    "precision.tensor_core_dot",
-    "boundary_handling.masked_tail",
+# The order the offline proposer offers strategies in: by direction, then in the seed's order. The
+# ids are the seed's (htam/memory/seed.json defines them once); the rule tables below say which
+# strategies have a template (``STRATEGIES``, after them).
+DIRECTION_ORDER = (
+    "fusion",
+    "memory_access",
+    "parallel_mapping",
+    "data_reuse",
+    "algorithmic_rewrite",
+    "instruction_throughput",
+    "precision",
+    "boundary_handling",
 )
 
 
@@ -76,7 +77,7 @@ def _next(ladder: list, current) -> object:
     return ladder[(ladder.index(current) + 1) % len(ladder)] if current in ladder else ladder[0]
 
 
-def _block(p: EwParams | RowParams) -> EwParams | RowParams:
+def _block(p: EwParams | RowParams | ScanParams | PoolParams) -> Params:
     block = _next(BLOCKS, p.block)
     return replace(p, block=block, warps=8 if block >= 2048 else 4)
 
@@ -141,7 +142,46 @@ GEMM = {
     "data_reuse.shared_memory_tiling": Rule(_gemm_tile),
     "precision.tensor_core_dot": Rule(lambda p: replace(p, tf32=True)),
 }
-RULES: dict[str, dict[str, Rule]] = {"elementwise": ELEMENTWISE, "row": ROW, "gemm": GEMM}
+
+
+def _model_block(p: ModelParams) -> ModelParams:
+    block = _next(BLOCKS, p.block)
+    return replace(p, block=block, warps=8 if block >= 2048 else 4)
+
+
+# A whole model (htam.offline.graph): the baseline fuses each epilogue already; the kernels'
+# tile size is what a step changes.
+MODEL = {"parallel_mapping.block_size_tuning": Rule(_model_block)}
+SCAN = {
+    "parallel_mapping.block_size_tuning": Rule(_block),
+    "parallel_mapping.rows_per_program": Rule(lambda p: replace(p, rows=_next(ROWS, p.rows))),
+}
+POOL = {"parallel_mapping.block_size_tuning": Rule(_block)}
+CHANNEL_NORM = {"parallel_mapping.block_size_tuning": Rule(_block)}
+RULES: dict[str, dict[str, Rule]] = {
+    "elementwise": ELEMENTWISE,
+    "row": ROW,
+    "gemm": GEMM,
+    "model": MODEL,
+    "scan": SCAN,
+    "pool": POOL,
+    "channel_norm": CHANNEL_NORM,
+}
+
+
+def _offered() -> tuple[str, ...]:
+    """The seed's strategies that have a rule, in DIRECTION_ORDER (a stable sort: within a
+    direction, the seed's order)."""
+    ruled = {s for table in RULES.values() for s in table}
+    seeded = [n for n in load_seed()["locals"] if n["id"] in ruled]
+    unknown = ruled - {n["id"] for n in seeded}
+    if unknown:
+        raise ValueError(f"rules for strategies the seed does not have: {sorted(unknown)}")
+    ordered = sorted(seeded, key=lambda n: DIRECTION_ORDER.index(n["direction"]))
+    return tuple(n["id"] for n in ordered)
+
+
+STRATEGIES = _offered()
 
 
 def family_strategies(match: Match) -> list[str]:

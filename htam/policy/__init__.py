@@ -5,13 +5,12 @@ the graph and never imports this package. The state features and triggers are th
 trigger language (``htam.memory.triggers``), re-exported here for the policy's callers.
 """
 
-from htam.memory.triggers import FLAT_DIRECTION, OP_FAMILIES, StateFeatures, Trigger
+from htam.memory.triggers import OP_FAMILIES, StateFeatures, Trigger
 from htam.policy.policies import METHODS, Decision, DirectionPolicy, make_policy, step_rng
 from htam.policy.policy_config import PolicyConfig, position_weights, uniform_weights
 from htam.policy.reward import reward, timing_noise
 
 __all__ = [
-    "FLAT_DIRECTION",
     "METHODS",
     "OP_FAMILIES",
     "Decision",

@@ -6,11 +6,11 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from htam.memory.triggers import FLAT_DIRECTION, StateFeatures, Trigger, trigger_prior
+from htam.memory.triggers import StateFeatures, Trigger, trigger_prior
 from htam.policy.fitting import shrunk_value
 from htam.policy.policy_config import PolicyConfig, position_weights, uniform_weights
 from htam.policy.scoring import DirectionView, prior, score_terms, softmax
-from htam.vocab import Guide, method_spec, methods_of
+from htam.vocab import Direction, Guide, method_spec, methods_of
 
 if TYPE_CHECKING:
     from htam.memory.model import LocalNode, StepRecord
@@ -80,7 +80,7 @@ class DirectionPolicy:
             return {
                 "method": self.method,
                 "note": "no direction decision: every local strategy is a candidate",
-                "probabilities": {FLAT_DIRECTION: 1.0},
+                "probabilities": {Direction.ANY: 1.0},
             }
         ids = self.bank.direction_ids
         if self.variant.uniform:
@@ -157,7 +157,7 @@ class DirectionPolicy:
         ``exclude`` (strategies whose code the run has evaluated already)."""
         if not self.variant.local:
             return []
-        if not self.variant.hierarchy or direction == FLAT_DIRECTION:
+        if not self.variant.hierarchy or direction == Direction.ANY:
             nodes = self.bank.all_locals()
         else:
             nodes = self.bank.locals_of(direction)
@@ -177,9 +177,9 @@ class DirectionPolicy:
         """Update the memory as this variant learns; False if frozen or already recorded."""
         if not self.updates_memory:
             return False
-        if record.direction == FLAT_DIRECTION and record.local_id is None:
+        if record.direction == Direction.ANY and record.local_id is None:
             return False  # a no-hierarchy step without a strategy says nothing about directions
-        used, weights = self.weights([d for d in record.prefix if d != FLAT_DIRECTION])
+        used, weights = self.weights([d for d in record.prefix if d != Direction.ANY])
         trimmed = type(record)(**{**record.__dict__, "prefix": used})
         return self.bank.record_step(trimmed, weights=weights, config=self.config)
 

@@ -31,6 +31,8 @@ def reward(
 ) -> float:
     """The reward of one step (see the module docstring); ``noise`` is relative (0.05 = 5%)."""
     status = Status(status)
+    if not status.judged:
+        return 0.0  # no candidate was judged: nothing to reward (and nothing is learned)
     if not status.correct:
         return config.failure_reward(status)
     if not t_best_before_ms or not t_new_ms or t_best_before_ms <= 0 or t_new_ms <= 0:

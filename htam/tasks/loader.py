@@ -36,7 +36,7 @@ REAL_RUN_MAX_BYTES = 256 * 2**20
 
 _LEVEL_DIR = re.compile(r"level(\d+)$")
 # A task's module, and its reference's one run at the small size, in the loading process: a
-# task that sleeps or loops there hung every command, silently (newcomer round 8).
+# task that sleeps or loops there hung every command, silently.
 LOAD_TIMEOUT_S = 120.0
 
 

@@ -23,10 +23,11 @@ from __future__ import annotations
 import ast
 import re
 import types
-from typing import Any, Literal
+from typing import Any
 
-Size = Literal["small", "large"]
-SIZES: tuple[Size, ...] = ("small", "large")
+from htam.vocab import SIZES, Size
+
+__all__ = ["SIZES", "Size"]  # re-exported: the task helpers' callers name sizes through here
 _HAS_SMALL = re.compile(r"^HTAM_SMALL\s*=", re.MULTILINE)
 
 
@@ -118,7 +119,7 @@ def _exec_pinned(source: str, name: str, overrides: dict[str, Any]) -> types.Mod
             target = node.target
         else:
             continue
-        if isinstance(target, ast.Name) and target.id in overrides:
+        if isinstance(target, ast.Name) and target.id in overrides and node.value is not None:
             pinned = ast.Subscript(
                 ast.Name(_PINNED, ast.Load()), ast.Constant(target.id), ast.Load()
             )

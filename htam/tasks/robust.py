@@ -71,8 +71,9 @@ def suite_paths(root: Path) -> list[Path] | None:
     if is_task_dir(root):
         return task_files(root)
     levels = _level_dirs(root)
-    if not levels and _LEVEL.match(root.name):
-        levels = [(int(_LEVEL.match(root.name).group(1)), root)]
+    named = _LEVEL.match(root.name)
+    if not levels and named:
+        levels = [(int(named.group(1)), root)]
     if levels:
         folders = [f for _, level in levels for f in sorted(level.iterdir(), key=_task_number)]
     else:

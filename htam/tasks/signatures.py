@@ -94,7 +94,7 @@ def isolated_signature(task: Task, size: Size, device: str) -> Signature:
     scrubbed environment and a timeout: the reference is user code, and running it for real in
     the caller's process would let it touch the loop, its files and its secrets.
     Raises TaskError with the child's last line when it fails."""
-    from htam.evaluate.forkserver import scrubbed_env
+    from htam.evaluate.host.forkserver import scrubbed_env
 
     request = {"id": task.id, "name": task.name, "source": task.source, "size": size,
                "device": device}  # fmt: skip
@@ -121,7 +121,7 @@ def isolated_signature(task: Task, size: Size, device: str) -> Signature:
 
 
 def _isolated_main(job: str) -> None:
-    from htam.evaluate import candidate_user, isolation
+    from htam.evaluate.sandbox import candidate_user, isolation
 
     request = json.loads(sys.stdin.read())
     uid = candidate_user.candidate_uid(os.getpid(), 7)

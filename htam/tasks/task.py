@@ -24,7 +24,7 @@ class Task:
     path: Path | None = None
     level: int | None = None
     # "backward" for a Robust-KBench func_backward.py task: its gradients are what counts (a call
-    # is a training step, htam/evaluate/gradients.py); everything else is "forward".
+    # is a training step, htam/evaluate/judge/gradients.py); everything else is "forward".
     kind: str = "forward"
 
     @property

@@ -23,7 +23,7 @@ def test_the_unmodified_baseline_is_recorded_under_no_direction_and_teaches_noth
     # later steps: the proposer's own choice, recorded under the direction it belongs to
     assert all(not s["proposal"]["baseline"] and s["strategy"] for s in rest)
     assert all(s["direction"] == s["strategy"].split(".")[0] for s in rest)
-    assert learned == sum(s["memory_updated"] for s in rest) and summary["statuses"] == ["ok"] * 3
+    assert learned == sum(s["memory_updated"] for s in rest) and summary.statuses == ["ok"] * 3
 
 
 def test_a_strategy_on_the_first_code_is_not_the_baseline(tmp_path):

@@ -100,7 +100,7 @@ def test_an_exhausted_strategy_and_direction_are_not_picked_again(tmp_path):
         summary = optimize(bank, tmp_path / "run")
         steps = step_files(tmp_path / "run")
         assert [s["repeats_step"] for s in steps] == [None] * 5  # every step evaluated new code
-        assert summary["duplicates"] > 0  # the repeats were asked for, and not spent as steps
+        assert summary.duplicates > 0  # the repeats were asked for, and not spent as steps
         strategies = [s["strategy"] for s in steps]
         assert len(set(strategies)) == 5 and strategies[:2] == ["d0.a", "d0.b"]
         # step 2: d0.b again repeated step 1's code; d0 then had nothing new: decided without it
@@ -211,7 +211,7 @@ def test_the_newcomers_chain_decides_again_instead_of_repeating(tmp_path):
                            task=CHAIN, evaluator=ScriptedEvaluator(chain_times))  # fmt: skip
     steps = step_files(tmp_path / "run")
     assert [s["repeats_step"] for s in steps] == [None] * 6
-    assert summary["statuses"] == ["ok"] * 6 and summary["duplicates"] > 0
+    assert summary.statuses == ["ok"] * 6 and summary.duplicates > 0
     assert steps[1]["strategy"] == "memory_access.vectorized_access"
     skipped = steps[2]["decision"]["skipped"]
     assert skipped[0]["strategy"] == "memory_access.vectorized_access"
@@ -242,4 +242,4 @@ def test_a_failed_baseline_is_not_repaired_under_no_direction(tmp_path):
         steps = step_files(tmp_path / "run")
     assert [s["repair_of"] for s in steps] == [None] * 3
     assert steps[0]["direction"] == "none" and steps[1]["direction"].startswith("d")
-    assert summary["best_speedup"] == pytest.approx(1.5, rel=0.05)
+    assert summary.best_speedup == pytest.approx(1.5, rel=0.05)

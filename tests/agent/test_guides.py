@@ -129,9 +129,9 @@ def test_a_step_is_frozen_and_its_file_format_round_trips():
 
 
 def test_both_evaluators_satisfy_the_protocol(tmp_path):
-    from htam.evaluate.cache import CachedEvaluator
     from htam.evaluate.eval_config import EvalConfig
-    from htam.evaluate.evaluator import Evaluator
+    from htam.evaluate.host.cache import CachedEvaluator
+    from htam.evaluate.host.evaluator import Evaluator
 
     for cls in (Evaluator, CachedEvaluator):
         assert all(

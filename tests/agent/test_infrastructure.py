@@ -151,11 +151,11 @@ def test_a_repeated_candidate_is_asked_again_and_never_evaluated_twice(tmp_path,
         assert len(asked_again) == 3
         assert "already evaluated at step 0" in asked_again[0].text()
         assert [r["repeats_step"] for r in records] == [None, None, 0]
-        assert records[2]["feedback"]["status"] == "rejected"
+        assert records[2]["feedback"]["status"] == "repeat"
         assert "same code as step 0: not evaluated again" in records[2]["feedback"]["messages"][0]
         assert records[2]["memory_updated"] is False
         assert bank.step_count() == 2  # the memory learns once per distinct candidate
-        assert summary["duplicates"] == 4
+        assert summary.duplicates == 4
         codes = [p.read_text() for p in sorted((tmp_path / "run" / "steps").glob("*.py"))]
         assert len(set(codes[:2])) == 2
 
@@ -185,7 +185,7 @@ def test_a_strategy_that_only_repeats_is_left_out_of_a_fresh_decision(tmp_path, 
         candidates = [text.split("## Candidate strategies", 1)[1] for text in choices]
         assert any(exhausted in c for c in candidates) and exhausted not in candidates[-1]
         assert records[1]["feedback"]["status"] == "ok" and records[1]["memory_updated"]
-        assert bank.step_count() == 2 and summary["duplicates"] == 3
+        assert bank.step_count() == 2 and summary.duplicates == 3
 
 
 def test_a_failure_of_the_evaluator_stops_the_run_without_learning(tmp_path, evaluator):

@@ -13,6 +13,7 @@ from htam.llm.replay_server import ReplayServer
 from htam.memory import MemoryBank
 from htam.proposer import Choice, Proposal, Strategy
 from tests.agent.conftest import CHAIN, scripted_replies
+from tests.agent.fake_evaluator import FakeEvaluator
 from tests.evaluate.conftest import task_for
 
 FIXTURES = Path(__file__).parents[1] / "evaluate" / "fixtures"
@@ -54,7 +55,7 @@ def test_scripted_run_survives_faults_and_updates_memory(tmp_path, evaluator, pr
         statuses = [r["feedback"]["status"] for r in records]
         assert statuses == ["ok", "rejected", "compile_error", "incorrect", "ok", "ok"]
         assert records[1]["proposal"]["error"]  # the reply without code is a recorded failed step
-        assert summary["steps"] == 6 and summary["best_status"] == "ok"
+        assert summary.steps == 6 and summary.best_status == "ok"
         assert bank.step_count() == 6
         tries = sum(d.stats.tries for d in bank.directions())
         assert tries == 6
@@ -66,23 +67,23 @@ def test_scripted_run_survives_faults_and_updates_memory(tmp_path, evaluator, pr
         first = json.loads(steps[0].read_text())
         assert first["decision"]["probabilities"] and "ModelNew" in first["proposal"]["response"]
         # best.py only when faster than the reference (the interpreter on a CPU rarely is)
-        best_file = "best.py" if summary["best_speedup"] > 1 else "best_slower_than_reference.py"
-        assert summary["best_file"] == best_file
+        best_file = "best.py" if summary.best_speedup > 1 else "best_slower_than_reference.py"
+        assert summary.best_file == best_file
         # the speedup is the ratio of the two times beside each other (newcomer round 8: only
         # the reference's time alone was in the summary, and its ratio was not the speedup)
-        paired = summary["best_ref_runtime_ms"] / summary["best_runtime_ms"]
-        assert summary["best_speedup"] == pytest.approx(paired)
+        paired = summary.best_ref_runtime_ms / summary.best_runtime_ms
+        assert summary.best_speedup == pytest.approx(paired)
         assert (tmp_path / "run" / best_file).read_text().count("class ModelNew") == 1
         assert len(list((tmp_path / "run").glob("best*.py"))) == 1
         # cost: 1 USD / 1M prompt tokens, 2 USD / 1M completion tokens, summed over every call
         total = sum(r["usage"]["cost_usd"] for r in records)
         tokens = sum(r["usage"]["prompt_tokens"] for r in records)
         completion = sum(r["usage"]["completion_tokens"] for r in records)
-        assert summary["cost_usd"] == pytest.approx(total)
+        assert summary.cost_usd == pytest.approx(total)
         assert total == pytest.approx((tokens * 1.0 + completion * 2.0) / 1e6)
-        assert summary["tokens"] == {"prompt": tokens, "completion": completion}
+        assert summary.tokens == {"prompt": tokens, "completion": completion}
         saved = json.loads((tmp_path / "run" / "summary.json").read_text())
-        assert saved["best_speedup"] == summary["best_speedup"] and len(saved["curve"]) == 6
+        assert saved["best_speedup"] == summary.best_speedup and len(saved["curve"]) == 6
 
 
 def test_existing_run_needs_resume(tmp_path, evaluator, prices):
@@ -97,7 +98,7 @@ def test_existing_run_needs_resume(tmp_path, evaluator, prices):
             _run(server, evaluator, bank, tmp_path / "run", steps=3, resume=True)
         requests = len(server.chat_requests)
         summary, records = _run(server, evaluator, bank, tmp_path / "run", steps=2, resume=True)
-        assert records == [] and summary["steps"] == 2  # nothing left to do, nothing redone
+        assert records == [] and summary.steps == 2  # nothing left to do, nothing redone
         assert len(server.chat_requests) == requests and bank.step_count() == 2
 
 
@@ -116,9 +117,9 @@ def test_offline_run_on_an_unmatched_task_spares_the_reference_timing(tmp_path, 
         # one step says why, and the bank learns nothing from it (no template is no evidence
         # about a direction: newcomer, three such steps taught "fusion failed")
         assert bank.step_count() == 0
-    assert summary["best_status"] == "rejected" and summary["ref_runtime_ms"] is None
+    assert summary.best_status == "rejected" and summary.ref_runtime_ms is None
     # named for what happened, not "rejected", the word for a cheat (newcomer round 5)
-    assert summary["steps"] == 1 and summary["statuses"] == ["no_code"]
+    assert summary.steps == 1 and summary.statuses == ["no_code"]
     step = json.loads((tmp_path / "run" / "steps" / "step_00.json").read_text())
     assert step["proposal"]["error"].startswith("no applicable strategy")
     assert step["proposal"]["wrote_code"] is False
@@ -146,17 +147,20 @@ class _SelfChoosingProposer:
         return Proposal(code=code, strategy=self.applied)  # distinct code: each is evaluated
 
 
-def test_a_step_is_recorded_under_the_strategy_its_code_realizes(tmp_path, evaluator):
+def test_a_step_is_recorded_under_the_strategy_its_code_realizes(tmp_path):
+    # bookkeeping only: a fake evaluator (nothing compiled) judges every candidate 2x faster
     config = OptimizeConfig(method="htam", steps=3, seed=0, target="cpu", language="cpp")
     records = []
+    evaluator = FakeEvaluator()
     with MemoryBank.open(tmp_path / "m.db", create=True) as bank:
         Optimizer(
             _SelfChoosingProposer(),
-            CachedEvaluator(evaluator),
+            evaluator,
             bank,
             config,
             on_step=lambda step: records.append(step.to_dict()),
         ).run(task_for("level1/1_ReLU.py"), tmp_path / "run")
+        assert len(evaluator.evaluated) == 3  # each step's distinct code, evaluated once
         assert any(r["decision"]["direction"] != "memory_access" for r in records)
         assert [(r["direction"], r["strategy"]) for r in records] == [
             ("memory_access", "memory_access.vectorized_access")

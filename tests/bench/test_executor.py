@@ -27,7 +27,7 @@ def test_the_local_pool_never_imports_ray(tmp_path):
     code = (
         "import sys\n"
         "from htam.bench import BenchConfig, run_bench\n"
-        "from htam.bench.executor import dispatch\n"
+        "from htam.bench.executor import executor_for\n"
         "import htam.bench.executor_local, htam.cli.bench_cmd, htam.cli.optimize_cmd\n"
         f"run_bench(BenchConfig(out={str(tmp_path / 'b')!r}, methods=['htam']), [], report=False)\n"
         "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))\n"
@@ -75,3 +75,19 @@ def test_bank_owner_snapshots_and_applies_each_step_once(tmp_path):
     owner.close()
     with MemoryBank.open(path) as bank:  # on disk, as the owner left it
         assert bank.step_count() == 2
+
+
+def test_each_executor_is_chosen_by_name_and_runs_through_the_protocol(tmp_path):
+    from collections import deque
+
+    from htam.bench.executor import EXECUTORS, executor_for
+    from htam.bench.executor_local import LocalPool
+    from htam.bench.ledger import BenchOutcome, Ledger
+
+    assert set(EXECUTORS) == {"local", "ray"}
+    config = BenchConfig(out=tmp_path, methods=["htam"])
+    assert config.executor == "local"
+    assert BenchConfig(out=tmp_path, methods=["htam"], ray="auto").executor == "ray"
+    ledger = Ledger(tmp_path, BenchOutcome(planned=0), lambda *_: None)
+    pool = executor_for(config, {}, deque(), ledger)
+    assert isinstance(pool, LocalPool)  # mypy checks that each pool satisfies ``Executor``

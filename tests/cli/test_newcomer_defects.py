@@ -189,7 +189,7 @@ class ModelNew(torch.nn.Module):
 """
 
 HARNESS_TRACE = """Traceback (most recent call last):
-  File "/work/main/htam/evaluate/harness.py", line 197, in serve
+  File "/work/main/htam/evaluate/candidate/harness.py", line 197, in serve
     self.call(int(msg["key"]))
   File "/work/main/htam/evaluate/measure.py", line 69, in _cpu_call
     fn(*args)

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from htam.evaluate.candidate_user import UID_BASE, Stopper, private_tmp_mb, uid_pids
+from htam.evaluate.sandbox.candidate_user import UID_BASE, Stopper, private_tmp_mb, uid_pids
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="changing user ids needs root")
 UID = UID_BASE - 12_345  # below every fork server's candidate ids, and its guard id below theirs

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from htam.evaluate import cgroups
+from htam.evaluate.sandbox import cgroups
 
 
 @pytest.fixture(scope="module")

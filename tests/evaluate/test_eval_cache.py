@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from htam.evaluate.cache import CachedEvaluator, not_evidence
 from htam.evaluate.eval_config import EvalConfig
+from htam.evaluate.host.cache import CachedEvaluator, not_evidence
 from htam.evaluate.result import EvalResult
 from htam.status import Status
 from htam.tasks.task import Task
@@ -75,7 +75,7 @@ def test_a_failure_of_the_evaluator_is_never_served_again(tmp_path):
 
 
 def test_a_verdict_of_older_rules_is_not_served(tmp_path, monkeypatch):
-    import htam.evaluate.cache as cache
+    import htam.evaluate.host.cache as cache
 
     inner = Scripted([EvalResult(Status.INCORRECT, ["relative L2 error 1.9"])] * 2, tmp_path)
     cached = CachedEvaluator(inner, tmp_path / "evals")

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from htam.evaluate.eval_config import TOLERANCES
-from htam.evaluate.exact import judge_against_exact
+from htam.evaluate.judge.exact import judge_against_exact
 from htam.tasks import load_task
 
 HEAD = "import torch\nimport torch.nn as nn\n\n\n"

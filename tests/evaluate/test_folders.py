@@ -3,8 +3,8 @@ removed but held open counted (red team 5)."""
 
 import os
 
-from htam.evaluate import folders
-from htam.evaluate.watchdog import _unlinked_bytes
+from htam.evaluate.host import folders
+from htam.evaluate.host.watchdog import _unlinked_bytes
 
 
 def _chain(root, depth: int, name: str = "a") -> None:

@@ -3,7 +3,8 @@ out every call's time, so the speedup stays what the kernel earns."""
 
 import pytest
 
-from htam.evaluate import Evaluator, judge_timing
+from htam.evaluate import Evaluator
+from htam.evaluate.judge import judge_timing
 from tests.evaluate.cases import FIXTURES
 from tests.evaluate.conftest import fast_config, task_for
 

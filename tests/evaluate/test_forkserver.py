@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from htam.evaluate.forkserver import ForkServer, ForkServerError, scrubbed_env
-from htam.evaluate.watchdog import Limits, run_job
+from htam.evaluate.host.forkserver import ForkServer, ForkServerError, scrubbed_env
+from htam.evaluate.host.watchdog import Limits, run_job
 
 PROBE = {"kind": "probe", "device": "cpu"}
 LIMITS = Limits(30.0, 30.0, 4096, 1 << 20)

@@ -4,7 +4,7 @@ import socket
 
 import torch
 
-from htam.evaluate.harness import Harness
+from htam.evaluate.candidate.harness import Harness
 
 
 def _harness(slot: torch.Tensor, x: torch.Tensor) -> tuple[Harness, list]:
@@ -34,7 +34,7 @@ def test_collect_keeps_no_autograd_history_of_the_calls():
 
 
 def test_a_reference_slower_beside_the_candidate_than_alone_is_flagged():
-    from htam.evaluate.verdict import reference_drift
+    from htam.evaluate.host.verdict import reference_drift
 
     assert reference_drift(8.454, 8.287) is None  # L1 39 on the H200: 2% apart
     assert reference_drift(1.0, None) is None and reference_drift(None, 1.0) is None
@@ -44,6 +44,12 @@ def test_a_reference_slower_beside_the_candidate_than_alone_is_flagged():
     # on a CPU other work moves both more: flagged beyond 2x (newcomer: 14x on a loaded machine)
     assert reference_drift(13.0, 10.0, 2.0) is None
     assert reference_drift(140.0, 10.0, 2.0).startswith("the reference took 14.00x")
+    # which speedup a user of the candidate gets: the one against the reference alone
+    said = reference_drift(774.714, 375.088, 1.5, 185.0)
+    assert said.endswith(
+        "rests on the paired time (4.19x); against the reference alone the candidate is 2.03x, "
+        "what to expect when it replaces the reference"
+    ), said
 
 
 class _Late(torch.nn.Module):

@@ -2,7 +2,7 @@
 
 import os
 
-from htam.evaluate import integrity
+from htam.evaluate.host import integrity
 
 
 def _build(job_dir, sizes: list[int]) -> None:

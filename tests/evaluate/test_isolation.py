@@ -4,7 +4,7 @@ import os
 import sys
 
 from htam.evaluate import Evaluator
-from htam.evaluate.isolation import needed_paths
+from htam.evaluate.sandbox.isolation import needed_paths
 from tests.evaluate.conftest import fast_config, task_for
 
 SOLUTION = """

@@ -4,7 +4,7 @@ import types
 
 import torch
 
-from htam.evaluate.judge import Judge
+from htam.evaluate.judge.judge import Judge
 
 
 def _judge() -> Judge:
@@ -51,7 +51,7 @@ def test_a_thaw_is_on_the_judges_clock(monkeypatch):
     """A runner is let go on only after the clock has started: a helper woken by the thaw can
     compute from the inputs already in place before the call arrives (red team 4: 13.7x for a
     C++ candidate while the thaw came before the clock)."""
-    import htam.evaluate.judge as judge_module
+    import htam.evaluate.judge.judge as judge_module
 
     log: list[str] = []
     monkeypatch.setattr(judge_module, "_perf", lambda: log.append("clock") or 0.0)

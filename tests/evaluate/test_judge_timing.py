@@ -8,9 +8,9 @@ import types
 import pytest
 import torch
 
-from htam.evaluate import judge_timing
-from htam.evaluate.judge import Judge
-from htam.evaluate.runner import Verdict
+from htam.evaluate.judge import judge_timing
+from htam.evaluate.judge.judge import Judge
+from htam.evaluate.judge.runner import Verdict
 
 JOB = {"device": "cpu", "tolerances": {}, "call_timeout_s": 1.0, "compile_timeout_s": 1.0,
        "escape_ratio": 0.5, "escape_slack_ms": 0.05, "busy_probe_ms": 2.0,

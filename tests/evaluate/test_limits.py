@@ -45,9 +45,9 @@ def test_a_reference_over_the_limit_inside_a_candidates_job_is_not_the_candidate
     """The judge and the reference's runner over the limit while a candidate was judged: the
     task cannot be judged here, which stops the run instead of teaching the memory a failure
     (newcomer: a suite run recorded it as the candidate's runtime error)."""
+    from htam.evaluate.host.verdict import EVALUATOR_FAILED, judge_outcome
+    from htam.evaluate.host.watchdog import JobOutcome
     from htam.evaluate.result import EvalResult
-    from htam.evaluate.verdict import EVALUATOR_FAILED, judge_outcome
-    from htam.evaluate.watchdog import JobOutcome
     from htam.status import Status
 
     for kind, infrastructure in (("reference", True), ("memory", False)):
@@ -66,7 +66,7 @@ def test_a_reference_failing_only_beside_a_candidate_is_the_candidates_failure(
     """Red team 4, hole 4: a candidate that holds the GPU's memory makes the reference's runner
     fail beside it. The evaluator runs the reference alone: if it runs, the candidate is blamed
     and the run goes on; if not, the task cannot be judged here."""
-    from htam.evaluate.watchdog import JobOutcome
+    from htam.evaluate.host.watchdog import JobOutcome
     from tests.evaluate.cases import FIXTURES, RELU
     from tests.evaluate.conftest import task_for
 
@@ -106,7 +106,7 @@ def test_the_references_host_memory_beside_a_candidate_is_never_the_candidates(
     and the judge with the reference's runner went past the CPU's limit beside every candidate;
     the reference ran alone, so each candidate was blamed. The judge's and the runner's host
     memory is theirs: the task cannot be judged at this limit, and nothing is run alone."""
-    from htam.evaluate.watchdog import JobOutcome
+    from htam.evaluate.host.watchdog import JobOutcome
     from tests.evaluate.cases import FIXTURES, RELU
     from tests.evaluate.conftest import task_for
 
@@ -141,7 +141,7 @@ def test_what_a_job_directory_holds_unseen_counts_against_its_limits(
     check, under a limit lowered for the test."""
     import dataclasses
 
-    from htam.evaluate import folders
+    from htam.evaluate.host import folders
     from tests.evaluate.cases import FIXTURES, RELU
     from tests.evaluate.conftest import task_for
 
@@ -253,7 +253,7 @@ def test_the_median_timed_call_is_one_without_outliers():
     """Red team 9: with outliers in every timed call they were the workload timed, and a
     shortcut they allow (a logsumexp made trivial by one planted column) was timed at 9x. Fewer
     than half the timed calls carry them now: a candidate fast only on those is timed slow."""
-    from htam.evaluate.judge_timing import OUTLIER_MIN_TIMED, outlier_calls
+    from htam.evaluate.judge.judge_timing import OUTLIER_MIN_TIMED, outlier_calls
 
     for n in (OUTLIER_MIN_TIMED, 17, 40):
         picks = outlier_calls(n)

@@ -4,7 +4,7 @@ memory), not the pages of files it maps (torch's and CUDA's libraries in every p
 import mmap
 import os
 
-from htam.evaluate.candidate_user import DESCRIPTOR_KB, descriptors_mb, rss_mb
+from htam.evaluate.sandbox.candidate_user import DESCRIPTOR_KB, descriptors_mb, rss_mb
 
 MB = 1 << 20
 

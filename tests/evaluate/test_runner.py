@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from htam.evaluate.candidate_user import UID_BASE
-from htam.evaluate.runner import Runner, Verdict
+from htam.evaluate.judge.runner import Runner, Verdict
+from htam.evaluate.sandbox.candidate_user import UID_BASE
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="changing user ids needs root")
 UID = UID_BASE - 23_456  # below every fork server's candidate ids

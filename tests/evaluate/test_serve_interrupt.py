@@ -1,4 +1,4 @@
-"""The fork server (``python -m htam.evaluate.serve FD``) ends quietly, with no traceback, when
+"""The fork server (``python -m htam.evaluate.sandbox.serve FD``) ends quietly, with no traceback, when
 its client goes away while it still starts (imports torch): its channel closed, its home and
 work root removed. A failure of its own still shows its traceback."""
 
@@ -11,8 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from htam.evaluate import isolation
-from htam.evaluate.forkserver import scrubbed_env, send_frame
+from htam.evaluate.host.forkserver import scrubbed_env, send_frame
+from htam.evaluate.sandbox import isolation
 
 ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -22,7 +22,7 @@ def _start(workroot: Path, home: Path) -> tuple[subprocess.Popen, socket.socket]
     home.mkdir(parents=True, exist_ok=True)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "htam.evaluate.serve", str(theirs.fileno())],
+        [sys.executable, "-m", "htam.evaluate.sandbox.serve", str(theirs.fileno())],
         pass_fds=[theirs.fileno()],
         env=scrubbed_env({"PYTHONPATH": ROOT, "TRITON_INTERPRET": "1"}),
         cwd=home,
@@ -73,7 +73,7 @@ def test_its_own_failure_keeps_its_traceback(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "htam.evaluate.serve", str(theirs.fileno())],
+        [sys.executable, "-m", "htam.evaluate.sandbox.serve", str(theirs.fileno())],
         pass_fds=[theirs.fileno()],
         env=scrubbed_env({"PYTHONPATH": ROOT}),
         cwd=home,

@@ -6,7 +6,7 @@ import types
 import torch
 import torch.nn as nn
 
-from htam.evaluate import needles, shifted
+from htam.evaluate.judge import needles, shifted
 
 
 def test_the_draws_do_not_follow_any_seed():

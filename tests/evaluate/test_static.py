@@ -2,7 +2,7 @@
 
 import pytest
 
-from htam.evaluate.static import check_source
+from htam.evaluate.host.static import check_source
 
 HEAD = "import torch\nimport torch.nn as nn\n"
 KERNEL = "from torch.utils.cpp_extension import load_inline\next = load_inline(name='e', cpp_sources='')\n"

@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from htam.evaluate import isolation, syscall_filter
+from htam.evaluate.sandbox import isolation, syscall_filter
 
 CLONE_NEWUSER, CLONE_NEWNS, SIGCHLD = 0x10000000, 0x00020000, 17
 libc = ctypes.CDLL(None, use_errno=True)

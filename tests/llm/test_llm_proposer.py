@@ -9,7 +9,7 @@ from htam.llm import LLMProposer
 from htam.llm.llm_proposer import FALLBACK, NO_CODE
 from htam.llm.replay_server import Scripted
 from htam.proposer import Proposer
-from htam.status import Status
+from htam.status import Fault, Status
 
 from .helpers import CANDIDATES, GOOD_CODE, failure
 
@@ -55,11 +55,32 @@ def test_good_reply_gives_code_and_records_everything(server, proposer, make_req
     assert proposal.prompt.startswith("[system]\n") and "[user]\n" in proposal.prompt
 
 
-def test_reply_without_model_new_gives_no_code(server, proposer, make_request):
-    server.add(Scripted("I would fuse the two operations, but I cannot write the code."))
+def test_reply_without_model_new_is_asked_once_more_then_gives_no_code(
+    server, proposer, make_request
+):
+    server.add(*[Scripted("I would fuse the two operations, but I cannot write the code.")] * 2)
     proposal = proposer.propose(make_request())
     assert proposal.code is None and proposal.error == NO_CODE
-    assert proposal.usage.calls == 1
+    assert proposal.fault is Fault.ENDPOINT and proposal.usage.calls == 2
+    assert "has no Python code block" in server.chat_requests[1].text()
+
+
+def test_a_reply_cut_at_max_tokens_is_never_evaluated_and_asked_again(
+    server, proposer, make_request
+):
+    server.add(
+        Scripted(fenced(GOOD_CODE)[:-20], finish_reason="length"), Scripted(fenced(GOOD_CODE))
+    )
+    proposal = proposer.propose(make_request())
+    assert proposal.code is not None and proposal.fault is None
+    assert "cut off at the length limit" in server.chat_requests[1].text()
+
+
+def test_a_refused_request_is_the_endpoints_fault(server, proposer, make_request):
+    server.add(Scripted.error(400, "context length exceeded"))
+    proposal = proposer.propose(make_request())
+    assert proposal.code is None and "HTTP 400" in proposal.error
+    assert proposal.fault is Fault.ENDPOINT and not proposal.infrastructure
 
 
 def test_llm_error_becomes_a_proposal_error(server, make_client, make_request):

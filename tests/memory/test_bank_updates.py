@@ -8,8 +8,9 @@ from hypothesis import strategies as st
 
 from htam.memory import MemoryBank
 from htam.memory.updates import EXCERPT_LIMIT
-from htam.policy import FLAT_DIRECTION, PolicyConfig, position_weights
+from htam.policy import PolicyConfig, position_weights
 from htam.status import Status
+from htam.vocab import Direction
 
 RULE = PolicyConfig()  # the policy's update rule: the bank keeps none
 K2 = PolicyConfig(K=2)
@@ -125,7 +126,7 @@ def test_invalid_steps_are_rejected_without_change(bank, make_step):
 
 def test_flat_direction_resolves_to_the_strategy_parent(bank, make_step):
     bank.record_step(
-        make_step(0, direction=FLAT_DIRECTION, local="precision.tensor_core_dot"), config=RULE
+        make_step(0, direction=Direction.ANY, local="precision.tensor_core_dot"), config=RULE
     )
     assert bank.direction("precision").stats.tries == 1
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from htam.memory import guidance
-from htam.policy import FLAT_DIRECTION, PolicyConfig
+from htam.policy import PolicyConfig
 from htam.status import Status
+from htam.vocab import Direction
 
 RULE = PolicyConfig()  # the policy's update rule: the bank keeps none
 
@@ -46,6 +47,6 @@ def test_guidance_without_local_or_previous_step(bank):
 
 
 def test_guidance_for_a_flat_decision_uses_the_strategy_parent(bank):
-    text = guidance(bank, FLAT_DIRECTION, "precision.tensor_core_dot", None)
+    text = guidance(bank, Direction.ANY, "precision.tensor_core_dot", None)
     assert text.startswith("Direction: Precision (precision)")
-    assert guidance(bank, FLAT_DIRECTION, None, None) == ""
+    assert guidance(bank, Direction.ANY, None, None) == ""

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from htam.evaluate.static import check_source
+from htam.evaluate.host.static import check_source
 from htam.offline.templates_proposer import OfflineProposer
 from htam.proposer import ProposalRequest
 from htam.tasks import builtin_suite

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from htam.evaluate.static import check_source
+from htam.evaluate.host.static import check_source
 from htam.offline import explain_no_match, match
 from htam.offline.pipeline import analyze
 from tests.offline.harness import load_solution, solution, task_of

@@ -173,7 +173,7 @@ def test_unsupported_task_gets_no_code():
 @pytest.mark.parametrize("name", sorted(CASES))
 @pytest.mark.parametrize("language", ["triton", "cpp"])
 def test_generated_files_pass_the_static_rules(name, language):
-    from htam.evaluate.static import check_source
+    from htam.evaluate.host.static import check_source
 
     task = task_of(name, CASES[name][0])
     code = OfflineProposer("cpu", language).propose(_request(task, language)).code
@@ -192,7 +192,7 @@ def test_generated_files_pass_the_static_rules(name, language):
 
 @pytest.mark.slow
 def test_the_evaluator_accepts_a_triton_solution():
-    from htam.evaluate.evaluator import Evaluator
+    from htam.evaluate.host.evaluator import Evaluator
 
     task = task_of("ew_gelu_sigmoid", CASES["ew_gelu_sigmoid"][0])
     code = OfflineProposer("cpu", "triton").propose(_request(task, "triton")).code

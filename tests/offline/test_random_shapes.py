@@ -4,7 +4,7 @@ Most tasks are checked in process: the generated Triton runs under the interpret
 output is compared with the reference's by ``torch.allclose`` (tests/offline/harness.compare),
 alternating the baseline and every strategy together. Two (a row and an elementwise task) go through the real htam
 Evaluator (isolated process, its own correctness protocol). The GPU run at KernelBench sizes is
-``scripts/random_shapes.py``.
+``scripts/experiments/random_shapes.py``.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def test_generated_tasks_are_correct_in_triton(start):
 
 def test_a_handful_pass_the_htam_evaluator():
     from htam.evaluate.eval_config import EvalConfig
-    from htam.evaluate.evaluator import Evaluator
+    from htam.evaluate.host.evaluator import Evaluator
 
     picks = [next(g for g in TASKS if g.family == f) for f in ("elementwise", "row")]
     config = EvalConfig(

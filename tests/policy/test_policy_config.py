@@ -38,7 +38,7 @@ def test_a_slower_correct_step_scores_in_the_slow_band_not_like_a_cheat():
     st.floats(1e-3, 1e3),
     st.floats(1e-3, 1e3),
     st.floats(0, 0.5),
-    st.sampled_from([s for s in Status if s is not Status.OK]),
+    st.sampled_from([s for s in Status if s.judged and s is not Status.OK]),
 )
 def test_reward_is_monotone_in_quality(before, t1, t2, noise, failure):
     config = PolicyConfig()
@@ -110,3 +110,9 @@ def test_position_weights_sum_to_one_and_favour_recent_steps(n, tau):
 
 def test_empty_prefix_has_no_weights():
     assert position_weights(0, 1.0) == [] == uniform_weights(0)
+
+
+@pytest.mark.parametrize("status", [s for s in Status if not s.judged])
+def test_a_step_where_nothing_was_judged_earns_nothing(status):
+    # no code, a repeat, no strategy, a lost evaluation: not the kernel's doing, no reward
+    assert reward(status, 1.0, None, PolicyConfig()) == 0.0

@@ -12,7 +12,6 @@ import pytest
 
 from htam.memory import MemoryBank
 from htam.policy import (
-    FLAT_DIRECTION,
     METHODS,
     PolicyConfig,
     StateFeatures,
@@ -21,6 +20,7 @@ from htam.policy import (
     uniform_weights,
 )
 from htam.proposer import Strategy
+from htam.vocab import Direction
 
 CONFIG = PolicyConfig()
 STATE = StateFeatures()
@@ -76,7 +76,7 @@ def test_candidates_per_variant(seed_bank):
     assert all(isinstance(s, Strategy) and s.direction == "fusion" for s in htam)
     assert htam[0].id == "fusion.elementwise_chain_fusion" and len(htam) == 5
     flat = make_policy("no-hierarchy", CONFIG, seed_bank)
-    assert len(flat.candidates("fusion")) == len(flat.candidates(FLAT_DIRECTION)) == 46
+    assert len(flat.candidates("fusion")) == len(flat.candidates(Direction.ANY)) == 46
     assert make_policy("no-local", CONFIG, seed_bank).candidates("fusion") == []
     assert len(make_policy("random", CONFIG, seed_bank).candidates("precision")) == 5
 
@@ -84,14 +84,14 @@ def test_candidates_per_variant(seed_bank):
 def test_no_hierarchy_makes_no_direction_decision(seed_bank):
     policy = make_policy("no-hierarchy", CONFIG, seed_bank)
     decision = policy.decide(["fusion"], STATE, random.Random(1))
-    assert decision.direction == FLAT_DIRECTION and decision.probabilities == {FLAT_DIRECTION: 1.0}
+    assert decision.direction == Direction.ANY and decision.probabilities == {Direction.ANY: 1.0}
     assert decision.breakdown["method"] == "no-hierarchy"
 
 
 def test_no_hierarchy_steps_record_under_the_strategy_parent(seed_bank, make_record):
     policy = make_policy("no-hierarchy", CONFIG, seed_bank)
-    assert not policy.record(make_record(0, ["fusion"], FLAT_DIRECTION, 0.5))  # no strategy
-    assert policy.record(make_record(1, [FLAT_DIRECTION, "fusion"], FLAT_DIRECTION, 0.5,
+    assert not policy.record(make_record(0, ["fusion"], Direction.ANY, 0.5))  # no strategy
+    assert policy.record(make_record(1, [Direction.ANY, "fusion"], Direction.ANY, 0.5,
                                      local="precision.tensor_core_dot"))  # fmt: skip
     assert seed_bank.direction("precision").stats.tries == 1 == seed_bank.step_count()
     assert seed_bank.edge("fusion", "precision").stats.count == 1
@@ -128,8 +128,8 @@ def test_memory_and_policy_stay_light():
 
 
 def test_mechanism_check_ranks_full_htam_above_random():
-    """A small run of scripts/mechanism_check.py (the full table is in the script's output)."""
-    path = Path(__file__).resolve().parents[2] / "scripts" / "mechanism_check.py"
+    """A small run of scripts/experiments/mechanism_check.py (the full table is its output)."""
+    path = Path(__file__).resolve().parents[2] / "scripts" / "experiments" / "mechanism_check.py"
     spec = importlib.util.spec_from_file_location("mechanism_check", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules["mechanism_check"] = module  # dataclasses resolve annotations through it

@@ -38,7 +38,7 @@ def _dots(vec: int, bstep: str) -> list[str]:
     """``acc_r[r]``, the dot product of row r of A's block and the B column ``bcol``. Vectorized,
     each row is its own reduction over K: a reduction into the array section ``acc_r[:MR]``
     under ``omp simd`` made GCC give every run of the loop a stack copy that lived until the
-    function returned, and a 1024x8192 output overflowed the stack (newcomer round 6,
+    function returned, and a 1024x8192 output overflowed the stack (seen,
     tests/offline/test_cpp_gemm_stack.py). Otherwise the rows share each loaded value of B."""
     if vec > 1:
         return [

@@ -17,7 +17,7 @@ CPP_FLAGS = ["-O3", "-fopenmp", "-march=native"]
 # their sums vectorize once reassociation is allowed (a softmax of 4096 x 8192: 0.23x eager to
 # 0.55x, a loaded machine). Not GEMM, whose blocking is already vectorized. Infinities stay
 # (-fno-finite-math-only): assumed away, x * sigmoid(x) gave NaN, clamped to -1, where expf
-# overflows (x below -88; the quickstart's best.py, a newcomer). glibc declares its vector math
+# overflows (x below -88; the quickstart's best.py). glibc declares its vector math
 # only under __FAST_MATH__, which that flag leaves undefined: defined by hand, the loops stay
 # vectorized (15.7 ms against 63.7 ms without it, 14.4 ms finite-only, 16M floats here).
 FAST_MATH_FAMILIES = ("elementwise", "row")

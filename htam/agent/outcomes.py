@@ -1,0 +1,95 @@
+"""What a step's outcome is and whose doing (htam.status's fault taxonomy): the result of a step
+where no candidate was judged, the evaluator's and the machine's faults retried, and the noise
+band a measurement carries (what the reward and a new best must clear)."""
+
+from __future__ import annotations
+
+import re
+
+from htam.evaluate.result import EvalResult
+from htam.proposer import Proposal
+from htam.status import Fault, Status
+from htam.tasks.families import op_family
+
+# "unsupported module Conv2d (conv)", "unsupported operation cumsum (x)", "... row operation ..."
+_UNSUPPORTED = re.compile(r"unsupported (?:module|operation|row operation|selection) '?(\w+)")
+CLOCK_FLAG = "clock resolution"  # the judge's flag: calls within 2x of what its clock resolves
+CLOCK_NOISE = 1.0  # such a time cannot tell apart kernels within 2x of each other
+
+
+# Finer names than htam.tasks.families for what the templates lack (its "other" says little).
+_FINER = (("pool", "pooling"), ("cum", "scan"), ("loss", "loss"), ("einsum", "einsum"))
+
+
+def missing_family(error: str, task_families: list[str]) -> str:
+    """The op family the offline proposer has no template for: that of the op its refusal
+    names (with the op), else the task's first family (the bench counts such steps apart)."""
+    match = _UNSUPPORTED.search(error)
+    if match is None:
+        return task_families[0] if task_families else "other"
+    op = match.group(1)
+    finer = [name for key, name in _FINER if key in op.lower()]
+    return f"{(finer or [op_family(op) or 'other'])[0]} ({op})"
+
+
+def unjudged(proposal: Proposal, task_families: list[str]) -> EvalResult:
+    """The result of a step whose proposer wrote no code: no candidate was judged."""
+    why = proposal.error or "the reply held no code"
+    if proposal.unsupported:
+        family = missing_family(why, task_families)
+        return EvalResult(
+            Status.NO_STRATEGY,
+            messages=[f"{why} (missing family: {family})"],
+            fault=Fault.PROPOSER,
+        )
+    return EvalResult(Status.NO_CODE, messages=[why], fault=proposal.fault or Fault.ENDPOINT)
+
+
+def repeated(step: int) -> EvalResult:
+    return EvalResult(
+        Status.REPEAT,
+        messages=[f"the same code as step {step}: not evaluated again"],
+        fault=Fault.PROPOSER,
+    )
+
+
+def needs_retry(result: EvalResult) -> bool:
+    """An outcome that may not be the kernel's doing and is judged again once: a lost
+    evaluation (the evaluator already replaced its fork server), a fault of the machine, and a
+    timeout (a kernel that hangs hangs again; one slowed by the machine's load seldom does)."""
+    return result.cause in (Fault.EVALUATOR, Fault.MACHINE) or result.status is Status.TIMEOUT
+
+
+def after_retry(first: EvalResult, second: EvalResult) -> EvalResult:
+    """The outcome kept after judging a candidate twice (see needs_retry)."""
+    if first.status is Status.TIMEOUT and second.status is Status.TIMEOUT:
+        return second  # it hangs every time: the kernel's doing, learned
+    if second.status is Status.TIMEOUT and second.cause is Fault.KERNEL:
+        # timed out once of two tries after another fault: not shown to be the kernel's
+        second.fault = Fault.MACHINE
+        second.messages = [*second.messages, "timed out once of two tries: the machine's load"]
+    return second
+
+
+def noise_of(result: EvalResult, best: EvalResult | None, ref_ms: float | None) -> float:
+    """The relative noise of comparing ``result`` with ``best`` (the reference before the first
+    success), from what the evaluator measured: each side's half interquartile range, the drift
+    of the reference timed beside each candidate from its time alone (the speedup's
+    denominator), and the evaluator's flags (a time within the clock's resolution)."""
+    values = [0.0]
+    for side in (result, best):
+        if side is None:
+            continue
+        if side.timing and side.timing.median_ms > 0:
+            values.append(side.timing.iqr_ms / (2.0 * side.timing.median_ms))
+        if side.ref_runtime_ms and ref_ms:
+            ratio = side.ref_runtime_ms / ref_ms
+            values.append(max(ratio, 1.0 / ratio) - 1.0)
+        if any(CLOCK_FLAG in flag for flag in side.flags):
+            values.append(CLOCK_NOISE)
+    return max(values)
+
+
+def meaningful(result: EvalResult) -> bool:
+    """Whether the result's time says anything (not under the Triton interpreter)."""
+    return result.timing is None or result.timing.meaningful

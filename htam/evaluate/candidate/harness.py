@@ -1,0 +1,282 @@
+"""What runs inside a candidate's (sandboxed, hostile) process: import the solution, build
+``ModelNew`` when the judge says how, and run the calls the judge asks for.
+
+Nothing here decides anything. The harness never holds the reference, its source or its outputs;
+it reads inputs from buffers the judge lent and copies outputs into slots the judge lent, and it
+reports each call's device time, which the judge checks against its own clock. Code the candidate
+runs can subvert this file's checks, but then it only changes what the judge sees, and the judge
+verifies what it sees. The clocks were captured when the fork server imported this module.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+import sys
+import threading
+import time
+import traceback
+
+import torch
+
+from htam.evaluate import buffers, channel, measure
+from htam.evaluate.candidate import kernels
+from htam.evaluate.host.compile_cache import CompileError, install_compile_cache
+from htam.evaluate.judge import gradients
+
+_perf = time.perf_counter
+_active_threads = threading.active_count
+_excerpt_limit = 3000
+
+
+def _excerpt(exc: BaseException) -> str:
+    if isinstance(exc, CompileError):  # its message leads with the first error: kept whole
+        return str(exc)
+    return "".join(traceback.format_exception(exc))[-_excerpt_limit:]
+
+
+def _is_compile_failure(exc: BaseException) -> bool:
+    kind = type(exc)
+    return isinstance(exc, CompileError) or (
+        kind.__module__.startswith("triton") and "Compil" in kind.__name__
+    )
+
+
+def _import(path: str):
+    spec = importlib.util.spec_from_file_location("htam_candidate", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["htam_candidate"] = module  # Triton's JIT reads the source back through it
+    spec.loader.exec_module(module)
+    return module
+
+
+class Harness:
+    def __init__(self, sock: socket.socket, job: dict):
+        self.sock = sock
+        self.device = job["device"]
+        self.models: dict[int, object] = {}
+        self.inputs: dict[int, list] = {}
+        self.slots: dict[int, list[torch.Tensor]] = {}
+        self.grads: dict[int, int] = {}  # a backward task's grad_outputs, last of the inputs
+        self.active = 0
+        self.cls: type | None = None
+        self.threads0 = _active_threads()
+        self.once = measure.timer(self.device, job["l2_flush_mb"])
+        self.pending: list = []
+        # the last collected call's outputs, held as a caller that keeps its last result would:
+        # the next call's outputs may not share their storage
+        self.held: list[torch.Tensor] = []
+        self.kernels: kernels.Observer | None = None
+
+    def send(self, message: dict) -> None:
+        channel.send(self.sock, message)
+
+    def fail(self, status: str, message: str) -> None:
+        self.send({"type": "failed", "status": status, "message": message[-7000:]})
+
+    # ------------------------------------------------------------------ stages
+
+    def build(self, job: dict) -> bool:
+        compile_s = install_compile_cache(job["extension_dir"])
+        self.kernels = kernels.install()
+        t0 = _perf()
+        try:
+            module = _import(job["code_path"])
+        except BaseException as exc:  # noqa: BLE001 - anything the candidate raises is its failure
+            self.fail("compile_error", _excerpt(exc))
+            return False
+        cls = getattr(module, "ModelNew", None)
+        if not isinstance(cls, type):
+            self.fail("compile_error", "the solution defines no class ModelNew")
+            return False
+        self.cls = cls
+        self.send({"type": "built", "import_s": _perf() - t0, "compile_s": compile_s()})
+        return True
+
+    def model(self, msg: dict) -> None:
+        torch.manual_seed(msg["seed"])
+        model = self.cls(*msg["init_args"])
+        if isinstance(model, torch.nn.Module):
+            model = model.to(self.device)
+        self.models[msg["config"]] = model
+        self.active = msg["config"]
+        self.send({"type": "ready"})
+
+    def lend(self, msg: dict, fds: list[int]) -> None:
+        fds = list(fds)
+
+        def take(desc: dict) -> torch.Tensor:
+            return buffers.borrow(desc, fds.pop(0) if "handle" not in desc else None)
+
+        k = msg["config"]
+        self.inputs[k] = [take(a["tensor"]) if "tensor" in a else a["value"] for a in msg["inputs"]]
+        self.slots[k] = [take(d) for d in msg["outputs"]]
+        self.grads[k] = int(msg.get("grad_outputs", 0))
+        self.send({"type": "ready"})
+
+    def call(self, key: int | None = None) -> None:
+        """One timed call, answered at once: the judge's clock around it holds only the flush,
+        the call, a device-wide synchronize and the outputs' seals (a null call, ``key`` None,
+        for the judge's baseline of that overhead, times nothing the candidate wrote)."""
+        result: list = []
+        if key is None:
+            ms, _, _ = self.once(_nothing, ())
+        else:
+            ms, _, _ = self.once(self._forward(result), self.inputs[self.active])
+        self.pending = result[0] if result else []
+        # Sealed as returned (the device is synchronized): the judge seals the slots again once
+        # it has stopped this process, and any difference was written after the call.
+        seals = [buffers.seal(o, key) if type(o) is torch.Tensor else 0 for o in self.pending]
+        self.send({"type": "done", "ms": float(ms), "seals": seals if result else []})
+
+    def _forward(self, result: list):
+        model, inputs = self.models[self.active], self.inputs[self.active]
+        n = len(inputs) - self.grads[self.active]
+
+        def run(*args):
+            if n == len(args):
+                out = model(*args)
+                # a tuple's or list's items taken inside the clock: a list subclass's
+                # __iter__ did a third of a GELU after it
+                result.append(list(out) if isinstance(out, (tuple, list)) else [out])
+            else:  # a training step: the forward, then its gradients
+                result.append(gradients.training_step(model, list(args[:n]), list(args[n:])))
+
+        return run
+
+    def probe(self) -> None:
+        """The kernel probe: one untimed call with every result of the solution's own kernels
+        spoiled (candidate/kernels.py), its outputs handed over like a call's; what the
+        kernels' wrappers counted goes to the judge, which compares the outputs itself."""
+        result: list = []
+        self.kernels.start()
+        raised = None
+        try:
+            self._forward(result)(*self.inputs[self.active])
+            if self.device == "cuda":
+                torch.cuda.synchronize()
+        except Exception as exc:  # noqa: BLE001 - a spoiled result may well make it fail
+            raised = f"{type(exc).__name__}: {exc}"[:500]
+        seen = self.kernels.stop()
+        if raised is None:
+            self.pending = result[0]
+            problem = self._check(self.pending, self.inputs[self.active], self.slots[self.active])
+            if problem is None:
+                for slot, o in zip(self.slots[self.active], self.pending, strict=True):
+                    slot.copy_(o.detach())
+            raised = problem
+        self.pending = []
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        self.send({"type": "probed", **seen, "raised": raised})
+
+    def collect(self) -> None:
+        """Check the last call's outputs and copy them into the judge's slots."""
+        outs, inputs, slots = self.pending, self.inputs[self.active], self.slots[self.active]
+        self.pending = []
+        problem = self._check(outs, inputs, slots)
+        if problem is None:
+            # From a detached view: a copy from an output that requires grad (a reference with
+            # parameters) chained every call's graph, and the tensors it saved, onto the slot;
+            # L2 90's reference runner grew to 108 GiB that way, and each call allocated afresh.
+            # (Detached rather than under no_grad: nothing runs between the last copy and the
+            # reply, where a thread a candidate left can still write the slot.)
+            for slot, o in zip(slots, outs, strict=True):
+                slot.copy_(o.detach())
+            if self.device == "cuda":
+                torch.cuda.synchronize()
+            self.held = list(outs)  # the call before's are freed: an allocator reuses them
+        self.send({"type": "done", "ms": 0.0, "problem": problem})
+
+    def _check(self, outs: list, inputs: list, slots: list) -> str | None:
+        if _active_threads() > self.threads0:
+            raise _Rejected("the solution started a background thread")
+        if len(outs) != len(slots):
+            return f"{len(outs)} outputs, expected {len(slots)}"
+        tensors_in = [x for x in inputs if isinstance(x, torch.Tensor)]
+        for k, (o, slot) in enumerate(zip(outs, slots, strict=True)):
+            if type(o) is not torch.Tensor:
+                raise _Rejected(f"output {k} is a {type(o).__name__}, not a plain torch.Tensor")
+            if o.device.type != self.device:
+                raise _Rejected(f"output {k} is on {o.device.type}, expected {self.device}")
+            if any(_overlaps(o, x) for x in tensors_in):
+                raise _Rejected(f"output {k} aliases an input tensor")
+            if any(_overlaps(o, h) for h in self.held):
+                # a buffer kept across calls: the caller's last result is overwritten, and no
+                # call pays for fresh memory (on the CPU, 3-4.5x for an honest 1x ReLU)
+                raise _Rejected(
+                    f"output {k} shares storage with an output of the call before (a buffer "
+                    "kept across calls overwrites the result its caller holds)"
+                )
+            if o.shape != slot.shape:
+                return f"output {k}: shape {tuple(o.shape)} != expected {tuple(slot.shape)}"
+            if o.dtype != slot.dtype:
+                return f"output {k}: dtype {o.dtype} != expected {slot.dtype}"
+        return None
+
+    # ------------------------------------------------------------------ the loop
+
+    def serve(self, job: dict) -> None:
+        """Null calls (before any candidate code exists), then the build, then the judge's
+        requests, until it says exit or goes away."""
+        while True:
+            try:
+                msg, fds = channel.recv(self.sock, 3600.0, with_fds=True)
+            except channel.ChannelError:
+                return  # the judge is gone: nothing left to do
+            op = msg.get("op")
+            if op == "exit":
+                return
+            try:
+                if op == "null":
+                    self.call()
+                elif op == "build":
+                    if not self.build(job):
+                        return
+                elif op == "model":
+                    self.model(msg)
+                elif op == "buffers":
+                    self.lend(msg, fds)
+                elif op == "use":
+                    self.active = msg["config"]
+                    self.send({"type": "ready"})
+                elif op == "call":
+                    self.call(int(msg["key"]))
+                elif op == "collect":
+                    self.collect()
+                elif op == "probe":
+                    self.probe()
+            except _Rejected as rej:
+                self.fail("rejected", str(rej))
+                return
+            except BaseException as exc:  # noqa: BLE001
+                status = "compile_error" if _is_compile_failure(exc) else "runtime_error"
+                self.fail(status, _excerpt(exc))
+                return
+
+
+class _Rejected(Exception):
+    pass
+
+
+def _nothing() -> None:
+    return None
+
+
+def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.numel() == 0 or b.numel() == 0 or a.device != b.device:
+        return False
+    sa, sb = a.untyped_storage(), b.untyped_storage()
+    a0, b0 = sa.data_ptr(), sb.data_ptr()
+    return a0 < b0 + sb.nbytes() and b0 < a0 + sa.nbytes()
+
+
+def run(job: dict, sock: socket.socket) -> None:
+    """The candidate process's whole life after isolation: build, then serve the judge."""
+    os.environ.update(job.get("env", {}))
+    if job.get("nice"):  # a build beside a timing: the judge's clock keeps its core
+        os.nice(job["nice"])
+    if job["device"] == "cuda":
+        torch.empty(1, device="cuda")
+    Harness(sock, job).serve(job)

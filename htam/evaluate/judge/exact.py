@@ -1,0 +1,124 @@
+"""A second opinion from exact arithmetic, for output elements float32 cannot pin down.
+
+Some tasks compute values whose float32 result is rounding noise: KernelBench level 2's
+23_Conv3d_GroupNorm_Mean takes the mean of a group norm's output, exactly 0 in exact arithmetic,
+and torch's own float32 answer is 7.8% (relative L2) from the float64 one. Any other order of
+summation, however correct, lands elsewhere in that noise and fails a 2e-3 bound (H200: 1.9).
+
+So when a float32 output fails, the judge computes the reference once more, in float32 and then
+in float64, on the same inputs and parameters. The second opinion applies only where it is sound:
+
+- the judge's float32 run must match the reference runner's output (the same function: a lazily
+  built or stateful model is not), and two float64 runs under different random seeds must agree
+  (dropout in training mode does not);
+- every value involved is finite;
+- only the elements that are **zero to float32 precision** are judged against float64: those
+  whose float64 value is smaller than the float32 reference's own error there. There the
+  candidate passes within ``FACTOR`` times the reference's error (L2 over those elements); every
+  other element keeps the float32 verdict against the reference.
+
+Where every element is zero to float32 precision, a constant near 0 passes too: the result says
+so, and its speed is no evidence of work. Nothing the candidate does reaches these runs: the
+judge builds the model and holds the inputs. Tensors too large to copy in float64
+get no second opinion (:func:`byte_budget`).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from htam.evaluate.eval_config import Tolerance
+from htam.evaluate.judge.compare import compare_tensor
+from htam.evaluate.judge.trusted_jobs import as_list, build
+
+# How much further from the exact result than torch's own float32 answer a candidate may be: the
+# candidate's order of summation (blocks of 1,024, then the blocks) was 7x further on task 23.
+FACTOR = 10.0
+MAX_BYTES = 1 << 30  # the inputs' and outputs' float64 copies, beside the reference's own
+
+
+def byte_budget(memory_limit_mb: int | None) -> int:
+    """How large the float64 copies may be: MAX_BYTES, and an eighth of the evaluation's host
+    memory limit, so that a candidate failing on purpose cannot make the judge's second opinion
+    outgrow the limit (which would be charged to the reference)."""
+    return MAX_BYTES if not memory_limit_mb else min(MAX_BYTES, (memory_limit_mb << 20) // 8)
+
+
+def _nbytes(tensors) -> int:
+    return sum(t.numel() * 8 for t in tensors if torch.is_tensor(t) and t.is_floating_point())
+
+
+def reference_runs(
+    module, init_args: list, seed: int, device: str, x: list, outs: list, budget: int
+):
+    """(float32 outputs, float64 outputs) of the reference on ``x``, the float64 ones from the
+    same parameters cast; None where no sound second opinion exists (the copies beyond
+    ``budget`` bytes, an op without a float64 kernel, a result that depends on the random
+    stream)."""
+    if _nbytes(x) + _nbytes(outs) > budget:
+        return None
+    try:
+        model = build(module.Model, init_args, seed, device)
+        with torch.no_grad():
+            narrow = as_list(model(*x))  # also builds lazily made parameters, in float32
+        if isinstance(model, torch.nn.Module):
+            model = model.double()
+        wide_x = [v.double() if torch.is_tensor(v) and v.is_floating_point() else v for v in x]
+        runs = []
+        for draw in (1, 2):
+            torch.manual_seed(draw)
+            with torch.no_grad():
+                runs.append(as_list(model(*wide_x)))
+    except Exception:  # noqa: BLE001 - no second opinion: the float32 verdict stands
+        return None
+    finally:
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    for a, b in zip(*runs, strict=True):
+        if torch.is_tensor(a) and not torch.equal(a, b):
+            return None
+    return narrow, runs[0]
+
+
+def judge_against_exact(
+    out: torch.Tensor, ref: torch.Tensor, narrow, exact, tol: Tolerance
+) -> tuple[bool, str]:
+    """(accepted, why) for an output that failed against the float32 reference ``ref``, given
+    the judge's own float32 run ``narrow`` and the float64 run ``exact`` of the reference."""
+    table = {"float32": tol}
+    usable = all(torch.is_tensor(t) and t.shape == ref.shape for t in (narrow, exact))
+    if not usable or narrow.dtype != ref.dtype or compare_tensor(narrow, ref, table):
+        return False, ""  # not the reference's function: no second opinion
+    o, r, e = (t.reshape(-1) for t in (out, ref, exact))
+    if not all(bool(torch.isfinite(t).all()) for t in (o, r, e)):
+        return False, ""
+    noise = (r.double() - e).abs()
+    # float32's answer there carries no significant digit (an exact 0 for a value float64 does
+    # not round to 0 is one: its noise equals the value)
+    zero = (noise > e.abs()) | ((r == 0) & (e != 0))
+    n = int(zero.sum())
+    if n == 0:
+        return False, ""
+    if n < zero.numel():  # every other element keeps the float32 verdict
+        problem = compare_tensor(o[~zero], r[~zero], table)
+        # or is as near float64 as float32's worst rounding in this output: where the reference
+        # landed near its float64 value by chance, another order of the same sums did not
+        # (a centred mean over rows with outliers planted, 1.6e-6 off against atol 1e-6).
+        # Such elements are the few of the zeros that float32 hit by chance, never more than
+        # the zeros themselves: one cancelling sum's noise (1e-3) beside a softmax (values
+        # below it) let an answer of all zeros through, the softmax never
+        # computed (cheat_exact_slack.py).
+        slack = FACTOR * float(noise.max())
+        by_chance = zero.numel() - n <= n
+        if problem and (not by_chance or float((o.double() - e)[~zero].abs().max()) > slack):
+            return False, f"elements not zero to float32 precision: {problem}"
+    ref_err = float(torch.linalg.vector_norm(noise[zero]))
+    err = float(torch.linalg.vector_norm((o.double() - e)[zero]))
+    why = (
+        f"{n} of {zero.numel()} elements are zero to float32 precision (their float64 value is "
+        f"below the float32 reference's own error): judged there against float64, the candidate "
+        f"{err:.2e} from it (L2), the reference {ref_err:.2e}, within {FACTOR:.0f}x"
+    )
+    if n == zero.numel():
+        why += "; the whole output is 0 to float32 precision, so a constant near 0 passes too"
+    return err <= FACTOR * ref_err, why

@@ -1,0 +1,253 @@
+"""Trusted jobs of the evaluator's children (probe, peaks, the reference alone) and the helpers
+the judge shares with them: load a task at a size and configuration, build a model, draw inputs.
+
+Imported by the fork server before any candidate exists. Frames to the parent are JSON over the
+child's result pipe; only trusted children (never a candidate) hold such a pipe.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import traceback
+from collections.abc import Callable
+
+import torch
+
+from htam.evaluate import measure
+from htam.evaluate.judge import gradients
+from htam.tasks.module import extra_configs, load_task_module
+
+_HEADER = struct.Struct("!I")
+
+
+class Emitter:
+    """Frames to the parent: a 4-byte length, then JSON."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def __call__(self, frame: dict) -> None:
+        payload = json.dumps(frame, default=float).encode()
+        data = memoryview(_HEADER.pack(len(payload)) + payload)
+        while data:
+            data = data[os.write(self.fd, data) :]
+
+
+def decode_frames(data: bytearray) -> list[dict]:
+    """Complete frames from the front of ``data`` (consumed in place)."""
+    frames = []
+    while len(data) >= _HEADER.size:
+        (n,) = _HEADER.unpack_from(data)
+        if len(data) < _HEADER.size + n:
+            break
+        frames.append(json.loads(bytes(data[_HEADER.size : _HEADER.size + n])))
+        del data[: _HEADER.size + n]
+    return frames
+
+
+def run(job: dict, fd: int) -> None:
+    emit = Emitter(fd)
+    os.environ.update(job.get("env", {}))
+    jobs = {"probe": _probe, "peaks": _peaks, "reference": _reference}
+    jobs[job["kind"]](job, emit)
+
+
+def _probe(job: dict, emit: Emitter) -> None:
+    if job["device"] == "cuda":
+        if not torch.cuda.is_available():
+            emit(
+                {"type": "result", "error": "target cuda asked for, but no CUDA device is visible"}
+            )
+            return
+        name = torch.cuda.get_device_name()
+        free, total = torch.cuda.mem_get_info()
+        capability = "{}.{}".format(*torch.cuda.get_device_capability())
+    else:
+        name, free, total, capability = "cpu", 0, 0, None
+    emit(
+        {
+            "type": "result",
+            "device": name,
+            "torch": str(torch.__version__),
+            "gpu_free": free,
+            "gpu_total": total,
+            "capability": capability,
+        }
+    )
+
+
+def _peaks(job: dict, emit: Emitter) -> None:
+    emit({"type": "result", "peaks": measure.measure_peaks(job["device"])})
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+def sync(device: str) -> None:
+    if device == "cuda":
+        measure._sync()
+
+
+def configs(job: dict) -> list[tuple[int | None, list[int]]]:
+    """(extra index or None for the base size, seeds to run there)."""
+    seeds = job["seeds"]
+    base = [(None, seeds)]
+    if not job.get("extras", True):
+        return base
+    module = load_task_module(job["task_source"], job["size"])
+    return base + [(i, seeds[:1]) for i in range(len(extra_configs(module)))]
+
+
+def task_module(job: dict, extra: int | None):
+    return load_task_module(job["task_source"], job["size"], extra=extra, name="htam_task")
+
+
+def inputs_for(module, seed: int, device: str) -> list:
+    """Inputs drawn on the target device (the same seed gives the same values), which keeps
+    large GPU inputs off the host."""
+    torch.manual_seed(seed)
+    with torch.device(device):
+        made = module.get_inputs()
+    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in made]
+
+
+def build(cls: type, init_args: list, seed: int, device: str):
+    torch.manual_seed(seed)
+    model = cls(*init_args)
+    return model.to(device) if isinstance(model, torch.nn.Module) else model
+
+
+def as_list(out) -> list:
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def unjudgeable(outs: list) -> str | None:
+    """Why the reference's outputs ``outs`` cannot judge a candidate, or None: each must be a
+    tensor (a float passed the task's check and then failed every candidate, blamed on it), and
+    not all of them empty (any candidate's empty tensor would be correct)."""
+    others = sorted({type(o).__name__ for o in outs if not isinstance(o, torch.Tensor)})
+    if others:
+        return (
+            f"the reference returns {' and '.join(others)}, not only tensors: HTAM compares "
+            "tensors (return torch.tensor(...))"
+        )
+    if all(o.numel() == 0 for o in outs):
+        return "the reference's outputs are all empty: any candidate would match them"
+    return None
+
+
+def one_line(exc: BaseException) -> str:
+    """The exception's own last line (what a user acts on), never empty."""
+    text = str(exc).strip().splitlines()
+    last = text[-1].strip() if text else ""
+    if isinstance(exc, torch.cuda.OutOfMemoryError):
+        free, total = torch.cuda.mem_get_info()
+        return (
+            f"GPU out of memory ({free / 2**30:.1f} of {total / 2**30:.1f} GiB free): "
+            f"{last.split('. ')[0]}"
+        )
+    return f"{type(exc).__name__}: {last}" if last else type(exc).__name__
+
+
+# --------------------------------------------------------------------------- reference
+
+
+def _reference(job: dict, emit: Emitter) -> None:
+    """Run the reference on every trial and configuration; its cost; and, when asked, its eager
+    and torch.compile times side by side. A failure is reported in one line."""
+    device = job["device"]
+    try:
+        model0, inputs0, n_grads = None, None, 0
+        for extra, seeds in configs(job):
+            module = task_module(job, extra)
+            model = build(module.Model, list(module.get_init_inputs()), job["init_seed"], device)
+            for seed in seeds:
+                inputs = inputs_for(module, seed, device)
+                if gradients.is_backward(module):  # timed and costed as the judge calls it
+                    specs = gradients.output_specs(model, inputs)
+                    n_grads = len(specs)
+                    inputs += gradients.draw_grad_outputs(specs, seed + 1, device)
+                outs = as_list(_stepper(model, n_grads)(*inputs))
+                sync(device)
+                if why := unjudgeable(outs):
+                    emit({"type": "result", "status": "error", "message": why})
+                    return
+                del outs
+                if model0 is None:
+                    model0, inputs0 = model, inputs
+                del inputs
+        cost = _cost(model0, inputs0, device, n_grads)
+    except Exception as exc:  # noqa: BLE001 - the reference failing is a fact to report
+        traceback.print_exc()
+        emit({"type": "result", "status": "error", "message": one_line(exc)})
+        return
+    emit({"type": "cost", **cost})
+    if not job.get("time"):
+        emit({"type": "result", "status": "ok", "message": "reference ran"})
+        return
+    compiled, compile_msg = None, ""
+    if job.get("time_compile"):
+        compiled, compile_msg = _compiled(model0, inputs0, n_grads)
+    eager = _stepper(model0, n_grads)
+    if compiled is None:
+        (timing,) = _time([eager], [inputs0], job)
+        compile_timing = None
+    else:  # eager and compiled side by side: their ratio holds whatever the clocks do
+        timing, compile_timing = _time([eager, compiled], [inputs0], job)
+    emit(
+        {
+            "type": "result",
+            "status": "ok",
+            "message": compile_msg,
+            "timing": timing,
+            "compile_timing": compile_timing,
+        }
+    )
+
+
+def _stepper(model, n_grads: int) -> Callable:
+    """What one call runs: the model, or for a backward task (``n_grads`` grad_outputs at the end
+    of the inputs) its training step."""
+    if not n_grads:
+        return model
+
+    def step(*args):
+        k = len(args) - n_grads
+        return gradients.training_step(model, list(args[:k]), list(args[k:]))
+
+    return step
+
+
+def _cost(model, inputs: list, device: str, n_grads: int = 0) -> dict:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        out = as_list(_stepper(model, n_grads)(*inputs))
+    sync(device)
+    tensors = [t for t in inputs + out if isinstance(t, torch.Tensor)]
+    if isinstance(model, torch.nn.Module):
+        tensors += list(model.parameters()) + list(model.buffers())
+    nbytes = sum(t.numel() * t.element_size() for t in tensors)
+    dtypes = sorted(
+        {str(t.dtype).removeprefix("torch.") for t in inputs if isinstance(t, torch.Tensor)}
+    )
+    return {"flops": int(counter.get_total_flops()), "bytes": int(nbytes), "dtypes": dtypes}
+
+
+def _time(fns: list[Callable], input_sets: list, job: dict) -> list[dict]:
+    t0 = measure._perf()
+    timings = measure.time_fns(fns, input_sets, job["timing"], job["device"])
+    for timing in timings:
+        timing["elapsed_s"] = measure._perf() - t0
+    return timings
+
+
+def _compiled(model, input_sets: list, n_grads: int = 0) -> tuple[Callable | None, str]:
+    try:
+        compiled = _stepper(torch.compile(model), n_grads)
+        compiled(*input_sets)
+        return compiled, ""
+    except Exception as exc:  # noqa: BLE001 - torch.compile failing is a fact to report, not a crash
+        return None, f"torch.compile reference unavailable: {one_line(exc)}"[:500]
