@@ -90,3 +90,16 @@ def test_a_disk_burst_stops_at_the_job_directory_size(limited):
     result = _run(limited, "attack_fallocate_burst.py", FILES=4, SIZE=48 << 20)
     reserved = _held(result, r"htam-burst reserved (\d+) bytes")
     assert 0 < reserved <= DISK_MB << 20, f"{reserved >> 20} MB reserved: {result.status}"
+
+
+@pytest.mark.gpu
+def test_an_honest_cuda_candidate_runs_under_the_kernel_limits():
+    """On the GPU machine: the control group (its CUDA context's host memory included) and the
+    sized job directory are in place, and an honest CUDA candidate still builds and runs."""
+    from tests.evaluate.conftest import gpu_config
+
+    with Evaluator("cuda", gpu_config()) as ev:
+        assert "cgroup v" in ev.isolation and "job directory of" in ev.isolation, ev.isolation
+        code = (FIXTURES / "honest_relu_cuda.py").read_text()
+        result = ev.evaluate(task_for(RELU), code, "cuda")
+        assert result.status == "ok", (result.messages, result.log[-1500:])
