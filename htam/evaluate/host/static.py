@@ -156,7 +156,7 @@ class _Checker(ast.NodeVisitor):
                      "timer-patch", node, f"assigns to {ast.unparse(node)}")  # fmt: skip
         self.generic_visit(node)
 
-    def visit_Try(self, node: ast.Try) -> None:
+    def visit_Try(self, node: ast.Try | ast.TryStar) -> None:
         if node.handlers:
             self.add("try-except", node, "try/except can hide a fallback to the reference")
         self.generic_visit(node)
@@ -291,7 +291,8 @@ def _forward_rule(tree: ast.Module, checker: _Checker, language: str) -> list[Vi
     forward = [f for f in (model.body if model else []) if getattr(f, "name", "") == "forward"]
     if not forward:
         return []
-    seen, todo = set(), [forward[0]]
+    seen: set[str] = set()
+    todo: list[ast.AST] = [forward[0]]
     while todo:
         fn = todo.pop()
         if launches(fn):

@@ -89,7 +89,9 @@ class _Watch:
                     f"output flood: the candidate printed more than {lim.output_limit_bytes} bytes"
                 )
             try:
-                replaced = os.stat(self.log_path).st_ino != os.fstat(self.log_fd).st_ino
+                replaced = self.log_path is None or (
+                    os.stat(self.log_path).st_ino != os.fstat(self.log_fd).st_ino
+                )
             except FileNotFoundError:
                 replaced = True
             if replaced:
@@ -190,10 +192,14 @@ def run_job(
     start = time.monotonic()
     outcome = JobOutcome(started=start)
     watch = _Watch(server, limits, outcome)
-    read_fd, write_fd = os.pipe()
+    read_fd, pipe_write = os.pipe()
+    write_fd: int | None = pipe_write
+    started: dict[str, dict] = {}  # role -> what the fork server says of the process it started
     judge_ends: list[socket.socket] = []
     try:
         if candidate is not None:
+            if runner is None:
+                raise ValueError("a judged evaluation needs the reference's runner")
             for role, spec in (("candidate", candidate), ("runner", runner)):
                 ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
                 judge_ends.append(ours)
@@ -201,14 +207,15 @@ def run_job(
                 theirs.close()
                 setattr(watch, "cand" if role == "candidate" else "runner", info)
                 job = {**job, role: {k: info[k] for k in ("uid", "pid", "by_uid")}}
-            outcome.job_dir = watch.cand["dir"]
-            outcome.runner_dir = watch.runner["dir"]
-            watch.log_path = Path(watch.cand["dir"]) / "output.log"
+                started[role] = info
+            outcome.job_dir = started["candidate"]["dir"]
+            outcome.runner_dir = started["runner"]["dir"]
+            watch.log_path = Path(started["candidate"]["dir"]) / "output.log"
             watch.log_fd = os.open(watch.log_path, os.O_RDONLY)
         watch.judge_pid = server.judge(
-            job, workdir / "judge.log", write_fd, [s.fileno() for s in judge_ends]
+            job, workdir / "judge.log", pipe_write, [s.fileno() for s in judge_ends]
         )
-        os.close(write_fd)
+        os.close(pipe_write)
         write_fd = None
         for s in judge_ends:
             s.close()
