@@ -83,15 +83,51 @@ class GemmParams(Params):
     tf32: bool | None = False
 
 
+@dataclass(frozen=True)
+class ModelParams(Params):
+    """A whole model's kernels (htam.offline.graph): elements per program, and whether a
+    library call's or batch norm's following activation is fused into its epilogue kernel."""
+
+    block: int = 1024
+    warps: int = 4
+    fuse: bool = True
+
+
+@dataclass(frozen=True)
+class ScanParams(Params):
+    rows: int = 4  # rows scanned side by side per program
+    block: int = 1024  # columns per tile (a carry joins the tiles of a row)
+    warps: int = 4
+
+
+@dataclass(frozen=True)
+class PoolParams(Params):
+    block: int = 1024  # output elements per program (per OpenMP chunk)
+    warps: int = 4
+
+
+@dataclass(frozen=True)
+class ChannelNormParams(Params):
+    block: int = 1024  # elements per tile of a contiguous segment
+    warps: int = 4
+    programs: int = 1024  # at least this many programs when the statistics allow a split
+
+
 FAMILY_PARAMS: dict[str, type[Params]] = {
     "elementwise": EwParams,
     "row": RowParams,
     "gemm": GemmParams,
+    "model": ModelParams,
+    "scan": ScanParams,
+    "pool": PoolParams,
+    "channel_norm": ChannelNormParams,
 }
 
 
 def baseline(match: Match, language: str = "triton") -> Params:
     ir = match.ir
+    if match.family == "model":
+        return ModelParams()
     if match.family == "elementwise":
         if match.features.get("channels_last") and language == "triton":
             # A convolution's epilogue: fused, read channels-last. On the H200 (KernelBench
@@ -106,6 +142,12 @@ def baseline(match: Match, language: str = "triton") -> Params:
             # order), L2 32 1.48x (1.21x); one row a program 0.67x and 1.04x
             return RowParams(layout=True, rows=8)
         return RowParams()
+    if match.family == "scan":
+        return ScanParams()
+    if match.family == "pool":
+        return PoolParams()
+    if match.family == "channel_norm":
+        return ChannelNormParams()
     epilogue = "fused" if not ir.has_epilogue else ("ops" if len(ir.epilogue.ops) > 1 else "kernel")
     # tile, K step and precision chosen per shape (backends/triton/gemm_plan.py); C++: untiled
     return GemmParams(epilogue=epilogue, tile=-1, bk=0, tf32=None)

@@ -21,7 +21,10 @@ from htam.offline.backends import BACKENDS, unknown_language
 from htam.offline.backends.base import Backend, KernelCode
 from htam.offline.front.lower import CNode
 from htam.offline.front.lower import lower as lower_graph
-from htam.offline.front.trace import NoMatch, Traced, trace_task
+from htam.offline.front.trace import NoMatch, Traced, Unbuildable, trace_task
+from htam.offline.graph.match import FAMILY as MODEL_FAMILY
+from htam.offline.graph.match import match_model, render_model
+from htam.offline.guard import input_checks
 from htam.offline.ir.model import Match
 from htam.offline.matcher.families import match_families, match_library_prefix
 from htam.offline.params import Params, baseline, parse_header
@@ -62,11 +65,28 @@ def lower(traced: Traced) -> CNode:
 
 # -- 3 match --------------------------------------------------------------------------------
 def match(traced: Traced, source: str) -> Match:
-    """The family that the lowered graph fits, else the library path (its reason added)."""
+    """The family that the lowered graph fits, else the library path (its reason added), else
+    the whole model cut into library calls and kernels of ours (:mod:`htam.offline.graph`)."""
     try:
-        return match_families(lower(traced), traced, source)
+        found = match_families(lower(traced), traced, source)
     except NoMatch as err:
-        return match_library_prefix(traced, source, err)
+        try:
+            found = match_library_prefix(traced, source, err)
+        except NoMatch as lib_err:
+            return match_model(source, lib_err)
+    found.input_checks = input_checks(traced.inputs)
+    return found
+
+
+def _match_source(source: str) -> Match:
+    """Stages 1-3 on a task source; a reference fx cannot trace is still a whole model."""
+    try:
+        traced = trace(source)
+    except Unbuildable:
+        raise
+    except NoMatch as err:
+        return match_model(source, err)
+    return match(traced, source)
 
 
 # source -> its match, or the reason it has none (a fresh NoMatch is raised on every call: one
@@ -82,7 +102,7 @@ def analyze(task: Task) -> Match:
         if len(_CACHE) > 128:
             _CACHE.clear()
         try:
-            _CACHE[task.source] = match(trace(task.source), task.source)
+            _CACHE[task.source] = _match_source(task.source)
         except NoMatch as err:
             _CACHE[task.source] = str(err)
     result = _CACHE[task.source]
@@ -160,4 +180,7 @@ def render(
 
 def generate(match: Match, language: str, params: Params, applied: list[str]) -> str:
     """Stages 5 and 6: the solution file for ``match`` with ``params`` in ``language``."""
+    if match.family == MODEL_FAMILY:
+        backend(language)  # ValueError for a language without one
+        return render_model(match, language, params, applied)
     return render(match, language, params, applied, backend(language).render(match, params))

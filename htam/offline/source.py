@@ -6,6 +6,7 @@ calls, the backend's module-level setup and kernels, then ``ModelNew`` (the refe
 from __future__ import annotations
 
 from htam.offline.backends.base import KernelCode
+from htam.offline.guard import CHECK_HELPER, LANGUAGE_DEVICES
 from htam.offline.ir.model import Match
 from htam.offline.params import Params, header
 
@@ -18,6 +19,7 @@ def _attr(obj, path):
         obj = getattr(obj, part)
     return obj
 ''',
+    "_checked_inputs": CHECK_HELPER,
     "_inner": '''
 def _inner(shape, tail):
     """Number of elements spanned by the last ``tail`` dims of ``shape``."""
@@ -55,6 +57,15 @@ def _channels_last_weights(module):
 }
 
 
+def attr_buffer_lines(names: tuple[str, ...]) -> list[str]:
+    """``__init__`` lines: each float attribute the kernels read, as a one-element buffer
+    (not saved with the parameters; moved with the module to its device)."""
+    return [
+        f"self.register_buffer('_htam_{n}', torch.tensor([float(self.{n})]), persistent=False)"
+        for n in names
+    ]
+
+
 def solution_file(
     match: Match, language: str, params: Params, applied: list[str], code: KernelCode
 ) -> str:
@@ -71,9 +82,14 @@ def solution_file(
     body.append(match.init_source or "    pass")
     if match.init_source and match.scalars:
         body.append(f"        _specialized(self, {match.scalars!r})")
+    body += ["        " + line for line in attr_buffer_lines(match.attr_buffers)]
     body += ["        " + line for line in code.init]
     signature = ", ".join(["self", *match.inputs])
     body.append(f"\n    def forward({signature}):")
+    if match.input_checks.get("dtypes"):
+        device = LANGUAGE_DEVICES.get(language)
+        args = f"({', '.join(match.inputs)},)"
+        body.append(f"        _checked_inputs({args}, {match.input_checks!r}, {device!r})")
     prelude = [line for line in match.prelude if line.split(" = ")[0] not in code.replaced]
     forward = [*code.pre, *prelude, *code.forward]  # the library prefix (torch) between
     body += ["        " + line if line else "" for line in forward]

@@ -26,8 +26,11 @@ from htam.offline.params import (
     VECS,
     EwParams,
     GemmParams,
+    ModelParams,
     Params,
+    PoolParams,
     RowParams,
+    ScanParams,
 )
 
 # The order the offline proposer offers strategies in: by direction, then in the seed's order. The
@@ -74,7 +77,7 @@ def _next(ladder: list, current) -> object:
     return ladder[(ladder.index(current) + 1) % len(ladder)] if current in ladder else ladder[0]
 
 
-def _block(p: EwParams | RowParams) -> EwParams | RowParams:
+def _block(p: EwParams | RowParams | ScanParams | PoolParams) -> Params:
     block = _next(BLOCKS, p.block)
     return replace(p, block=block, warps=8 if block >= 2048 else 4)
 
@@ -139,7 +142,31 @@ GEMM = {
     "data_reuse.shared_memory_tiling": Rule(_gemm_tile),
     "precision.tensor_core_dot": Rule(lambda p: replace(p, tf32=True)),
 }
-RULES: dict[str, dict[str, Rule]] = {"elementwise": ELEMENTWISE, "row": ROW, "gemm": GEMM}
+
+
+def _model_block(p: ModelParams) -> ModelParams:
+    block = _next(BLOCKS, p.block)
+    return replace(p, block=block, warps=8 if block >= 2048 else 4)
+
+
+# A whole model (htam.offline.graph): the baseline fuses each epilogue already; the kernels'
+# tile size is what a step changes.
+MODEL = {"parallel_mapping.block_size_tuning": Rule(_model_block)}
+SCAN = {
+    "parallel_mapping.block_size_tuning": Rule(_block),
+    "parallel_mapping.rows_per_program": Rule(lambda p: replace(p, rows=_next(ROWS, p.rows))),
+}
+POOL = {"parallel_mapping.block_size_tuning": Rule(_block)}
+CHANNEL_NORM = {"parallel_mapping.block_size_tuning": Rule(_block)}
+RULES: dict[str, dict[str, Rule]] = {
+    "elementwise": ELEMENTWISE,
+    "row": ROW,
+    "gemm": GEMM,
+    "model": MODEL,
+    "scan": SCAN,
+    "pool": POOL,
+    "channel_norm": CHANNEL_NORM,
+}
 
 
 def _offered() -> tuple[str, ...]:

@@ -5,7 +5,8 @@ row, one column, odd and prime sizes, rows longer than one block, a handful of v
 (the split-row path), reductions over any dim with ``keepdim`` either way, non-contiguous
 inputs (a transposed view or every other column), and (family ``conv``, asked for by name) a
 convolution of any kind with an activation after it: the library path's channels-last epilogue,
-with channel counts on both sides of its 32-channel tile. At a tiny size for CPU tests or up to
+with channel counts on both sides of its 32-channel tile; the families of
+:mod:`htam.tasks.random_families` (scan, pool, loss, einsum, scalar, norm) are asked for by name too. At a tiny size for CPU tests or up to
 KernelBench's sizes for the GPU. It lives under ``htam.tasks`` because it makes tasks, like the
 suites do: the CPU test, ``scripts/experiments/random_shapes.py`` and any proposer can use it.
 
@@ -20,6 +21,8 @@ import random
 import re
 from dataclasses import dataclass
 
+from htam.tasks import random_families
+from htam.tasks.random_families import Drawn
 from htam.tasks.task import Task
 
 HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
@@ -185,8 +188,24 @@ def _conv(rng: random.Random, size: str) -> tuple[tuple[int, ...], str, str]:
     return shape, init, forward
 
 
+def _other_family(rng: random.Random, family: str, size: str, layout: str) -> Drawn:
+    """A task of one of the families of :mod:`htam.tasks.random_families`."""
+    if family in ("pool", "norm"):
+        return getattr(random_families, family)(rng, size)
+    if family == "einsum":
+        return random_families.einsum(rng, size)
+    shape = random_shape(rng, size)
+    return getattr(random_families, family)(rng, shape, _input(shape, layout))
+
+
 def make_task(rng: random.Random, family: str, size: str, index: int) -> GeneratedTask:
     layout = rng.choice(["contiguous", "contiguous", "transposed", "strided"])
+    if family in random_families.FAMILIES:
+        drawn = _other_family(rng, family, size, layout)
+        source = _source(drawn.shape, drawn.forward, drawn.inputs, drawn.init, drawn.args)
+        name = f"random_{family}_{index}"
+        task = Task(id=f"random/{name}", name=name, source=source)
+        return GeneratedTask(task, drawn.family, drawn.shape, layout)
     if family == "conv":
         shape, init, forward = _conv(rng, size)
         source = _source(shape, forward, [_input(shape, "contiguous")], init)

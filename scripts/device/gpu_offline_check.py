@@ -8,7 +8,9 @@ names tasks done before that are checked again, first, their earlier speedup kep
 
     [RECHECK=level1/47_,level1/4_] [KB_TASKS=GLOB,GLOB] python3 scripts/device/gpu_offline_check.py OUT SECONDS [PREVIOUS.jsonl]
 
-KB_TASKS (fnmatch globs on task ids, as gpu_run.sh's kbbench takes) checks only those tasks.
+KB_TASKS (fnmatch globs on task ids, as gpu_run.sh's kbbench takes) checks only those tasks;
+KB_LEVELS (default 1,2) the levels; SHARD=i/n only every n-th task from the i-th (one process per
+GPU: scripts/device/gpu_kb_offline.sh). ``--summary FILE.jsonl`` prints the tables of a finished check.
 
 The reference is timed eagerly only (torch.compile of 120 references would take the whole
 device budget); speedups are the baseline's, before any strategy of an optimization run.
@@ -46,7 +48,10 @@ def main(out: Path, seconds: float, previous: Path | None) -> None:
         log.write_text("".join(json.dumps(r) + "\n" for r in done.values()))
     t_end = time.time() + seconds
     config = EvalConfig(size="large", time_compile_reference=False)
-    paths = sorted(kb_paths(), key=lambda p: kb_task(p).id not in before)  # stable: in order
+    levels = tuple(int(v) for v in os.environ.get("KB_LEVELS", "1,2").split(","))
+    paths = sorted(kb_paths(levels), key=lambda p: kb_task(p).id not in before)  # stable: in order
+    shard, shards = (int(v) for v in os.environ.get("SHARD", "0/1").split("/"))
+    paths = paths[shard::shards]
     globs = [g for g in os.environ.get("KB_TASKS", "").split(",") if g]
     if globs:
         paths = [p for p in paths if any(fnmatch.fnmatch(kb_task(p).id, g) for g in globs)]
@@ -57,7 +62,10 @@ def main(out: Path, seconds: float, previous: Path | None) -> None:
                 continue
             try:
                 m = analyze(task)
-            except NoMatch:
+            except NoMatch as err:  # counted apart: the family it lacks is in the message
+                row = {"task": task.id, "kind": "none", "status": "no-match", "message": str(err)}
+                done[task.id] = row
+                f.write(json.dumps(row) + "\n")
                 continue
             t0 = time.time()
             kind = f"library+{m.family}" if m.library else m.family
@@ -93,12 +101,24 @@ def summarize(rows: list[dict]) -> None:
     ok = [r for r in rows if r["status"] == "ok" and r.get("speedup")]
     print(f"checked {len(rows)}; correct {len(ok)}; statuses "
           f"{ {s: sum(r['status'] == s for r in rows) for s in sorted({r['status'] for r in rows})} }")  # fmt: skip
-    for level in ("level1", "level2"):
-        sp = [r["speedup"] for r in ok if f"/{level}/" in r["task"]]
-        if sp:
-            print(f"{level}: {len(sp)} correct, geomean baseline speedup vs eager "
-                  f"{statistics.geometric_mean(sp):.3f}, faster than eager {sum(s >= 1 for s in sp)}")  # fmt: skip
+    for level in ("level1", "level2", "level3"):
+        _line(level, [r for r in rows if f"/{level}/" in r["task"]])
+    for kind in sorted({r["kind"] for r in rows}):
+        _line(kind, [r for r in rows if r["kind"] == kind])
+    for r in sorted(rows, key=lambda r: r["task"]):
+        if r["status"] not in ("ok", "no-match"):
+            print(f"  {r['task']}: {r['status']} {r.get('message', '')[:200]}")
+
+
+def _line(label: str, rows: list[dict]) -> None:
+    sp = [r["speedup"] for r in rows if r["status"] == "ok" and r.get("speedup")]
+    mean = f"{statistics.geometric_mean(sp):.3f}" if sp else "-"
+    print(f"{label}: {len(sp)} of {len(rows)} checked correct, geomean baseline speedup vs "
+          f"eager {mean}, faster than eager {sum(s >= 1 for s in sp)}")  # fmt: skip
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--summary":
+        summarize([json.loads(line) for line in Path(sys.argv[2]).read_text().splitlines()])
+        sys.exit(0)
     main(Path(sys.argv[1]), float(sys.argv[2]), Path(sys.argv[3]) if len(sys.argv) > 3 else None)

@@ -125,6 +125,7 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+    from htam.evaluate.host.static import check_source
     from htam.offline.pipeline import NoMatch, analyze, baseline, generate
     from htam.tasks.task import Task
 
@@ -170,7 +171,12 @@ def main() -> None:
                     ok = res.status == "ok"
                     msg = "correct" if ok else f"{res.status} " + " ".join(res.messages)[:160]
                 else:
-                    msg = direct_check(small, code)
+                    refused = check_source(code, lang)
+                    msg = (
+                        "refused: " + "; ".join(str(v) for v in refused)[:160]
+                        if refused
+                        else direct_check(small, code)
+                    )
                     ok = msg == "correct"
                 correct[(level, lang)] += ok
                 verdicts.append(f"{lang}: {msg}")

@@ -51,7 +51,7 @@ def run_one(g, size: str, bandwidth: float) -> dict:
     module = load_task_module(g.task.source, size)
     torch.manual_seed(0)
     ref = module.Model(*module.get_init_inputs()).cuda()
-    inputs = [x.cuda() for x in module.get_inputs()]
+    inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
     with torch.no_grad():
         expected = ref(*inputs)
         eager = triton.testing.do_bench(lambda: ref(*inputs))
@@ -70,7 +70,8 @@ def run_one(g, size: str, bandwidth: float) -> dict:
         else:
             ok = got.shape == expected.shape and torch.allclose(got, expected, 1e-4, 1e-4)
         row[label] = (ms, ok)
-    moved = sum(x.numel() * x.element_size() for x in inputs) + expected.numel() * 4
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+    moved = sum(x.numel() * x.element_size() for x in tensors) + expected.numel() * 4
     best = min(row["base"][0], row["all"][0])
     row["sol"] = moved / (best * 1e-3) / (bandwidth * 1e9)
     return row

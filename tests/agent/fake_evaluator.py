@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from htam.evaluate.evaluator import Reference
-
 from htam.evaluate.eval_config import EvalConfig
+from htam.evaluate.host.evaluator import Reference
 from htam.evaluate.result import EvalResult, Timing
 from htam.status import Status
 

@@ -164,12 +164,14 @@ def compare(
     ``rel_l2`` replaces the elementwise check by a relative L2 bound (TF32 products)."""
     model, new, inputs = build_pair(task, module, overrides, seed, size)
     model, new = model.to(device), new.to(device)
-    inputs = [x.to(device) for x in inputs]
-    copies = [x.clone() for x in inputs]
+    # a forward may take plain numbers (a scalar operand) beside its tensors
+    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
+    copies = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
     with torch.no_grad():
         expected = model(*inputs)
         got = new(*inputs)
-    if any(not torch.equal(a, b) for a, b in zip(inputs, copies, strict=True)):
+    pairs = zip(inputs, copies, strict=True)
+    if any(isinstance(a, torch.Tensor) and not torch.equal(a, b) for a, b in pairs):
         return "an input was modified"
     if got.shape != expected.shape or got.dtype != expected.dtype:
         return f"got {got.dtype}{list(got.shape)}, expected {expected.dtype}{list(expected.shape)}"

@@ -4,17 +4,7 @@ Each is a KernelBench source; ``SHAPES[name]`` lists size overrides to check it 
 non-powers of two). The builtin suite adds the project's own tasks on top of these.
 """
 
-HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
-
-
-def kb(body: str, inputs: str, init: str = "[]") -> str:
-    """A KernelBench source: the imports, ``body`` (constants and Model), and the two input
-    functions returning ``inputs`` and ``init``."""
-    return (
-        f"{HEAD}{body}\ndef get_inputs():\n    return {inputs}\n\n"
-        f"def get_init_inputs():\n    return {init}\n"
-    )
-
+from tests.offline.kbsource import HEAD, kb  # noqa: F401 (HEAD: test_match reads it here)
 
 EW_GELU_SIGMOID = kb(
     """
@@ -393,3 +383,17 @@ CASES = {
     "gemm_bmm": (GEMM_BMM, "gemm", [{}, {"B": 1, "M": 33, "N": 5}]),
     "gemm_linear_3d": (GEMM_ADDMM_3D, "gemm", [{}, {"S": 1}]),
 }
+
+# The composite lowerings' cases live beside these (imported last: they use kb).
+from tests.offline.sources_composite import COMPOSITE_CASES  # noqa: E402
+
+CASES.update(COMPOSITE_CASES)
+from tests.offline.sources_scan import SCAN_CASES  # noqa: E402
+
+CASES.update(SCAN_CASES)
+from tests.offline.sources_pool import POOL_CASES  # noqa: E402
+
+CASES.update(POOL_CASES)
+from tests.offline.sources_norm import NORM_CASES  # noqa: E402
+
+CASES.update(NORM_CASES)

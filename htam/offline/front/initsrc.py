@@ -53,9 +53,12 @@ def copy_init(source: str) -> tuple[str, str]:
         return _imports(tree), ""
     init = _Rename().visit(init)
     _strip_docstring(init)
-    helpers = _helpers(tree, _used(init))
+    attrs = [s for s in model.body if isinstance(s, ast.Assign | ast.AnnAssign)]
+    helpers = _helpers(tree, _used(init).union(*(_used(a) for a in attrs)))
     preamble = "\n".join([_imports(tree), *helpers]).strip()
-    method = "\n".join("    " + line if line else line for line in ast.unparse(init).splitlines())
+    # class attributes (``expansion = 1``) the constructor or the kernels may read on self
+    text = "\n".join([*(ast.unparse(_Rename().visit(a)) for a in attrs), ast.unparse(init)])
+    method = "\n".join("    " + line if line else line for line in text.splitlines())
     return preamble, method
 
 

@@ -15,6 +15,8 @@ import torch
 import torch.fx as fx
 import torch.nn.functional as F
 
+from htam.offline.front.composite import COMPOSITE_FUNCTIONS, COMPOSITE_MODULES
+from htam.offline.front.missing import family_note
 from htam.offline.front.modules import lower_module
 from htam.offline.front.specs import FUNCTION_NAMES, OPERATORS, SPECS
 from htam.offline.front.trace import NoMatch, Traced
@@ -112,6 +114,8 @@ class Lowerer:
                 and bias_folds(sub, node.target)
             ):
                 return self._conv_bias(node, sub)
+            if type(sub) in COMPOSITE_MODULES:
+                return COMPOSITE_MODULES[type(sub)](self, node, sub)
             try:
                 op, attrs, params = lower_module(sub, node.target)
             except NoMatch:
@@ -136,10 +140,14 @@ class Lowerer:
             key = OPERATORS[node.target]
         else:
             key = _function_key(node.target)
+        if key in COMPOSITE_FUNCTIONS:
+            return COMPOSITE_FUNCTIONS[key](self, node)
         if key not in SPECS:
             if self.opaque:
                 return self._opaque(node)
-            raise NoMatch(f"unsupported operation {_describe(node)}")
+            raise NoMatch(
+                f"unsupported operation {_describe(node)}{family_note(str(key or _describe(node)))}"
+            )
         op, names, defaults = SPECS[key]
         bound = {k: self._arg(v) for k, v in _bind(node, names, defaults).items()}
         first = self._arg(node.args[0]) if node.args else bound.pop("input", None)
@@ -167,6 +175,12 @@ class Lowerer:
         if self.opaque and isinstance(self.traced.values.get(node), torch.Tensor):
             return self._opaque(node)
         raise NoMatch(f"unsupported indexing or attribute access {_describe(node)}")
+
+    def synth(self, node: fx.Node, op: str, args: list, attrs: dict, shape) -> CNode:
+        """A canonical node between ``node``'s inputs and its result (a composite's step):
+        its value a meta tensor of ``shape``; the result itself takes ``node``'s value."""
+        value = torch.empty(tuple(shape), dtype=torch.float32, device="meta")
+        return CNode(op, args, attrs, value, f"{node.name}_{op}")
 
     def _opaque(self, node: fx.Node) -> CNode:
         """An operation the templates do not know: its tensor inputs are its arguments."""

@@ -6,6 +6,7 @@ from typing import Any
 
 import torch.nn as nn
 
+from htam.offline.front.missing import family_note
 from htam.offline.front.trace import NoMatch
 
 # Modules without attributes, by canonical op.
@@ -33,7 +34,8 @@ def lower_module(module: nn.Module, path: str) -> Lowered:
             return op, {}, {}
     lowered = _with_attributes(module, path)
     if lowered is None:
-        raise NoMatch(f"unsupported module {type(module).__name__} ({path})")
+        name = type(module).__name__
+        raise NoMatch(f"unsupported module {name} ({path}){family_note(name)}")
     return lowered
 
 
@@ -72,6 +74,16 @@ def _with_attributes(m: nn.Module, path: str) -> Lowered | None:
     if isinstance(m, nn.RMSNorm):
         attrs = {"normalized_shape": tuple(m.normalized_shape), "eps": m.eps}
         return "rms_norm", attrs, {"weight": _param(m, path, "weight")}
+    if isinstance(m, nn.modules.pooling._MaxPoolNd | nn.modules.pooling._AvgPoolNd):
+        return _pool(m, path)
+    if isinstance(m, nn.modules.batchnorm._BatchNorm | nn.GroupNorm):
+        if type(m) not in (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.GroupNorm):
+            return None
+        return (
+            ("batch_norm" if isinstance(m, nn.modules.batchnorm._BatchNorm) else "group_norm"),
+            {"path": path},
+            {},
+        )
     if isinstance(m, nn.Linear):
         return "linear", {}, {"weight": f"{path}.weight", "bias": _param(m, path, "bias")}
     return None
@@ -86,6 +98,17 @@ def _instance_norm(m: nn.Module, path: str) -> Lowered:
         raise NoMatch(f"{type(m).__name__} with {why} ({path})")
     spatial = {"InstanceNorm1d": 1, "InstanceNorm2d": 2, "InstanceNorm3d": 3}.get(type(m).__name__)
     if spatial is None:
-        raise NoMatch(f"unsupported module {type(m).__name__} ({path})")
+        name = type(m).__name__
+        raise NoMatch(f"unsupported module {name} ({path}){family_note(name)}")
     attrs = {"normalized_shape": (0,) * spatial, "eps": m.eps}
     return "layer_norm", attrs, {"weight": None, "bias": None}
+
+
+def _pool(m: nn.Module, path: str) -> Lowered:
+    """A pooling module: its window stays the module's (read at every call by the kernel's
+    forward), so only the kind and the number of spatial dims are kept here."""
+    nd = int(type(m).__name__[-2])
+    if getattr(m, "return_indices", False):
+        raise NoMatch(f"{type(m).__name__} with return_indices=True ({path})")
+    kind = "max" if isinstance(m, nn.modules.pooling._MaxPoolNd) else "avg"
+    return f"{kind}_pool", {"nd": nd, "path": path}, {}

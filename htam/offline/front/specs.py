@@ -109,6 +109,13 @@ SPECS.update(
         "mm": ("matmul", ["other"], {}),
         "bmm": ("matmul", ["other"], {}),
         "addmm": ("addmm", ["mat1", "mat2", "beta", "alpha"], {"beta": 1, "alpha": 1}),
+        "cumsum": ("cumsum", ["dim", "dtype"], {"dtype": None}),
+        "cumprod": ("cumprod", ["dim", "dtype"], {"dtype": None}),
+        "flip": ("flip", ["dims"], {}),
+        # pieces of an exclusive scan (front/composite.py), refused anywhere else
+        "narrow": ("narrow", ["dim", "start", "length"], {}),
+        "select": ("select", ["dim", "index"], {}),
+        "zeros_like": ("zeros_like", [], {}),
         "dropout": ("dropout", ["p", "training", "inplace"], {"p": 0.5, "training": True}),
         "contiguous": ("identity", [], {}),
         "clone": ("identity", [], {}),

@@ -9,19 +9,24 @@ and matching needs shapes, not numbers.
 from __future__ import annotations
 
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.fx as fx
 from torch._subclasses.fake_tensor import FakeTensorMode
 
+from htam.offline.front.attrs import AttrMarks, mark_attributes
 from htam.tasks.module import load_task_module
 from htam.tasks.task import Task
 
 
 class NoMatch(Exception):
     """The task does not fit any template; the message says why, for the user."""
+
+
+class Unbuildable(NoMatch):
+    """The reference itself cannot be built here (no template can be checked against it)."""
 
 
 @dataclass
@@ -31,6 +36,8 @@ class Traced:
     graph: fx.GraphModule
     values: dict[fx.Node, Any]  # what each node produced on the example inputs
     inputs: list[Any]
+    # the graph's constants that are float attributes of the model (front/attrs.py)
+    marks: AttrMarks = field(default_factory=AttrMarks)
 
 
 class _Recorder(fx.Interpreter):
@@ -53,7 +60,9 @@ def trace_task(task: Task) -> Traced:
             model = module.Model(*module.get_init_inputs())
             inputs = list(module.get_inputs())
         except Exception as err:  # foreign code: any failure is a non-match
-            raise NoMatch(f"the reference cannot be built: {type(err).__name__}: {err}") from err
+            # a missing package fails the candidate too; anything else may be fake tensors' limit
+            kind = Unbuildable if isinstance(err, ImportError) else NoMatch
+            raise kind(f"the reference cannot be built: {type(err).__name__}: {err}") from err
         try:
             gm = fx.symbolic_trace(model)
         except Exception as err:  # fx raises many types for untraceable code
@@ -66,4 +75,5 @@ def trace_task(task: Task) -> Traced:
                 recorder.run(*inputs)
             except Exception as err:
                 raise NoMatch(f"the traced reference fails to run: {err}") from err
-    return Traced(module, model, gm, recorder.values, inputs)
+        marks = mark_attributes(model, gm)
+    return Traced(module, model, gm, recorder.values, inputs, marks)

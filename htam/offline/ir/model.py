@@ -88,6 +88,45 @@ class RowIR:
     out_dtype: str  # "float32" or "int64"
 
 
+@dataclass
+class ScanIR:
+    """A cumulative sum or product along ``dim`` of an elementwise program's values: the
+    tensor seen as ``(outer, R, inner)`` with ``R`` the scanned dim."""
+
+    prog: Program  # the element values scanned (an elementwise program)
+    operands: list[Operand]
+    primary: str  # operand with the scanned tensor's shape
+    rank: int
+    dim: int
+    combine: str  # "sum" | "prod"
+    reverse: bool = False  # from the end of the dim (flip, scan, flip)
+    exclusive: bool = False  # each position holds the scan of the elements before it
+
+
+@dataclass
+class PoolIR:
+    """Max or average pooling (1-3 spatial dims) of a forward input by a pooling module of
+    the model: its window (kernel, stride, padding, dilation, ceil mode, divisor) is read from
+    the module at every call, never compiled in from the traced values."""
+
+    kind: str  # "max" | "avg"
+    nd: int  # spatial dims
+    module: str  # the pooling module's dotted path in the model
+    source: str  # forward expression of the pooled tensor
+
+
+@dataclass
+class ChannelNormIR:
+    """BatchNorm (statistics per channel over the batch and positions, training mode as the
+    reference computes them; running statistics in eval mode) or GroupNorm (per sample and
+    group of channels) of a forward input by a norm module of the model, whose eps, affine
+    parameters and running statistics the forward reads at every call."""
+
+    kind: str  # "batch" | "group"
+    module: str  # the norm module's dotted path in the model
+    source: str  # forward expression of the normalized tensor
+
+
 @dataclass(frozen=True)
 class GemmSide:
     source: str  # forward expression of the stored tensor
@@ -111,16 +150,19 @@ class GemmIR:
 
 @dataclass
 class Match:
-    family: str  # "elementwise" | "row" | "gemm"
+    family: str  # "elementwise" | "row" | "gemm" | "scan" | "pool" | "channel_norm"
     summary: str
     inputs: list[str]  # forward argument names, in order
-    ir: EwIR | RowIR | GemmIR
+    ir: EwIR | RowIR | GemmIR | ScanIR | PoolIR | ChannelNormIR
     init_source: str  # ModelNew's __init__ method, copied from the reference
     preamble: str = ""  # imports and module-level helpers that __init__ needs
     features: dict[str, bool] = field(default_factory=dict)  # e.g. online_softmax, welford
     # Float attributes of the reference module (alpha, eps, ...): the trace compiles their values
     # into the kernels, so the generated __init__ checks that it is built with the same ones.
     scalars: dict[str, float] = field(default_factory=dict)
+    # Float attributes the kernels read from one-element buffers ModelNew makes in __init__
+    # (``self._htam_<name>``): other init values run the same code.
+    attr_buffers: tuple[str, ...] = ()
     # Library prefix (htam.offline.matcher.library): forward lines computing, with torch, the tensors the
     # kernel reads as operands (a convolution, a GEMM...); empty when the kernel reads inputs only.
     prelude: list[str] = field(default_factory=list)
@@ -129,6 +171,9 @@ class Match:
     conv_inputs: tuple[str, ...] = ()
     # The prefix's matrix products of inputs and parameters, by the prelude line computing each.
     prefix_gemms: dict[str, GemmIR] = field(default_factory=dict)
+    # What the kernels assume of the forward's tensors (htam.offline.guard.input_checks):
+    # ModelNew refuses other inputs rather than compute garbage from them.
+    input_checks: dict = field(default_factory=dict)
 
     def describe(self) -> str:
         return f"{self.family}: {self.summary}"

@@ -8,9 +8,11 @@ online-softmax and the Welford rewrites see one vocabulary however the reference
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import torch
 
+from htam.offline.front.attrs import AttrFloat
 from htam.offline.front.lower import CNode, ShapeVal
 from htam.offline.front.trace import NoMatch
 from htam.offline.ir.model import Arg, Op, Operand, Program
@@ -76,6 +78,31 @@ def _block(s: tuple[int, ...], full: tuple[int, ...], real_dim) -> tuple[str, in
     return ("trail" if tail == 0 else "lead" if not lead else "mid"), tail, a
 
 
+ATTR_PREFIX = "attr_"  # operands holding a float attribute of the model
+DEVICE = "__device__"  # placeholder in a scalar input's source, see bind_device
+
+
+def bind_device(operands: list[Operand], tensor: str) -> list[Operand]:
+    """Scalar inputs' tensors made on the device of ``tensor`` (an operand's name, or a
+    forward expression yielding a tensor)."""
+    source = next((op.source for op in operands if op.name == tensor), tensor)
+    device = f"{source}.device"
+    return [
+        replace(op, source=op.source.replace(DEVICE, device)) if DEVICE in op.source else op
+        for op in operands
+    ]
+
+
+def _unit_view(n: CNode) -> bool:
+    """A reshape of an input or parameter that only adds or drops dims of size 1."""
+    src = n.args[0]
+    if not isinstance(src, CNode) or src.op not in ("input", "param"):
+        return False
+    if not isinstance(src.value, torch.Tensor):
+        return False
+    return [d for d in n.shape if d != 1] == [d for d in src.shape if d != 1]
+
+
 def param_name(path: str) -> str:
     return "p_" + path.replace(".", "_")
 
@@ -125,6 +152,8 @@ class Builder:
             if key not in self.memo:
                 self.memo[key] = self._node(value)
             return self.memo[key]
+        if isinstance(value, AttrFloat):  # a constructor value: read at run time
+            return self._attr_operand(value)
         if isinstance(value, bool | int | float):
             return float(value)
         if isinstance(value, ShapeVal):
@@ -145,6 +174,8 @@ class Builder:
             return special
         if n.op in ("input", "param"):
             return self._leaf(n)
+        if n.op == "reshape" and _unit_view(n):
+            return self._leaf(n.args[0], n.shape)
         if not isinstance(n.value, torch.Tensor):
             raise NoMatch(f"{n.name} ({n.op}) does not produce a tensor")
         if n.value.dtype not in (torch.float32, torch.int64) or (
@@ -160,18 +191,41 @@ class Builder:
         self._check_row_broadcast(n)
         return lower_elementwise(self, n)
 
-    def _leaf(self, n: CNode) -> str:
+    def _leaf(self, n: CNode, shape: tuple[int, ...] | None = None) -> str:
+        """The operand of an input or parameter; ``shape``: read through a view of it that
+        adds or drops dims of size 1 (the same elements in the same order)."""
+        if n.op == "input" and type(n.value) is float:
+            return self._scalar_input(n)
         if not isinstance(n.value, torch.Tensor):
             raise NoMatch(f"input {n.name} is not a tensor ({type(n.value).__name__})")
-        if n.value.dtype != torch.float32:
+        if n.value.dtype not in (torch.float32, torch.bool):
             raise NoMatch(f"input {n.name} is {n.value.dtype}; only float32 is supported")
         is_input = n.op == "input"
         name = n.attrs["name"] if is_input else param_name(n.attrs["path"])
         source = name if is_input else f"_attr(self, {n.attrs['path']!r})"
-        pattern, tail, head = classify(n.shape, self.full, f"operand {name}")
+        if n.value.dtype == torch.bool:  # a mask in arithmetic counts as 0.0 / 1.0
+            source = f"{source}.to(torch.float32)"
+        shape = n.shape if shape is None else shape
+        pattern, tail, head = classify(shape, self.full, f"operand {name}")
         key = name if pattern == "full" else f"{name}_{pattern}{tail}"
         self.operands.setdefault(key, Operand(key, source, pattern, tail, head))
         return key
+
+    def _attr_operand(self, value: AttrFloat) -> str:
+        """The model's float attribute as a one-element buffer ``ModelNew`` makes from it
+        (``attr_buffer_lines``): the kernel loads it, so other init values need no new code."""
+        name = ATTR_PREFIX + value.attr
+        self.operands.setdefault(name, Operand(name, f"self._htam_{value.attr}", "scalar"))
+        return name
+
+    def _scalar_input(self, n: CNode) -> str:
+        """A float argument of the forward: a one-element tensor the kernel loads (its value
+        is read at every call, never the traced one). ``DEVICE`` becomes the primary
+        operand's device once the program is built (:func:`bind_device`)."""
+        name = n.attrs["name"]
+        source = f"torch.full((1,), float({name}), dtype=torch.float32, device={DEVICE})"
+        self.operands.setdefault(name, Operand(name, source, "scalar"))
+        return name
 
     def _check_row_broadcast(self, n: CNode) -> None:
         """A per-row value meets a full tensor: it must broadcast along the reduced dims."""

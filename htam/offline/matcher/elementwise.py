@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from htam.offline.front.lower import CNode
+from htam.offline.front.missing import family_note
 from htam.offline.front.specs import UNARY
 from htam.offline.front.trace import NoMatch
 from htam.offline.ir.model import Arg
@@ -33,7 +34,7 @@ def lower_elementwise(b: Builder, n: CNode) -> Arg:
     if rule is None:
         if n.op in ("transpose", "permute"):
             raise NoMatch(f"{n.op} ({n.name}) changes the element order; not an elementwise chain")
-        raise NoMatch(f"unsupported operation {n.op} ({n.name})")
+        raise NoMatch(f"unsupported operation {n.op} ({n.name}){family_note(n.op)}")
     return rule(b, n, x)
 
 

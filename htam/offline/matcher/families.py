@@ -12,9 +12,12 @@ from htam.offline.front.trace import NoMatch, Traced
 from htam.offline.ir.model import EwIR, Match, RowIR
 from htam.offline.ir.passes import row_features
 from htam.offline.ir.views import per_channel
-from htam.offline.matcher.build import GEMM_OPS, ROW_OPS, Builder
+from htam.offline.matcher.build import ATTR_PREFIX, GEMM_OPS, ROW_OPS, Builder, bind_device
+from htam.offline.matcher.channel_norm import NORM_OPS, match_channel_norm
 from htam.offline.matcher.gemm import match_gemm
+from htam.offline.matcher.pool import POOL_OPS, match_pool
 from htam.offline.matcher.rows import row_spec
+from htam.offline.matcher.scan import SCAN_OPS, match_scan
 
 # Functions a channels-last prefix must not hold: a functional convolution (no module weight to
 # convert), pooling, norms other than batch norm, resampling.
@@ -59,7 +62,8 @@ def _elementwise(out: CNode) -> tuple[EwIR, str]:
             "the reference computes nothing from its inputs (it returns an input or a constant)"
         )
     primary = _primary(builder, out.shape, "output")
-    return EwIR(prog, list(builder.operands.values()), primary, len(out.shape)), prog.describe()
+    operands = bind_device(list(builder.operands.values()), primary)
+    return EwIR(prog, operands, primary, len(out.shape)), prog.describe()
 
 
 def _row(out: CNode, first: CNode) -> tuple[RowIR, str]:
@@ -81,7 +85,7 @@ def _row(out: CNode, first: CNode) -> tuple[RowIR, str]:
     keep = out_kind == "row" and out.shape == spec.keep_shape and len(out.shape) == len(spec.shape)
     ir = RowIR(
         prog,
-        list(builder.operands.values()),
+        bind_device(list(builder.operands.values()), primary),
         primary,
         len(spec.shape),
         spec.d0,
@@ -104,7 +108,7 @@ def match_library_prefix(traced: Traced, source: str, err: NoMatch) -> Match:
     except NoMatch as lib_err:
         raise NoMatch(f"{err}; as library call + kernel: {lib_err}") from err
     preamble, init = copy_init(source)
-    scalars = {k: v for k, v in vars(traced.model).items() if type(v) is float}
+    scalars, buffers = _scalars(traced, lib.ir)
     features, conv_inputs = lib.features, ()
     if _channels_last_fits(traced, lib.ir) and (
         lib.family == "elementwise" or _channel_rows(lib.ir)
@@ -120,11 +124,25 @@ def match_library_prefix(traced: Traced, source: str, err: NoMatch) -> Match:
         preamble=preamble,
         features=features,
         scalars=scalars,
+        attr_buffers=buffers,
         prelude=lib.prelude,
         library=lib.library,
         conv_inputs=conv_inputs,
         prefix_gemms=lib.gemms,
     )
+
+
+def _scalars(traced: Traced, ir) -> tuple[dict[str, float], tuple[str, ...]]:
+    """(the float attributes the solution is specialized to, checked in ``__init__``; the
+    attributes the kernel reads from a buffer). An attribute read at run time wherever the
+    reference uses it needs no check (front/attrs.py)."""
+    scalars = {k: v for k, v in vars(traced.model).items() if type(v) is float}
+    free = traced.marks.free(scalars)
+    operands = getattr(ir, "operands", [])
+    buffers = tuple(
+        sorted(op.name[len(ATTR_PREFIX) :] for op in operands if op.name.startswith(ATTR_PREFIX))
+    )
+    return {k: v for k, v in scalars.items() if k not in free}, buffers
 
 
 def _channel_rows(ir: RowIR) -> bool:
@@ -201,7 +219,24 @@ def match_families(out: CNode, traced: Traced, source: str) -> Match:
             "GEMM epilogues must be elementwise"
         )
     features: dict[str, bool] = {}
-    if gemms:
+    pools = [n for n in nodes if n.op in POOL_OPS]
+    norms = [n for n in nodes if n.op in NORM_OPS]
+    scans = [n for n in nodes if n.op in SCAN_OPS]
+    if scans and (gemms or rows):
+        raise NoMatch(
+            f"a {scans[0].op} combined with a {'matrix product' if gemms else 'reduction'}; "
+            "the scan family scans an elementwise chain"
+        )
+    if norms:
+        ir, summary = match_channel_norm(out, norms)
+        family = "channel_norm"
+    elif pools:
+        ir, summary = match_pool(out, pools)
+        family = "pool"
+    elif scans:
+        ir, summary = match_scan(out, scans)
+        family = "scan"
+    elif gemms:
         ir = match_gemm(gemms[0], out)
         family = "gemm"
         summary = f"{gemms[0].op} + epilogue [{ir.epilogue.describe()}]"
@@ -214,7 +249,7 @@ def match_families(out: CNode, traced: Traced, source: str) -> Match:
         ir, summary = _elementwise(out)
         family = "elementwise"
     preamble, init = copy_init(source)
-    scalars = {k: v for k, v in vars(traced.model).items() if type(v) is float}
+    scalars, buffers = _scalars(traced, ir)
     return Match(
         family,
         summary,
@@ -224,4 +259,5 @@ def match_families(out: CNode, traced: Traced, source: str) -> Match:
         preamble=preamble,
         features=features,
         scalars=scalars,
+        attr_buffers=buffers,
     )

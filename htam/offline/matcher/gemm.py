@@ -7,7 +7,7 @@ import torch
 from htam.offline.front.lower import CNode
 from htam.offline.front.trace import NoMatch
 from htam.offline.ir.model import ACC, Arg, GemmIR, GemmSide
-from htam.offline.matcher.build import Builder
+from htam.offline.matcher.build import Builder, bind_device
 
 
 def _leaf_source(n: CNode) -> str:
@@ -83,4 +83,6 @@ def match_gemm(g: CNode, out: CNode) -> GemmIR:
         head = builder.op("add", head, builder.op("mul", term, beta) if beta != 1.0 else term)
     builder.stop = lambda n: head if n is g else None
     prog = builder.build(out)
-    return GemmIR(a, b, fold, prog, list(builder.operands.values()), len(g.shape))
+    return GemmIR(
+        a, b, fold, prog, bind_device(list(builder.operands.values()), a.source), len(g.shape)
+    )

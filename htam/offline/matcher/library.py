@@ -152,7 +152,7 @@ def prefix_code(traced: Traced, stops: dict[str, CNode]) -> list[str]:
     for n in need:
         if n.op == "get_attr" and not _resolves(traced.model, n.target):
             raise NoMatch(f"the library prefix reads {n.target}, a tensor made inside forward")
-    _no_baked_attributes(traced.model, need)
+    _no_baked_attributes(traced, need)
     graph = fx.Graph()
     env: dict[fx.Node, fx.Node] = {}
     for n in traced.graph.graph.nodes:
@@ -198,11 +198,14 @@ def _without_bias(line: str, stops: dict[str, CNode]) -> str:
     return f"{name} = _conv_nobias({module}, " + line[len(call) :]
 
 
-def _no_baked_attributes(model: torch.nn.Module, nodes: set[fx.Node]) -> None:
+def _no_baked_attributes(traced: Traced, nodes: set[fx.Node]) -> None:
     """fx inlines the traced instance's plain attributes (``self.heads`` becomes ``4``): a
     prefix whose call arguments hold a constructor value would compute wrongly for other init
-    inputs, so it is refused (conservatively: any equal constant counts)."""
-    scalars = {k: v for k, v in vars(model).items() if type(v) in (int, float)}
+    inputs, so it is refused (conservatively: any equal constant counts). Float attributes are
+    exempt unless a constant was computed from them: the probe trace (front/attrs.py) put each
+    one the graph holds back as ``self.<name>``, so an equal constant left is a literal."""
+    kinds = (int,) if not traced.marks.derived else (int, float)
+    scalars = {k: v for k, v in vars(traced.model).items() if type(v) in kinds}
     if not scalars:
         return
     constants: set = set()

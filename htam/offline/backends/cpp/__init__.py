@@ -3,17 +3,28 @@
 from __future__ import annotations
 
 from htam.offline.backends.base import KernelCode
+from htam.offline.backends.cpp.channel_norm import channel_norm_solution
 from htam.offline.backends.cpp.ew import ew_solution
 from htam.offline.backends.cpp.gemm import gemm_solution
 from htam.offline.backends.cpp.loader import IMPORTS, cpp_loader
+from htam.offline.backends.cpp.pool import pool_solution
 from htam.offline.backends.cpp.row import row_solution
+from htam.offline.backends.cpp.scan import scan_solution
 from htam.offline.ir.expr import Math
 from htam.offline.ir.model import Match
+from htam.offline.ir.pool import GEOMETRY
 from htam.offline.params import Params
 from htam.offline.strategies import family_strategies
 from htam.vocab import Language
 
-_FAMILIES = {"elementwise": ew_solution, "row": row_solution, "gemm": gemm_solution}
+_FAMILIES = {
+    "elementwise": ew_solution,
+    "row": row_solution,
+    "gemm": gemm_solution,
+    "scan": scan_solution,
+    "pool": lambda ir, p, m: pool_solution(ir, p),  # no SSA program: nothing for Math
+    "channel_norm": lambda ir, p, m: channel_norm_solution(ir, p),
+}
 NOT_ON_CPU = ("precision.tensor_core_dot",)  # TF32 tensor cores: a GPU unit
 
 
@@ -26,4 +37,6 @@ class CppBackend:
     def render(self, match: Match, params: Params) -> KernelCode:
         m = Math("cpp", exp2=params.exp2)
         (fn, src), forward = _FAMILIES[match.family](match.ir, params, m)
-        return KernelCode(IMPORTS, (), tuple(forward), setup=cpp_loader(fn, src, match.family))
+        helpers = (GEOMETRY.strip(),) if match.family == "pool" else ()
+        setup = cpp_loader(fn, src, match.family)
+        return KernelCode(IMPORTS, helpers, tuple(forward), setup=setup)

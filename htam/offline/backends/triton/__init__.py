@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from htam.offline.backends.base import KernelCode
+from htam.offline.backends.triton.channel_norm import channel_norm_solution
 from htam.offline.backends.triton.ew import ew_solution
 from htam.offline.backends.triton.gemm import gemm_solution
 from htam.offline.backends.triton.layout import input_layout
+from htam.offline.backends.triton.pool import pool_solution
 from htam.offline.backends.triton.prefix import prefix_gemm
 from htam.offline.backends.triton.row import row_solution
+from htam.offline.backends.triton.scan import scan_solution
 from htam.offline.ir.expr import Math
 from htam.offline.ir.model import Match
 from htam.offline.params import Params
@@ -21,7 +24,14 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 """
-_FAMILIES = {"elementwise": ew_solution, "row": row_solution, "gemm": gemm_solution}
+_FAMILIES = {
+    "elementwise": ew_solution,
+    "row": row_solution,
+    "gemm": gemm_solution,
+    "scan": scan_solution,
+    "pool": lambda ir, p, m: pool_solution(ir, p),  # no SSA program: nothing for Math
+    "channel_norm": lambda ir, p, m: channel_norm_solution(ir, p),
+}
 
 
 def built_in(match: Match) -> tuple[str, ...]:

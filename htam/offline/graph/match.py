@@ -1,0 +1,73 @@
+"""The ``model`` family's match (the rewritten source) and its solution file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from htam.offline.front.trace import NoMatch
+from htam.offline.graph import cpp_rt, triton_rt
+from htam.offline.graph.dryrun import dry_run
+from htam.offline.graph.recurrent import RECURRENT
+from htam.offline.graph.rewrite import Rewritten, rewrite
+from htam.offline.graph.runtime import RUNTIME
+from htam.offline.ir.model import Match
+from htam.offline.params import ModelParams, header
+
+FAMILY = "model"
+
+
+@dataclass
+class ModelIR:
+    rewritten: Rewritten
+
+
+def match_model(source: str, why: NoMatch | None = None) -> Match:
+    """The whole-model match of ``source``; NoMatch (after ``why``, the other families'
+    refusal) names what the model holds when no segment of it is covered."""
+    try:
+        rw = rewrite(source)
+    except NoMatch as err:
+        raise NoMatch(f"{why}; whole model: {err}" if why else str(err)) from err
+    if not dry_run(rw, source):
+        found = ", ".join(sorted(rw.sites))
+        prefix = f"{why}; whole model: " if why else ""
+        raise NoMatch(f"{prefix}its covered modules ({found}) never run in forward")
+    sites = ", ".join(f"{family} {n}" for family, n in sorted(rw.sites.items()))
+    return Match(
+        family=FAMILY,
+        summary=f"whole model, kernels for: {sites}; library calls kept in torch",
+        inputs=rw.forward_args,
+        ir=ModelIR(rw),
+        init_source="",
+    )
+
+
+def render_model(match: Match, language: str, params: ModelParams, applied: list[str]) -> str:
+    """The complete solution file: header, imports, the language's primitives, the runtime's
+    modules, then the model's rewritten classes."""
+    rw: Rewritten = match.ir.rewritten
+    if language == "triton":
+        imports, prims = triton_rt.IMPORTS, triton_rt.PRIMITIVES
+    else:
+        imports, prims = cpp_rt.IMPORTS, cpp_rt.primitives(params)
+    have = set(imports.splitlines())
+    extra = [line for line in rw.imports.splitlines() if line not in have]
+    doc = (
+        f'"""HTAM offline proposer ({language}): whole-model template.\n\n'
+        f"Pattern: {match.summary}.\n"
+        f"Strategies applied: {', '.join(applied) or 'none (baseline)'}.\n"
+        '"""'
+    )
+    parts = [
+        header(FAMILY, language, params, applied),
+        doc,
+        "",
+        imports,
+        "\n".join(extra),
+        prims.replace("{block}", str(params.block)).replace("{warps}", str(params.warps)),
+        f"_FUSE = {params.fuse!r}\n",
+        RUNTIME,
+        RECURRENT,
+        rw.source,
+    ]
+    return "\n".join(parts) + "\n"
