@@ -155,6 +155,8 @@ class Harness:
         spoiled (candidate/kernels.py), its outputs handed over like a call's; what the
         kernels' wrappers counted goes to the judge, which compares the outputs itself."""
         result: list = []
+        if self.kernels is None:
+            raise RuntimeError("the kernel probe before the solution was loaded")
         self.kernels.start()
         raised = None
         try:

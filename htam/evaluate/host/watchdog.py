@@ -289,7 +289,7 @@ def _loop(watch: _Watch, read_fd: int, start: float) -> None:
                     run_s = max(limits.run_timeout_s, frame.get("run_s", 0))
                     deadline = time.monotonic() + run_s
                     built = True
-                    phase = _PHASES.get(frame.get("stage"), phase)
+                    phase = _PHASES.get(str(frame.get("stage")), phase)
                 if frame.get("type") in ("result", "verdict"):
                     outcome.result_at = time.monotonic()
                     return
