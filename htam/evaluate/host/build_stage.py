@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING
 
 from htam.evaluate.host import folders, inline_calls, integrity
 from htam.evaluate.host.forkserver import ForkServerError
+from htam.vocab import Language
 
 if TYPE_CHECKING:
     from htam.evaluate.host.evaluator import Evaluator
 
-PREBUILT_LANGUAGES = ("cuda", "cpp")
+# the languages whose extensions are built ahead of the timed job
+PREBUILT_LANGUAGES = (Language.CUDA, Language.CPP)
 # Every build inside its timed job, as before builds left the GPU's path: for "before" figures.
 LEGACY_ENV = "HTAM_LEGACY_BUILD"
 
