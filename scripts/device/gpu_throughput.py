@@ -4,7 +4,7 @@ load_inline, or Triton), with a fresh build cache; prints the median wall time p
 candidate (amortized: the bench's wall time over its candidates, per GPU), the GPU's busy
 fraction and the build/timed distributions (htam.bench.throughput).
 
-    python3 scripts/device/gpu_throughput.py OUT [--tasks 16] [--steps 4] [--lanes 6] [--scale 16]
+    python3 scripts/device/gpu_throughput.py OUT [--tasks 16] [--steps 4] [--lanes 12] [--scale 16]
         [--language cuda|triton] [--budget-s 420] [--legacy]
 
 ``--scale S`` runs each task with its batch divided by S (copies of the KernelBench files with an
@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--tasks", type=int, default=16)
     parser.add_argument("--steps", type=int, default=4)
-    parser.add_argument("--lanes", type=int, default=6)
+    parser.add_argument("--lanes", type=int, default=12)
     parser.add_argument("--scale", type=int, default=16)
     parser.add_argument("--language", default="cuda", choices=("cuda", "triton"))
     parser.add_argument("--budget-s", type=float, default=420.0)
@@ -95,9 +95,9 @@ def main() -> None:
         except subprocess.TimeoutExpired:
             code = "stopped at the budget"
         wall = time.monotonic() - t0
-        asked = len(server.chat_requests)
+        asked, at_once = len(server.chat_requests), server.max_in_flight
     figures = throughput(load_events(out / "bench"))
-    print(f"bench exit: {code}; {wall:.0f} s; {asked} LLM requests answered")
+    print(f"bench exit: {code}; {wall:.0f} s; {asked} LLM requests, at most {at_once} at once")
     if figures is None:
         print("no evaluator events: nothing was evaluated")
         return

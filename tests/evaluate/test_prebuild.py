@@ -52,6 +52,15 @@ def test_what_is_not_plain_is_left_to_the_candidate(change):
     assert inline_calls.calls(PLAIN.replace(*change)) == []
 
 
+def test_llm_idiomatic_extensions_are_read_without_running_them():
+    # the corpus of LLM-written solutions (tests/evaluate/corpus): 37 of its 39 load_inline
+    # solutions were read; the two left build a torch library op (is_python_module=False)
+    corpus = sorted((Path(__file__).parent / "corpus").glob("*.py"))
+    inline = [f for f in corpus if "load_inline" in f.read_text()]
+    read = [f for f in inline if inline_calls.calls(f.read_text())]
+    assert len(inline) >= 30 and len(read) >= 0.9 * len(inline)
+
+
 def test_a_name_bound_twice_is_not_read():
     assert inline_calls.calls(PLAIN.replace("ext =", 'HEAD = "x"\next =')) == []
 
@@ -70,3 +79,31 @@ def test_a_prebuilt_extension_is_loaded_not_built(cpu_evaluator):
     assert cand["prebuilt"] and cand["build_s"] < 1.0
     # the timed job built nothing: its build stage took well under a compile's time
     assert result.breakdown_s["compile_and_first_call"] < build_s / 2
+
+
+@pytest.mark.slow
+def test_a_failed_prebuild_is_not_kept_and_the_verdict_is_the_candidates_build(cpu_evaluator):
+    code = (FIXTURES / "honest_relu_cpp.py").read_text().replace(
+        "return y;", "return y  // no semicolon"
+    ) + f"\n# {time.time_ns()}\n"
+    cpu_evaluator.prebuild(code, "cpp")
+    (arguments,) = inline_calls.calls(code)
+    from htam.evaluate.host import integrity
+
+    assert integrity.verified(cpu_evaluator.cache_dir, f"ext-{inline_calls.key(arguments)}") is None
+    result = cpu_evaluator.evaluate(task_for(RELU), code, "cpp")
+    assert result.status.value == "compile_error", result.messages
+
+
+@pytest.mark.gpu
+def test_a_cuda_extension_is_built_ahead_for_this_device_only(gpu_evaluator):
+    code = (FIXTURES / "honest_relu_cuda.py").read_text() + f"\n# {time.time_ns()}\n"
+    calls = inline_calls.calls(code)
+    assert calls, "the fixture's load_inline is plain: it is prebuilt"
+    assert gpu_evaluator.arch_list and "TORCH_CUDA_ARCH_LIST" in gpu_evaluator._job("x")["env"]
+    build_s = gpu_evaluator.prebuild(code, "cuda")
+    result = gpu_evaluator.evaluate(task_for(RELU), code, "cuda")
+    assert result.status.value == "ok", result.messages
+    assert result.breakdown_s["compile_and_first_call"] < build_s / 2
+    (cand,) = [e for e in gpu_evaluator.queue.events if e["event"] == "candidate"][-1:]
+    assert cand["prebuilt"] and cand["job_compile_s"] < 1.0

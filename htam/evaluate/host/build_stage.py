@@ -20,8 +20,7 @@ from htam.vocab import Language
 if TYPE_CHECKING:
     from htam.evaluate.host.evaluator import Evaluator
 
-# the languages whose extensions are built ahead of the timed job
-PREBUILT_LANGUAGES = (Language.CUDA, Language.CPP)
+PREBUILT_LANGUAGES = (Language.CUDA, Language.CPP)  # built ahead of the GPU queue
 # Every build inside its timed job, as before builds left the GPU's path: for "before" figures.
 LEGACY_ENV = "HTAM_LEGACY_BUILD"
 
