@@ -29,7 +29,7 @@ class Language(StrEnum):
 
 
 # The languages a target runs, its default first.
-LANGUAGES: dict[Target, tuple[Language, ...]] = {
+LANGUAGES: dict[str, tuple[Language, ...]] = {  # keyed by Target (a str: looked up by either)
     Target.CUDA: (Language.CUDA, Language.TRITON),
     Target.CPU: (Language.CPP, Language.TRITON),
 }

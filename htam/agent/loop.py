@@ -42,7 +42,7 @@ from htam.evaluate.host.verdict import EVALUATOR_FAILED
 from htam.evaluate.result import EvalResult
 from htam.memory import MemoryBank, StepRecord
 from htam.policy import PolicyConfig
-from htam.proposer import Proposal, Proposer, Usage
+from htam.proposer import Proposer, Usage
 from htam.status import Fault
 from htam.tasks import Task, signature
 from htam.vocab import Direction, method_spec
@@ -197,7 +197,7 @@ class Optimizer:
         elif proposal.code is None:
             result = unjudged(proposal, list(sig.families))
         else:
-            result = self._evaluate(task, proposal)
+            result = self._evaluate(task, proposal.code)
         value = self._reward(result, progress)
         applied = choice.strategy or proposal.strategy
         if proposal.baseline:  # no strategy applied: no direction to credit or to extend the path
@@ -279,12 +279,12 @@ class Optimizer:
     def _reward(self, result: EvalResult, progress: Progress) -> float:
         return step_reward(result, progress, self.policy_config)
 
-    def _evaluate(self, task: Task, proposal: Proposal) -> EvalResult:
-        result = self._judged(task, proposal.code)
+    def _evaluate(self, task: Task, code: str) -> EvalResult:
+        result = self._judged(task, code)
         if needs_retry(result) and not result.infrastructure:
             # judged again (a fresh fork server, a quieter moment): a second fault is named in
             # the step and never learned; a second timeout is the kernel's own
-            result = after_retry(result, self._judged(task, proposal.code))
+            result = after_retry(result, self._judged(task, code))
         if result.infrastructure:
             cause = result.messages[0] if result.messages else "no cause given"
             raise EvaluationError(cause.removeprefix(f"{EVALUATOR_FAILED}: "))

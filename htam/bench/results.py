@@ -90,7 +90,7 @@ def unit_row(unit: Unit, out: Path, last: UnitRecord | None) -> UnitRow | None:
 
 def missing_family(steps: list[dict[str, Any]]) -> str | None:
     """The family a unit lacked a template for, when every step says no_strategy."""
-    if not steps or any(st["feedback"]["status"] != "no_strategy" for st in steps):
+    if not steps or any(st["feedback"].get("status") != "no_strategy" for st in steps):
         return None
     message = " ".join(steps[0]["feedback"].get("messages") or [])
     _, found, rest = message.partition("(missing family: ")

@@ -223,7 +223,7 @@ def _hash_seal(raw: torch.Tensor, key: int) -> int:
     memory-bound kernel) and finished unseen while the call's output was sealed, 2x on a ReLU;
     in a secret order the hash reads blocks it has not written yet."""
     digest = hashlib.sha256(key.to_bytes(8, "little"))
-    data = memoryview(raw.numpy())
+    data = raw.numpy().data  # a memoryview of the bytes
     blocks = list(range(0, len(data), _HASH_BLOCK))
     random.Random(key).shuffle(blocks)
     for start in blocks:

@@ -6,6 +6,7 @@ code exists — so a candidate that patches ``time`` or ``torch.cuda.Event`` doe
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -44,7 +45,7 @@ def timer(device: str, flush_mb: int) -> Callable[[Callable, Sequence], tuple[fl
     return _cpu_call
 
 
-def _cuda_call(flush: torch.Tensor) -> Callable[[Callable, Sequence], tuple[float, ...]]:
+def _cuda_call(flush: torch.Tensor) -> Callable[[Callable, Sequence], tuple[float, float, float]]:
     def once(fn: Callable, args: Sequence) -> tuple[float, float, float]:
         t0 = _perf()
         # A read evicts the L2 and leaves it clean (zeroing would leave dirty lines whose
@@ -121,7 +122,7 @@ def measure_peaks(device: str) -> dict:
     return _cpu_peaks()
 
 
-def _best_of(fn: Callable[[], None], reps: int, sync: Callable[[], None]) -> float:
+def _best_of(fn: Callable[[], object], reps: int, sync: Callable[[], None]) -> float:
     fn()
     sync()
     best = float("inf")
@@ -151,7 +152,7 @@ def _cuda_peaks() -> dict:
         torch.backends.cuda.matmul.allow_tf32 = tf32
         a = torch.randn(m, m, device="cuda", dtype=dtype)
         b = torch.randn(m, m, device="cuda", dtype=dtype)
-        secs = _best_of(lambda a=a, b=b: torch.mm(a, b), 10, _sync)
+        secs = _best_of(functools.partial(torch.mm, a, b), 10, _sync)
         out[f"{name}_tflops"] = 2 * m**3 / secs / 1e12
     torch.backends.cuda.matmul.allow_tf32 = False
     return out

@@ -60,7 +60,7 @@ class LLMProposer:
             self._system(request),
             {"role": "user", "content": self._render_choose(request, candidates)},
         ]
-        usage, responses = Usage(), []
+        usage, responses = Usage(), list[str]()
         error = ""
         for attempt in range(2):  # the answer, then one repair showing the validation error
             try:
@@ -123,7 +123,7 @@ class LLMProposer:
                         "content": self.prompts.render("duplicate.j2", step=request.repeats_step),
                     },
                 ]
-        usage, responses = Usage(), []
+        usage, responses = Usage(), list[str]()
         for attempt in range(2):  # the reply, then one repair turn when it held no code
             prompt = format_messages(messages)
             try:

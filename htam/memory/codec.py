@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import fields
 from typing import Any
 
 from htam.memory.model import (
@@ -91,7 +92,10 @@ def edge_from_row(row: sqlite3.Row) -> Edge:
 
 
 def evidence_from_row(row: sqlite3.Row) -> Evidence:
-    return Evidence(*row[:-1], context=json.loads(row[-1] or "{}"))
+    # the columns in the fields' order, the context (JSON) last
+    data = dict(zip([f.name for f in fields(Evidence)], row, strict=True))
+    data["context"] = json.loads(data["context"] or "{}")
+    return Evidence(**data)
 
 
 def global_to_dict(node: GlobalNode) -> dict[str, Any]:

@@ -45,6 +45,8 @@ def _is_compile_failure(exc: BaseException) -> bool:
 
 def _import(path: str):
     spec = importlib.util.spec_from_file_location("htam_candidate", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path} cannot be imported")
     module = importlib.util.module_from_spec(spec)
     sys.modules["htam_candidate"] = module  # Triton's JIT reads the source back through it
     spec.loader.exec_module(module)
@@ -96,6 +98,8 @@ class Harness:
 
     def model(self, msg: dict) -> None:
         torch.manual_seed(msg["seed"])
+        if self.cls is None:
+            raise RuntimeError("no ModelNew loaded before the init")
         model = self.cls(*msg["init_args"])
         if isinstance(model, torch.nn.Module):
             model = model.to(self.device)
@@ -127,7 +131,11 @@ class Harness:
         self.pending = result[0] if result else []
         # Sealed as returned (the device is synchronized): the judge seals the slots again once
         # it has stopped this process, and any difference was written after the call.
-        seals = [buffers.seal(o, key) if type(o) is torch.Tensor else 0 for o in self.pending]
+        seals = (
+            [buffers.seal(o, key) if type(o) is torch.Tensor else 0 for o in self.pending]
+            if key is not None
+            else []  # a null call returned nothing to seal
+        )
         self.send({"type": "done", "ms": float(ms), "seals": seals if result else []})
 
     def _forward(self, result: list):
@@ -150,6 +158,8 @@ class Harness:
         spoiled (candidate/kernels.py), its outputs handed over like a call's; what the
         kernels' wrappers counted goes to the judge, which compares the outputs itself."""
         result: list = []
+        if self.kernels is None:
+            raise RuntimeError("the kernel probe before the solution was loaded")
         self.kernels.start()
         raised = None
         try:

@@ -85,7 +85,12 @@ class Evaluator:
     @property
     def isolation(self) -> str:
         """One line: which protections candidates run under here, and which are missing."""
-        return self.server.plan.summary
+        return self._server().plan.summary
+
+    def _server(self) -> ForkServer:
+        if self.server is None:
+            raise EvaluatorError("the evaluator is closed")
+        return self.server
 
     def _start_server(self) -> None:
         # Triton decides at import whether its library functions are interpreted, so the server
@@ -162,7 +167,7 @@ class Evaluator:
         held = self.queue.held(job["kind"]) if gpu else contextlib.nullcontext()
         try:
             with held:
-                return run_job(self.server, job, workdir, self._limits(), candidate, runner)
+                return run_job(self._server(), job, workdir, self._limits(), candidate, runner)
         except ForkServerError:
             self._restart_server()  # the next evaluation gets a working server
             raise

@@ -24,6 +24,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 from htam.evaluate.eval_config import env_allowed
 from htam.evaluate.host import folders
@@ -75,7 +76,7 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
     return b"".join(chunks)
 
 
-def recv_frame(sock: socket.socket, with_fds: bool = False) -> tuple[object, list[int]]:
+def recv_frame(sock: socket.socket, with_fds: bool = False) -> tuple[Any, list[int]]:
     fds: list[int] = []
     if with_fds:
         first, fds, _, _ = socket.recv_fds(sock, 1, 8)

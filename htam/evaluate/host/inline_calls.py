@@ -82,13 +82,17 @@ def _value(node: ast.AST, names: dict[str, object]) -> object:
         return [_value(e, names) for e in node.elts]
     if isinstance(node, ast.Tuple):
         return tuple(_value(e, names) for e in node.elts)
-    if isinstance(node, ast.Dict) and all(k is not None for k in node.keys):
-        return {
-            _value(k, names): _value(v, names) for k, v in zip(node.keys, node.values, strict=True)
-        }
+    if isinstance(node, ast.Dict):
+        keys = [k for k in node.keys if k is not None]
+        if len(keys) == len(node.keys):  # no ``**other`` among them
+            return {
+                _value(k, names): _value(v, names) for k, v in zip(keys, node.values, strict=True)
+            }
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left, right = _value(node.left, names), _value(node.right, names)
-        if type(left) is type(right) and isinstance(left, (str, list)):
+        if isinstance(left, str) and isinstance(right, str):
+            return left + right
+        if type(left) is list and type(right) is list:
             return left + right
     if isinstance(node, ast.JoinedStr):
         return "".join(_joined(part, names) for part in node.values)
@@ -148,7 +152,7 @@ def calls(code: str) -> list[dict]:
             continue
         try:
             args = [_value(a, names) for a in node.args]
-            kwargs = {k.arg: _value(k.value, names) for k in node.keywords}
+            kwargs = {k.arg: _value(k.value, names) for k in node.keywords if k.arg is not None}
             bound = _signature().bind(*args, **kwargs)
         except (_Computed, TypeError):
             continue

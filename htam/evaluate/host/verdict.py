@@ -80,6 +80,8 @@ def add_timing(
     """A correct result's times, speedups, share of speed of light and timing flags, from the
     judge's verdict and the reference's own times (``ref``: the evaluator's Reference)."""
     res = outcome.result
+    if res is None:
+        raise ValueError("a correct result without the judge's verdict")
     result.timing = Timing(**timing_fields(res["timing"]))
     result.runtime_ms = res["timing"]["median_ms"]
     result.ref_runtime_ms = res["paired_reference"]["median_ms"]

@@ -79,7 +79,9 @@ class _Watch:
                     f"output flood: the candidate printed more than {lim.output_limit_bytes} bytes"
                 )
             try:  # the name, not what a link there points to
-                replaced = os.lstat(self.log_path).st_ino != os.fstat(self.log_fd).st_ino
+                replaced = self.log_path is None or (
+                    os.lstat(self.log_path).st_ino != os.fstat(self.log_fd).st_ino
+                )
             except FileNotFoundError:
                 replaced = True
             if replaced:
@@ -211,7 +213,8 @@ def run_job(
     start = time.monotonic()
     outcome = JobOutcome(started=start)
     watch = _Watch(server, limits, outcome)
-    read_fd, write_fd = os.pipe()
+    read_fd, pipe_write = os.pipe()
+    write_fd: int | None = pipe_write
     judge_ends: list[socket.socket] = []
     try:
         if candidate is not None:
@@ -232,9 +235,9 @@ def run_job(
             outcome.runner_dir = watch.runner["dir"] if watch.runner else None
             watch.log_path = Path(watch.cand["dir"]) / "output.log"
         watch.judge_pid = server.judge(
-            job, workdir / "judge.log", write_fd, [s.fileno() for s in judge_ends]
+            job, workdir / "judge.log", pipe_write, [s.fileno() for s in judge_ends]
         )
-        os.close(write_fd)
+        os.close(pipe_write)
         write_fd = None
         for s in judge_ends:
             s.close()
@@ -306,7 +309,7 @@ def _loop(watch: _Watch, read_fd: int, start: float) -> None:
                     run_s = max(limits.run_timeout_s, frame.get("run_s", 0))
                     deadline = time.monotonic() + run_s
                     built = True
-                    phase = _PHASES.get(frame.get("stage"), phase)
+                    phase = _PHASES.get(str(frame.get("stage")), phase)
                 if frame.get("type") in ("result", "verdict"):
                     outcome.result_at = time.monotonic()
                     return

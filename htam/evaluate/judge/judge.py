@@ -20,6 +20,7 @@ from __future__ import annotations
 import secrets
 import socket
 import time
+from typing import Any
 
 import torch
 
@@ -64,7 +65,8 @@ class Judge:
         self.probes: list[float] = []
         self.draws = torch.Generator().manual_seed(secrets.randbits(63))  # compare.narrowed
         self.shifter: shifted.Shifter | None = None  # shifted.py, for floating outputs
-        self.model_args: tuple = ()  # the configuration's module, constructor args and seed
+        # the configuration's module, constructor args and seed
+        self.model_args: tuple[Any, list, int] = (None, [], 0)
         self.notes: dict[int | str, str] = {}  # what the result should say: float64, retimed
         self.exact_budget = exact.byte_budget(job.get("memory_limit_mb"))  # float64 copies
         self._probe = torch.empty(1, device="cuda") if self.device == "cuda" else None
@@ -260,6 +262,8 @@ class Judge:
                 self.first_call_s = self.first_call_s or _perf() - t0
                 if first:
                     self.copy_ms = judge_timing.copy_ms(self)
+        if base is None:
+            raise RuntimeError("no configuration was judged")
         index, module, self.ref.slots, self.cand.slots, self.ref.ins, self.cand.ins = base[:6]
         self.grad_specs, self.model_args = base[6:]
         if len(configs(self.job)) > 1:
@@ -296,7 +300,7 @@ class Judge:
     def _probe_ms(self) -> float:
         """Host time of a tiny kernel right after the candidate said it was done: long when the
         device is still busy with work the candidate left behind."""
-        if self.device != "cuda":
+        if self._probe is None:  # no device to probe (the CPU)
             return 0.0
         t0 = _perf()
         self._probe.fill_(1.0)

@@ -22,8 +22,9 @@ def check(judge, x: list, where: str) -> None:
         tol = judge.tol.get("float32")
         if problem and tol and r.dtype == torch.float32 and judge.grad_specs is None:
             # a second opinion from float64, for elements float32 cannot pin down
+            module, init_args, seed = judge.model_args
             runs = runs or exact.reference_runs(
-                *judge.model_args, judge.device, x, judge.ref.slots, judge.exact_budget
+                module, init_args, seed, judge.device, x, judge.ref.slots, judge.exact_budget
             )
             if runs is not None and k < len(runs[0]):
                 ok, why = exact.judge_against_exact(o, r, runs[0][k], runs[1][k], tol)

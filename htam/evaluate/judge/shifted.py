@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Any
 
 import torch
 
@@ -64,7 +65,7 @@ Shift = list  # per input: (a, b) for a floating tensor, a share to skew for an 
 
 
 def _params(x: list, mild: bool) -> Shift:
-    out = []
+    out: Shift = []
     for v in x:
         if torch.is_tensor(v) and not v.is_floating_point() and v.numel() >= needles.MIN_INPUT:
             # the strong kind skews an integer input's values (labels, indices, counts)
@@ -122,7 +123,7 @@ class Shifter:
     def __init__(self, module, init_args: list, seed: int, device: str, grads: int = 0):
         self.made = (module, init_args, seed, device)
         self.grads = grads  # a backward task's grad_outputs, last in a call's inputs: not moved
-        self.model = None
+        self.model: Any = None  # the judge's own copy of the reference, built on first use
         # where the reference's outputs on the first unshifted inputs were finite (None: all)
         self.base: list = []
         self.mild: bool | None = None  # the kind that the reference takes

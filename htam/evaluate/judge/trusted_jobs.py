@@ -93,7 +93,7 @@ def sync(device: str) -> None:
 def configs(job: dict) -> list[tuple[int | None, list[int]]]:
     """(extra index or None for the base size, seeds to run there)."""
     seeds = job["seeds"]
-    base = [(None, seeds)]
+    base: list[tuple[int | None, list[int]]] = [(None, seeds)]
     if not job.get("extras", True):
         return base
     module = load_task_module(job["task_source"], job["size"])
@@ -159,7 +159,8 @@ def _reference(job: dict, emit: Emitter) -> None:
     and torch.compile times side by side. A failure is reported in one line."""
     device = job["device"]
     try:
-        model0, inputs0, n_grads = None, None, 0
+        model0, n_grads = None, 0
+        inputs0: list = []  # the first trial's, kept with model0 for the cost and the times
         for extra, seeds in configs(job):
             module = task_module(job, extra)
             model = build(module.Model, list(module.get_init_inputs()), job["init_seed"], device)

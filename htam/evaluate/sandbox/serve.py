@@ -13,6 +13,7 @@ import socket
 import sys
 import time
 from dataclasses import dataclass, replace
+from typing import Any
 
 from htam.evaluate.host import folders
 from htam.evaluate.host.forkserver import OPTIONAL_PRELOAD, PRELOAD, recv_frame, send_frame
@@ -203,6 +204,7 @@ class Server:
                     return
                 released = {pid for pid in released if _waitpid(pid, 0.0) is None}
                 op = request["op"]
+                reply: dict[str, Any]
                 if op == "exit":
                     return
                 if op == "release":
@@ -271,11 +273,14 @@ class Server:
     def _preload(self, source: str, standby: Standby) -> None:
         """Verified builds of the same code, copied into the job directory (which the standby
         sees as its own) before it may run anything."""
-        shutil.copytree(source, standby.job_dir, dirs_exist_ok=True, symlinks=True)
+        job_dir, uid = standby.job_dir, standby.uid
+        if job_dir is None or uid is None:
+            raise RuntimeError("a standby without its job directory or its user")
+        shutil.copytree(source, job_dir, dirs_exist_ok=True, symlinks=True)
         if self.plan.drop_uid:
-            for folder, dirs, files in os.walk(standby.job_dir):
+            for folder, dirs, files in os.walk(job_dir):
                 for name in dirs + files:
-                    os.lchown(os.path.join(folder, name), standby.uid, standby.uid)
+                    os.lchown(os.path.join(folder, name), uid, uid)
 
 
 def _tail(fd: int) -> str:

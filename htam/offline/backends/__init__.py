@@ -9,9 +9,9 @@ from __future__ import annotations
 from htam.offline.backends.base import Backend
 from htam.offline.backends.cpp import CppBackend
 from htam.offline.backends.triton import TritonBackend
-from htam.vocab import Language
 
-BACKENDS: dict[Language, Backend] = {b.language: b for b in (TritonBackend(), CppBackend())}
+# keyed by Language (a str: looked up by either)
+BACKENDS: dict[str, Backend] = {b.language: b for b in (TritonBackend(), CppBackend())}
 
 
 def unknown_language(language: str) -> str:

@@ -150,9 +150,10 @@ class _Swap(ast.NodeTransformer):
             call = ast.Call(ast.Name("_relu_after", ast.Load()), [inner.func, inner_arg], [])
             return ast.copy_location(call, node)
         self.sites[family] += 1
-        node = self.generic_visit(node)
-        node.func = ast.copy_location(ast.Name(fn, ast.Load()), node.func)
-        return node
+        visited = self.generic_visit(node)
+        assert isinstance(visited, ast.Call)  # a call's visit returns the call
+        visited.func = ast.copy_location(ast.Name(fn, ast.Load()), visited.func)
+        return visited
 
 
 def _forward_args(model: ast.ClassDef) -> list[str]:

@@ -19,8 +19,8 @@ def _swaps_last_two(n: CNode) -> bool:
     if n.op == "transpose":
         dims = {n.attrs["dim0"] % rank, n.attrs["dim1"] % rank}
         return rank >= 2 and dims == {rank - 2, rank - 1}
-    dims = [d % rank for d in n.attrs["dims"]]
-    return dims == list(range(rank - 2)) + [rank - 1, rank - 2]
+    order = [d % rank for d in n.attrs["dims"]]
+    return order == list(range(rank - 2)) + [rank - 1, rank - 2]
 
 
 def _side(n: CNode, transposed: bool = False) -> GemmSide:

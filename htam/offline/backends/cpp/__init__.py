@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from htam.offline.backends.base import KernelCode
 from htam.offline.backends.cpp.channel_norm import channel_norm_solution
 from htam.offline.backends.cpp.ew import ew_solution
@@ -17,7 +20,8 @@ from htam.offline.params import Params
 from htam.offline.strategies import family_strategies
 from htam.vocab import Language
 
-_FAMILIES = {
+# each family's writer, called with that family's IR (Match.ir, tagged by Match.family)
+_FAMILIES: dict[str, Callable[..., Any]] = {
     "elementwise": ew_solution,
     "row": row_solution,
     "gemm": gemm_solution,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 
 from htam.offline.ir.expr import Math, emit, literal
 from htam.offline.ir.model import ACC, Arg, Operand, Program
@@ -124,7 +125,7 @@ class CppProgram:
             return f"const float r{i} = {self.expr(i)};"
         return f"r{i}[t] = {self.expr(i)};"
 
-    def used_operands(self, ops: list[int], extra: list[Arg] = ()) -> list[Operand]:
+    def used_operands(self, ops: list[int], extra: Sequence[Arg] = ()) -> list[Operand]:
         names = {a for i in ops for a in self.prog.ops[i].args if isinstance(a, str)}
         names |= {a for a in extra if isinstance(a, str)}
         return [
@@ -144,7 +145,10 @@ def python_binding(fn: str, body: str) -> str:
     """A METH_FASTCALL wrapper and the module init (``PyInit_<fn>``) for the ``void HTAM_FN(...)``
     of ``body``, named ``fn``: pointers arrive as integers (``t.data_ptr()``), sizes as ints.
     Python's C API only, so the build parses no pybind11 or torch headers."""
-    params = [p.strip() for p in _SIGNATURE.search(body).group(1).split(",")]
+    signature = _SIGNATURE.search(body)
+    if signature is None:
+        raise ValueError("the extension's body defines no HTAM_FN function")
+    params = [p.strip() for p in signature.group(1).split(",")]
     decls, names = [], []
     for i, param in enumerate(params):
         ctype = param.rsplit(" ", 1)[0].replace("__restrict__", "").strip()

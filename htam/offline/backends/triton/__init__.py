@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from htam.offline.backends.base import KernelCode
 from htam.offline.backends.triton.channel_norm import channel_norm_solution
 from htam.offline.backends.triton.ew import ew_solution
@@ -24,7 +27,8 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 """
-_FAMILIES = {
+# each family's writer, called with that family's IR (Match.ir, tagged by Match.family)
+_FAMILIES: dict[str, Callable[..., Any]] = {
     "elementwise": ew_solution,
     "row": row_solution,
     "gemm": gemm_solution,

@@ -6,6 +6,8 @@ broadcast as ``r{i}[:, None]`` into element tiles, operands are loaded into ``in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from htam.offline.ir.expr import Math, emit, literal
 from htam.offline.ir.model import ACC, Arg, Operand, Program
 
@@ -96,7 +98,7 @@ class TileProgram:
         args = [self.ref(a, op.kind == "elem") for a in op.args]
         return f"{self.var(i)} = {emit(op.name, args, dict(op.attrs), self.m)}"
 
-    def used_operands(self, ops: list[int], extra: list[Arg] = ()) -> list[Operand]:
+    def used_operands(self, ops: list[int], extra: Sequence[Arg] = ()) -> list[Operand]:
         names = {a for i in ops for a in self.prog.ops[i].args if isinstance(a, str)}
         names |= {a for a in extra if isinstance(a, str)}
         return [op for name, op in self.operands.items() if name in names]

@@ -1,4 +1,4 @@
-"""Newcomer round 6: a traceback for a bad --levels, a task file's print() before --json's
+"""`tasks check` and suites' errors: a traceback for a bad --levels, a task file's print() before --json's
 object, a bench that failed every unit on an unreachable endpoint and exited 0, a suite's
 --quiet that printed everything, and exit codes and leftovers of `tasks check`."""
 

@@ -1,4 +1,4 @@
-"""Defects a newcomer met in the CLI, each pinned by the outcome the user sees: exit codes that
+"""Exit codes and resuming, each pinned by the outcome the user sees: exit codes that
 agree across commands, --resume without repeating --steps, a folder with a bad file, a
 candidate's exception in one line, a closed stdout, and small option checks."""
 

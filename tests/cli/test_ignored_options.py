@@ -1,4 +1,4 @@
-"""Newcomer round 5: options that were silently ignored or wrote where they should not."""
+"""Options that were silently ignored or wrote where they should not."""
 
 import pytest
 from typer.testing import CliRunner

@@ -1,4 +1,4 @@
-"""Newcomer round 4: a run that stops says why on its last line and in --json (not only with
+"""The last line: a run that stops says why on its last line and in --json (not only with
 -v); Ctrl-C on a suite prints the --resume command that continues the batch; --quiet prints the
 last line alone."""
 

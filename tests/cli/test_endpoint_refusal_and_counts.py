@@ -1,4 +1,4 @@
-"""Newcomer round 7: a run refused for its LLM endpoint left a new memory bank behind, and counts
+"""Endpoint refusal and counts: a run refused for its LLM endpoint left a new memory bank behind, and counts
 of one said "1 tasks"."""
 
 from typer.testing import CliRunner

@@ -1,4 +1,4 @@
-"""More defects a newcomer met in the CLI, each pinned by what the user sees: a task too large for
+"""The memory limit and usage errors, each pinned by what the user sees: a task too large for
 the memory limit refused up front, --json answering a usage error with a JSON object, --workers
 with one task, and optimize's step numbers, baseline step and repeated proposals in words."""
 

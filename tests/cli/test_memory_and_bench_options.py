@@ -1,4 +1,4 @@
-"""Newcomer rounds 7 and 8: Ray's options without --ray were ignored; `memory show` and
+"""Memory and bench options: Ray's options without --ray were ignored; `memory show` and
 `memory plot` refused the JSON exports that `memory merge` takes; a bench named its proposer
 by its internal key."""
 

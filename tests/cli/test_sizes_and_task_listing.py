@@ -1,4 +1,4 @@
-"""A newcomer's third round: a bad --size leaves nothing behind, `tasks list` exits 2 on a bad
+"""Sizes and task listings: a bad --size leaves nothing behind, `tasks list` exits 2 on a bad
 task file and shows "-" for FLOPs the counter cannot see, languages are listed as words, and
 the byte counts one line compares share one unit."""
 
