@@ -70,3 +70,6 @@ class Fault(StrEnum):
 
 # Kept for readers of the old name: the outcome of a step whose proposer wrote no code.
 NO_CODE = Status.NO_CODE.value
+# An out-of-memory that the evaluation's own GPU footprint explains (htam.evaluate.footprint):
+# a Fault.EVALUATOR cause, never the candidate's, never learned.
+EVALUATOR_GPU_MEMORY = "the evaluator's own GPU memory"

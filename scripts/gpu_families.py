@@ -1,13 +1,15 @@
 """The offline families of issue 40 (scan, pool, losses, einsum, a float argument, a view of an
 input) on their KernelBench tasks at the real size, on a GPU: correct, and how fast against
 eager PyTorch and torch.compile. For each task: the Triton baseline and the Triton code with
-every applicable strategy, compared by the evaluator's comparison (htam.evaluate.compare), timed
+every applicable strategy, compared by the evaluator's comparison (htam.evaluate.judge.compare), timed
 with triton.testing.do_bench (median ms). One JSON line per task into OUT/families.jsonl and a
 markdown table OUT/families.md; stops starting tasks after SECONDS.
 
     python3 scripts/gpu_families.py OUT SECONDS [GLOB,GLOB...]
 
-GLOBs (fnmatch on ``level1/<stem>``) default to the families' tasks, in task order.
+GLOBs (fnmatch on ``level1/<stem>``, ``level2/<stem>``) default to the level-1 tasks of the
+families, in task order; ``level2`` names the level-2 tasks the run-time constructor values
+opened (``LEVEL2``).
 Not the evaluator's timing protocol (no L2 flush between calls): a screen, quoted as such.
 """
 
@@ -26,16 +28,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kb_common import kb_paths, kb_task  # noqa: E402
 
-from htam.evaluate.compare import compare_tensor  # noqa: E402
 from htam.evaluate.eval_config import TOLERANCES  # noqa: E402
+from htam.evaluate.judge.compare import compare_tensor  # noqa: E402
 from htam.offline.pipeline import analyze, applicable, apply_strategy, baseline, generate  # noqa: E402
 from htam.tasks.module import load_task_module  # noqa: E402
 from tests.offline.harness import load_solution  # noqa: E402
 
 DEFAULT = (
     "level1/5_*,level1/12_*,level1/96_*,level1/94_*,level1/4[1-6]_*,level1/89_*,level1/9[0-3]_*,"
-    "level1/11_*"
+    "level1/3[35]_*,level1/11_*"
 )
+# level 2 tasks the run-time constructor values opened to the library path (a second run)
+LEVEL2 = "level2/8_*,level2/13_*,level2/35_*,level2/38_*,level2/44_*,level2/96_*"
 
 
 def _code(m, strategies: list[str]) -> str:
@@ -120,7 +124,7 @@ def main(out: Path, seconds: float, globs: str) -> int:
     patterns = globs.split(",")
     paths = [
         p
-        for p in kb_paths((1,))
+        for p in kb_paths((1, 2))
         if any(fnmatch.fnmatch(f"{p.parent.name}/{p.stem}", g) for g in patterns)
     ]
     with open(out / "families.jsonl", "a") as f:
@@ -147,6 +151,5 @@ def main(out: Path, seconds: float, globs: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(
-        main(Path(sys.argv[1]), float(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else DEFAULT)
-    )
+    globs = sys.argv[3] if len(sys.argv) > 3 else DEFAULT
+    sys.exit(main(Path(sys.argv[1]), float(sys.argv[2]), LEVEL2 if globs == "level2" else globs))

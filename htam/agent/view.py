@@ -76,14 +76,18 @@ FILTERS = {"si": si, "ms": ms, "pct": pct}
 
 
 def error_excerpt(result: EvalResult | None, limit: int = EXCERPT_LIMIT) -> str:
-    """Messages and the tail of the log of a failed evaluation, cut to ``limit`` characters."""
+    """The messages of a failed evaluation, then the tail of its log, cut to ``limit``
+    characters. The messages come first and whole: they lead with the cause (a build's first
+    compiler error and its line), which a tail of the log alone lost behind an include chain."""
     if result is None or result.correct:
         return ""
-    text = "\n".join(m for m in result.messages if m)
-    if result.log.strip():
-        text = f"{text}\n{result.log.strip()}" if text else result.log.strip()
-    # The end of a compiler or traceback log says what failed; keep it.
-    return text if len(text) <= limit else "...\n" + text[-limit:]
+    text = "\n".join(m for m in result.messages if m)[:limit]
+    log, room = result.log.strip(), limit - len(text)
+    if log and room > 0:
+        # The end of a compiler or traceback log says what failed last; keep it.
+        tail = log if len(log) <= room else "...\n" + log[-room:]
+        text = f"{text}\n{tail}" if text else tail
+    return text
 
 
 def environment(*loaders) -> Environment:

@@ -59,6 +59,7 @@ class ProposerSpec:
     model: str | None = None
     factory: str | None = None
     kwargs: dict[str, Any] = field(default_factory=dict)
+    llm_timeout_s: float | None = None  # per LLM call; None: the client's default
 
     def build(self, target: str, language: str):
         if self.factory:
@@ -72,14 +73,18 @@ class ProposerSpec:
             return OfflineProposer(target=target, language=language)
         from htam.llm import LLMClient, LLMProposer, resolve_config
 
-        return LLMProposer(LLMClient(resolve_config(self.llm, self.base_url, self.model)))
+        timeout = {"timeout_s": self.llm_timeout_s} if self.llm_timeout_s else {}
+        return LLMProposer(
+            LLMClient(resolve_config(self.llm, self.base_url, self.model, **timeout))
+        )
 
     def label(self) -> str:
         """The proposer in words, for what a bench prints (describe() is its resume key)."""
         if self.factory:
             return f"proposer {self.factory}"
         if self.llm or self.base_url:
-            return f"LLM {self.llm or self.base_url}, model {self.model or 'of the preset'}"
+            model = self.model or ("the preset's" if self.llm else "none given")
+            return f"LLM {self.llm or self.base_url}, model {model}"
         return "offline templates"
 
     def describe(self) -> str:

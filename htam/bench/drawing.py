@@ -85,6 +85,7 @@ def _axes_data(ax) -> dict[str, Any]:
         "xticks": [float(t) for t in ax.get_xticks() if lo - 1e-9 <= t <= hi + 1e-9],
         "xticklabels": [t.get_text() for t in ax.get_xticklabels()],
         "ylim": [float(v) for v in ax.get_ylim()],
+        "yticklabels": [t.get_text() for t in ax.get_yticklabels() if t.get_text()],
         "yscale": ax.get_yscale(),
         "texts": [t.get_text() for t in ax.texts],
     }

@@ -63,6 +63,10 @@ def worker_main(slot: int, device: str, config: BenchConfig, inbox, outbox) -> N
     os.environ.update(device_env(config.target, device))
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     from htam.evaluate import EvalConfig, Evaluator, EvaluatorError
+    from htam.evaluate.host.gpu_queue import EVENTS_ENV
+
+    # the evaluator's build and GPU events, for the bench's throughput figures
+    os.environ.setdefault(EVENTS_ENV, str(Path(config.out) / "events"))
 
     pid = os.getpid()
     try:

@@ -16,7 +16,7 @@ BOX_MIN_POINTS = 8
 def speedup_distribution(rows: list[UnitRow], methods: list[str]) -> Plot:
     """Best speedup vs eager of every correct unit, one column of points per method; a box only
     over enough points to have quartiles; the counts in the tick labels, off the data."""
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(methods) + 2), 4))
@@ -35,15 +35,44 @@ def speedup_distribution(rows: list[UnitRow], methods: list[str]) -> Plot:
     ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
     ax.set_xticks(range(len(methods)), ticks, fontsize=8)
     ax.set_yscale("log")
-    # Plain ratios on the log axis: "0.3x" reads at a glance, "3 x 10^-1" does not.
-    plain = FuncFormatter(lambda v, _: f"{v:g}x")
-    ax.yaxis.set_major_formatter(plain)
-    ax.yaxis.set_minor_formatter(plain)
-    ax.tick_params(axis="y", which="minor", labelsize=7)
+    # Plain ratios on the log axis: "0.3x" reads at a glance, "3 x 10^-1" does not; and ticks
+    # of its own over the data's range (the log locator labelled only 1x and 0.9x over 0.85-1.3).
+    ax.yaxis.set_major_locator(FixedLocator(ratio_ticks(*ax.get_ylim())))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
     ax.set_xlim(-0.6, len(methods) - 0.4)
     ax.set_ylabel("best speedup vs eager (log; dashed: eager)")
     ax.set_title("Speedup distribution (correct units)")
     return finish(fig, "speedup_distribution", columns=columns)
+
+
+# Mantissas of the ticks of a log axis of speedups, coarsest first: the first set that puts
+# enough ticks in the data's range is used.
+TICK_MANTISSAS = (
+    (1,),
+    (1, 2, 5),
+    (1, 1.5, 2, 3, 5, 7),
+    (1, 1.1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9),
+)
+
+
+def ratio_ticks(lo: float, hi: float, fewest: int = 4) -> list[float]:
+    """At least ``fewest`` ticks inside [lo, hi], from the coarsest set of round ratios that
+    has them; over a range too narrow for any, evenly spread values with enough digits."""
+    for mantissas in TICK_MANTISSAS:
+        ticks = sorted(
+            t for e in range(-4, 5) for m in mantissas if lo <= (t := round(m * 10.0**e, 6)) <= hi
+        )
+        if len(ticks) >= fewest:
+            return ticks
+    step = (math.log(hi) - math.log(lo)) / (fewest + 1)
+    for digits in range(2, 7):
+        ticks = sorted(
+            {round(math.exp(math.log(lo) + step * k), digits) for k in range(1, fewest + 1)}
+        )
+        if len(ticks) == fewest:
+            return ticks
+    return [lo, hi]
 
 
 def _percent(value: float) -> str:

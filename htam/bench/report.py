@@ -11,7 +11,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from htam.bench import markdown, plots
+from htam.bench import markdown, plots, throughput
 from htam.bench.metrics import UnitRow
 from htam.bench.report_tables import (
     Table,
@@ -141,6 +141,10 @@ def write_report(out: Path, title: str | None = None) -> ReportFiles:
     out = Path(out)
     rows = load_rows(out)
     metrics = bench_metrics(out)
+    speed = throughput.throughput(throughput.load_events(out))
+    if speed is not None:
+        metrics["throughput"] = speed
+        metrics["definitions"] = {**metrics["definitions"], **throughput.DEFINITIONS}
     title = title or f"HTAM bench: {out.name}"
     metrics_path = out / "metrics.json"
     metrics_path.write_text(json.dumps(metrics, indent=2))
@@ -158,6 +162,8 @@ def write_report(out: Path, title: str | None = None) -> ReportFiles:
         curve_table(metrics),
         unit_table(rows, out),
     ]
+    if speed is not None:
+        tables.insert(1, throughput.throughput_table(speed))
     markdown = out / "report.md"
     markdown.write_text(_markdown(title, metrics, tables, figures))
     html = out / "report.html"

@@ -1,110 +1,54 @@
-"""The ``htam`` command line. Each command group lives in its own module with ``register(app)``."""
+"""The ``htam`` command line: ``main`` is the entry point (``htam``, ``python -m htam.cli``);
+``app``, the typer application with every command (``htam.cli.application``), is built on first
+use, so that ``htam --version`` loads nothing of it and ``import htam.cli`` changes nothing of
+the process (no signal handler, no torch)."""
 
 from __future__ import annotations
 
-import importlib
 import os
 import signal
 import sys
 import threading
 
-from htam.cli.interrupts import exit_at_start
+from htam import __version__
 
-# Ctrl-C while the commands load (seconds: they import torch) exits 130 without a traceback;
-# Python's own handler is back once they are loaded (a command's Ctrl-C: pipe_safe).
-_AT_START = (
-    threading.current_thread() is threading.main_thread()
-    and signal.getsignal(signal.SIGINT) is signal.default_int_handler
-)
-if _AT_START:
-    signal.signal(signal.SIGINT, exit_at_start)
-
-import typer  # noqa: E402
-from typer.models import DefaultPlaceholder  # noqa: E402
-
-from htam import __version__  # noqa: E402
-from htam.cli.common import (  # noqa: E402
-    console,
-    pipe_safe,
-)
-from htam.cli.json_errors import JsonErrorsCommand, JsonErrorsGroup  # noqa: E402
-from htam.signals import exit_on_sigterm  # noqa: E402
-
-app = typer.Typer(
-    name="htam",
-    help="HTAM: LLM-driven GPU operator optimization guided by a Hierarchical Transition Graph.",
-    no_args_is_help=True,
-    pretty_exceptions_show_locals=False,
-    cls=JsonErrorsGroup,
-    # click's plain help: rich's boxed tables squeezed each help text into a narrow column at 80
-    # (words cut to "OpenAI-compatib…"); plain text wraps whole words and pipes cleanly
-    rich_markup_mode=None,
-    context_settings={"max_content_width": 100},
-)
+INTERRUPTED_EXIT = 130  # as htam.cli.interrupts says it, which imports typer
 
 
-# Command modules, each registering its commands on ``app``. Add a module here to add commands.
-COMMAND_MODULES: list[str] = [
-    "tasks_cmd",
-    "eval_cmd",
-    "memory_cmd",
-    "optimize_cmd",
-    "bench_cmd",
-    "report_cmd",
-    "transfer_cmd",
-    "doctor_cmd",
-]
-
-for _name in COMMAND_MODULES:
-    importlib.import_module(f"htam.cli.{_name}").register(app)
-
-
-def _pipe_safe_commands(typer_app: typer.Typer) -> None:
-    """Every command, in sub-groups too, stops quietly (exit 141) when its stdout is closed, and
-    with ``--json`` answers a usage error click finds with a JSON object too (JsonErrorsCommand;
-    a sub-group's own, an unknown command, JsonErrorsGroup as ``htam``'s)."""
-    for info in typer_app.registered_commands:
-        if info.callback is not None:
-            info.callback = pipe_safe(info.callback)
-        if info.cls in (None, typer.core.TyperCommand):  # typer's default, unless one is set
-            info.cls = JsonErrorsCommand
-    for group in typer_app.registered_groups:
-        if isinstance(group.cls, DefaultPlaceholder):  # typer's default, unless one is set
-            group.cls = JsonErrorsGroup
-        if group.typer_instance is not None:
-            _pipe_safe_commands(group.typer_instance)
-
-
-_pipe_safe_commands(app)
-if _AT_START:
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    exit_on_sigterm()
-
-# Off a terminal (a pipe, a file) rich would fit tables into 80 columns, or the width of a
-# terminal still attached to stdin, cutting ids to "builtin/level1…"; output there is plain and
-# as wide as its content. An explicit COLUMNS still wins. Only the commands' own console is
-# widened: help text keeps its 80 columns in a pipe (``htam bench --help | less``).
-PIPE_COLUMNS = 1000
-
-
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"htam {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _options(
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
-    ),
-) -> None:
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit():  # read per invocation: the console outlives one (tests, notebooks)
-        console.width = int(columns)
-    elif not sys.stdout.isatty():
-        console.width = PIPE_COLUMNS
+def _exit_at_start(signum: int, frame: object) -> None:
+    """SIGINT while ``htam`` itself starts (its imports take a while): nothing ran yet, so there
+    is nothing to clean up or to resume; no traceback, exit 130."""
+    os.write(2, b"interrupted\n")
+    os._exit(INTERRUPTED_EXIT)
 
 
 def main() -> None:
+    """Run the command of ``sys.argv``. Ctrl-C while the commands load exits 130 without a
+    traceback; then Python's own handler is back (a command's Ctrl-C: ``pipe_safe``) and
+    SIGTERM exits 143 through ``finally`` blocks (``htam.signals``)."""
+    if sys.argv[1:] == ["--version"]:
+        print(f"htam {__version__}")
+        return
+    main_thread = threading.current_thread() is threading.main_thread()
+    # SIGINT ignored (`nohup`, a shell's background job) stays ignored; SIGTERM is handled
+    # whatever SIGINT is (a background run stopped with `kill` closes its evaluator too)
+    at_start = main_thread and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if at_start:
+        signal.signal(signal.SIGINT, _exit_at_start)
+    from htam.signals import exit_on_sigterm
+
+    if main_thread:
+        exit_on_sigterm()
+    from htam.cli.application import app
+
+    if at_start:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     app()
+
+
+def __getattr__(name: str):
+    if name == "app":
+        from htam.cli.application import app
+
+        return app
+    raise AttributeError(f"module 'htam.cli' has no attribute {name!r}")

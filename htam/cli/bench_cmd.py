@@ -28,7 +28,14 @@ from htam.cli.common import (
 )
 from htam.cli.console import LoadProgress
 from htam.cli.fmt import plural
-from htam.cli.llm_options import build_proposer, check_llm_options
+from htam.cli.llm_options import (
+    BaseUrl,
+    LlmPreset,
+    LlmTimeout,
+    ModelName,
+    build_proposer,
+    check_llm_options,
+)
 from htam.cli.optimize_runs import resume_on_interrupt
 from htam.cli.report_cmd import print_metrics
 from htam.cli.sizes import (
@@ -36,7 +43,7 @@ from htam.cli.sizes import (
     over_memory_limit,
     tensor_bytes,
 )
-from htam.cli.workers import WORKERS_HELP, csv, parse_levels, plan_workers
+from htam.cli.workers import LANES_HELP, WORKERS_HELP, csv, parse_levels, plan_workers
 from htam.vocab import Size
 
 RAY_HELP = "run the units on a Ray cluster (pip install 'htam[ray]'), see --ray-address"
@@ -155,9 +162,10 @@ def bench_command(
     methods: str = typer.Option("htam", help=f"comma list of methods: {METHOD_HELP}"),
     steps: int = typer.Option(6, min=1, help="optimization steps T per unit"),
     seeds: int = typer.Option(1, min=1, help="seeds 0..N-1 per (method, task)"),
-    llm: str | None = typer.Option(None, help="LLM preset (default: the offline proposer)"),
-    base_url: str | None = typer.Option(None, help="any OpenAI-compatible endpoint (with --model)"),
-    model: str | None = typer.Option(None, help="model name for --llm or --base-url"),
+    llm: LlmPreset = None,
+    base_url: BaseUrl = None,
+    model: ModelName = None,
+    llm_timeout: LlmTimeout = None,
     proposer: str | None = typer.Option(
         None,
         help="a custom proposer factory module:attr, called with target= and language= "
@@ -172,6 +180,7 @@ def bench_command(
     ),
     gpus: str = typer.Option("all", help="all, or indices of visible GPUs: 0,1 (one worker each)"),
     workers: int | None = typer.Option(None, min=1, help=WORKERS_HELP),
+    lanes: int | None = typer.Option(None, min=1, help=LANES_HELP),
     tasks: str | None = typer.Option(
         None, help="fnmatch globs on task id or name, comma-separated"
     ),
@@ -207,11 +216,20 @@ def bench_command(
     the_tasks = fitting_tasks(the_tasks, suites, target, bench_size, memory_limit_mb, ray_spec)
     units = len(the_tasks) * len(csv(methods)) * seeds
     plan = plan_workers(
-        target, workers, units, "unit", " (tasks x methods x seeds)", gpus=gpus, ray=ray_spec
+        target,
+        workers,
+        units,
+        "unit",
+        " (tasks x methods x seeds)",
+        gpus=gpus,
+        ray=ray_spec,
+        lanes=lanes,
     )
     devices, ray_slots = plan.devices, ray_slots or plan.ray_slots
     check_llm_options(llm, base_url, model)
-    spec = ProposerSpec(llm=llm, base_url=base_url, model=model, factory=proposer)
+    spec = ProposerSpec(
+        llm=llm, base_url=base_url, model=model, factory=proposer, llm_timeout_s=llm_timeout
+    )
     build_proposer(spec, target, language)
     try:
         config = BenchConfig(

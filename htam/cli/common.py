@@ -87,11 +87,22 @@ def pipe_safe(command: Callable) -> Callable:
             except (OSError, ValueError):
                 pass
             raise typer.Exit(CLOSED_STDOUT_EXIT) from None
+        except OSError as exc:  # a path it reads or writes: one line, as every usage error
+            if exc.filename is None:
+                raise
+            fail(path_error(exc))
         finally:
             _closed_stdout_hooks.clear()
             interrupts.clear_hooks()
 
     return wrapper
+
+
+def path_error(exc: OSError, path: object = None, doing: str = "") -> str:
+    """One line for an OSError on a file: the path the user gave (else the one that failed),
+    what was being done, and the cause ("Permission denied", "Read-only file system")."""
+    where = path if path is not None else exc.filename
+    return f"{where}: {doing + ': ' if doing else ''}{exc.strerror or exc}"
 
 
 def writable_dir(path: Path, what: str) -> Path:

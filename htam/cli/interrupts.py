@@ -6,7 +6,6 @@ comes while it starts: ``ForkServer.kill``.)
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import NoReturn
 
@@ -46,10 +45,3 @@ def interrupted(code: int = INTERRUPTED_EXIT) -> NoReturn:
         print_json_error(message, code, **fields)
     err_console.print(message, highlight=False, soft_wrap=True, markup=False)
     raise typer.Exit(code)
-
-
-def exit_at_start(signum: int, frame: object) -> None:
-    """SIGINT while ``htam`` itself starts (its imports take seconds: torch): nothing ran yet,
-    so there is nothing to clean up or to resume; no traceback, exit 130."""
-    os.write(2, b"interrupted\n")
-    os._exit(INTERRUPTED_EXIT)

@@ -3,7 +3,43 @@ sense together, and an endpoint that can serve the work."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
+import typer
+
 from htam.cli.common import INFRASTRUCTURE_EXIT, err_console, fail
+
+# Said here without importing the LLM side (an offline run never does); the tests keep them equal
+# to htam.llm.presets' PRESETS and DEFAULT_TIMEOUT_S.
+PRESET_NAMES = ("deepseek", "openai", "vllm", "sglang", "ollama", "llamacpp")
+DEFAULT_LLM_TIMEOUT_S = 240.0
+
+# The LLM option group, declared once for every command that can use an LLM (optimize, bench,
+# transfer): ``llm: LlmPreset = None, base_url: BaseUrl = None, model: ModelName = None,
+# llm_timeout: LlmTimeout = None``.
+LlmPreset = Annotated[
+    str | None,
+    typer.Option(
+        "--llm",
+        help=f"LLM preset: {', '.join(PRESET_NAMES)} (default: the offline proposer, no LLM)",
+    ),
+]
+BaseUrl = Annotated[
+    str | None, typer.Option("--base-url", help="any OpenAI-compatible endpoint (with --model)")
+]
+ModelName = Annotated[
+    str | None, typer.Option("--model", help="model name for --llm or --base-url")
+]
+LlmTimeout = Annotated[
+    float | None,
+    typer.Option(
+        "--llm-timeout",
+        min=1.0,
+        help=f"seconds one LLM call may wait for its answer before it is retried (default "
+        f"{DEFAULT_LLM_TIMEOUT_S:g}; a long wait is shown every 15 s with --verbose, and once "
+        "after a minute)",
+    ),
+]
 
 
 def check_llm_options(llm: str | None, base_url: str | None, model: str | None) -> None:

@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from htam.cli.common import console, default_memory, fail
+from htam.cli.common import console, default_memory, fail, path_error
 from htam.cli.json_errors import echo_json
-from htam.memory import MemoryBank, MemoryBankError, merge
-from htam.memory.plot import plot_bank
-from htam.memory.schema import SQLITE_MAGIC
-from htam.policy import PolicyConfig
-from htam.policy.scoring import edge_utilities
+
+if TYPE_CHECKING:  # the commands import the bank when they run: `htam --help` stays light
+    from htam.memory import MemoryBank
 
 memory_app = typer.Typer(
     help="Memory banks: the Hierarchical Transition Graph.", no_args_is_help=True
@@ -30,6 +29,8 @@ def register(app: typer.Typer) -> None:
 
 
 def _open(path: Path) -> MemoryBank:
+    from htam.memory import MemoryBank, MemoryBankError
+
     try:
         return MemoryBank.open(path)
     except MemoryBankError as error:
@@ -37,6 +38,8 @@ def _open(path: Path) -> MemoryBank:
 
 
 def _is_bank(path: Path) -> bool:
+    from htam.memory.schema import SQLITE_MAGIC
+
     with path.open("rb") as handle:
         return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
 
@@ -58,6 +61,8 @@ def _load_any(path: Path) -> dict[str, Any]:
 def _any_bank(path: Path) -> Iterator[MemoryBank]:
     """A bank file opened, or a JSON export (what `export` and `merge` write) loaded into a
     temporary bank: show and plot take whatever merge takes."""
+    from htam.memory import MemoryBank, MemoryBankError
+
     if _is_bank(path):
         with _open(path) as bank:
             yield bank
@@ -94,6 +99,8 @@ def _write_json(data: dict[str, Any], out: Path) -> None:
 @memory_app.command("init")
 def init(path: Annotated[Path, typer.Argument(help="New bank file (must not exist).")]) -> None:
     """Create a bank from the packaged seed knowledge."""
+    from htam.memory import MemoryBank, MemoryBankError
+
     if path.parent == default_memory().parent:  # HTAM's own cache folder: made when first used
         path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -104,6 +111,9 @@ def init(path: Annotated[Path, typer.Argument(help="New bank file (must not exis
             )
     except MemoryBankError as error:
         fail(str(error))
+    except (OSError, sqlite3.Error) as error:
+        fail(path_error(error, path, "cannot create it") if isinstance(error, OSError)
+             else f"{path}: cannot create it: {error}")  # fmt: skip
 
 
 @memory_app.command("export")
@@ -124,6 +134,8 @@ def import_(
     path: Annotated[Path, typer.Argument(help="New bank file (must not exist).")],
 ) -> None:
     """Create a bank from a JSON export."""
+    from htam.memory import MemoryBank, MemoryBankError
+
     _to_write(path)
     data = _load_any(source)
     try:
@@ -140,6 +152,9 @@ def merge_cmd(
     out: Annotated[Path, typer.Argument(help="New bank file, or a .json export to write.")],
 ) -> None:
     """Merge two banks: statistics add, evidence and step ledgers union without duplicates."""
+    from htam.memory import MemoryBank, MemoryBankError, merge
+    from htam.policy import PolicyConfig
+
     _to_write(out)
     try:
         merged = merge(_load_any(a), _load_any(b), PolicyConfig())
@@ -190,6 +205,9 @@ def show(
 
 def _show_json(bank: MemoryBank, path: Path, top: int) -> dict[str, Any]:
     """What `show` prints, labelled: the directions, the strongest transitions, the strategies."""
+    from htam.policy import PolicyConfig
+    from htam.policy.scoring import edge_utilities
+
     utilities = edge_utilities(bank, PolicyConfig())
     strongest = sorted(utilities, key=lambda key: (-abs(utilities[key]), key))[:top]
     edges = {(e.src, e.dst): e for e in bank.edges()}
@@ -246,6 +264,9 @@ def _directions_table(bank: MemoryBank) -> Table:
 
 
 def _edges_table(bank: MemoryBank, top: int) -> Table:
+    from htam.policy import PolicyConfig
+    from htam.policy.scoring import edge_utilities
+
     utilities = edge_utilities(bank, PolicyConfig())
     edges = {(e.src, e.dst): e for e in bank.edges()}
     strongest = sorted(utilities, key=lambda key: (-abs(utilities[key]), key))[:top]
@@ -296,6 +317,10 @@ def plot(
     out: Annotated[Path, typer.Argument(help="Image to write: .png or .svg.")],
 ) -> None:
     """Draw the transition graph (node size = tries, edge width = utility)."""
+    from htam.memory.plot import plot_bank
+    from htam.policy import PolicyConfig
+    from htam.policy.scoring import edge_utilities
+
     if not path.exists():
         fail(f"{path}: no such file")
     _to_write(out, new=False)
@@ -304,4 +329,6 @@ def plot(
             plot_bank(bank, out, edge_utilities(bank, PolicyConfig()))
         except ValueError as error:
             fail(str(error))
+        except OSError as error:
+            fail(path_error(error, out, "cannot write it"))
     typer.echo(f"wrote {out}")

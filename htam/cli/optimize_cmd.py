@@ -41,10 +41,18 @@ from htam.cli.common import (
 )
 from htam.cli.interrupts import interrupted, on_interrupt
 from htam.cli.json_errors import echo_json
-from htam.cli.llm_options import build_proposer, check_llm_options
+from htam.cli.llm_options import (
+    BaseUrl,
+    LlmPreset,
+    LlmTimeout,
+    ModelName,
+    build_proposer,
+    check_llm_options,
+)
 from htam.cli.optimize_runs import (
     check_resume,
     check_run_out,
+    finished_records,
     remove_if_nothing_ran,
     resume_command,
     resume_settings,
@@ -73,11 +81,10 @@ def optimize_command(
     task: str = typer.Argument(
         ..., help="task file, or a built-in task id such as level1/6_Softmax"
     ),
-    llm: str | None = typer.Option(
-        None, help="LLM preset: deepseek, openai, vllm, sglang, ollama, llamacpp"
-    ),
-    base_url: str | None = typer.Option(None, help="any OpenAI-compatible endpoint (with --model)"),
-    model: str | None = typer.Option(None, help="model name for --llm or --base-url"),
+    llm: LlmPreset = None,
+    base_url: BaseUrl = None,
+    model: ModelName = None,
+    llm_timeout: LlmTimeout = None,
     steps: int = typer.Option(6, min=1, help="optimization steps T"),
     target: str | None = typer.Option(None, help=TARGET_HELP),
     language: str | None = typer.Option(None, help=LANGUAGE_HELP),
@@ -136,6 +143,8 @@ def optimize_command(
     if verbose:
         logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
     quiet = quiet or as_json
+    if quiet:  # the LLM's long-wait warning is not the one last line --quiet promises
+        logging.getLogger("htam.llm").setLevel(logging.ERROR)
     check_llm_options(llm, base_url, model)
     target, language = resolve_target(target, language, offline=llm is None and base_url is None)
     check_size(size)  # before the run directory exists: a bad value leaves nothing behind
@@ -158,7 +167,7 @@ def optimize_command(
     # (seen: a bank was left behind by a run refused for its endpoint).
     from htam.bench.bench_config import ProposerSpec
 
-    spec = ProposerSpec(llm=llm, base_url=base_url, model=model)
+    spec = ProposerSpec(llm=llm, base_url=base_url, model=model, llm_timeout_s=llm_timeout)
     proposer = build_proposer(spec, target, language, quiet)
     check_cache_dir()
     check_bank(memory or default_memory(), "--memory" if memory else "memory bank")
@@ -249,7 +258,8 @@ def optimize_command(
 
         write_atomic(out / "run.json", json.dumps({**record, "steps": config.steps}, indent=2))
     title = f"{the_task.id} · {method} · {proposer.name} · {target}/{language} · {size}"
-    view = StepsView(title, config.steps, quiet=quiet, verbose=verbose, first=steps_done(out))
+    earlier = finished_records(out) if resume else []
+    view = StepsView(title, config.steps, quiet=quiet, verbose=verbose, earlier=earlier)
     try:
         with (
             MemoryBank.open(memory, create=True) as bank,

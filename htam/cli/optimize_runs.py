@@ -4,6 +4,7 @@ command line that continues an interrupted run."""
 
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import replace
 from pathlib import Path
@@ -58,6 +59,12 @@ def steps_done(out: Path) -> int:
     return len(list((out / "steps").glob("step_*.json")))
 
 
+def finished_records(out: Path) -> list[dict]:
+    """The step records a ``--resume`` finds in ``out``, in step order."""
+    paths = sorted((out / "steps").glob("step_*.json"))
+    return sorted((json.loads(p.read_text()) for p in paths), key=lambda r: r["step"])
+
+
 def run_record(out: Path) -> dict | None:
     """The run.json of the run ``--resume`` continues (None: no run there yet, a new one)."""
     from htam.agent.rundir import RunDir, RunDirError
@@ -108,12 +115,14 @@ def check_resume(out: Path, record: dict, task, config, proposer: str, size: str
     now = {"task_id": task.id, "task_digest": task.digest, "method": config.method}
     now |= {"seed": config.seed, "target": config.target, "language": config.language}
     now |= {"proposer": proposer, "size": size}
+    other_task = record.get("task_id", now["task_id"]) != now["task_id"]
     changed = [
         f"{_RESUME_KEYS[k]} was {record[k]}, now {now[k]}"
         if k != "task_digest"
         else "the task file changed"
         for k in _RESUME_KEYS
-        if k in record and record[k] != now[k]
+        # another task's file differs, of course: "the task file changed" would mislead
+        if k in record and record[k] != now[k] and not (k == "task_digest" and other_task)
     ]
     if changed:
         fail(f"cannot resume {out}: {'; '.join(changed)}")

@@ -35,6 +35,20 @@ def strategy_text(record: dict) -> str:
     return BASELINE if (record.get("proposal") or {}).get("baseline") else "(none)"
 
 
+# What the table's other columns and borders take (step, status, best, s, cost): the
+# direction.strategy column gets the rest of the terminal.
+OTHER_COLUMNS = 50
+
+
+def chosen_cell(direction: str, strategy: str) -> str:
+    """The table's direction.strategy cell. Where the terminal leaves it too narrow for the
+    whole id, it is broken after the dot: rich would cut a name with no space in it anywhere."""
+    text = strategy if strategy.startswith(direction + ".") else f"{direction} · {strategy}"
+    if len(text) > console.width - OTHER_COLUMNS:
+        text = text.replace(".", ".\n", 1)
+    return text
+
+
 class StepsView:
     def __init__(
         self,
@@ -43,17 +57,26 @@ class StepsView:
         quiet: bool = False,
         verbose: bool = False,
         first: int = 0,
+        earlier: list[dict] | None = None,
     ):
-        """``steps``: the run's steps in all; ``first``: the first step this process runs (the
-        steps a ``--resume`` found done are not shown again)."""
+        """``steps``: the run's steps in all; ``first``: the first step this process runs;
+        ``earlier``: the records of the steps a ``--resume`` found done (then ``first`` is 0),
+        shown first and marked, since the last line counts them."""
         self.table = Table(title=title)
-        for name in ("step", "direction", "strategy", "status", "best speedup", "s", "cost $"):
+        # One column for the direction and the strategy (whose id starts with its direction):
+        # at 80 columns two of them cut ids mid-word over three lines; this one breaks an id
+        # at its dot only.
+        self.table.add_column("step", no_wrap=True)
+        self.table.add_column("direction.strategy")
+        for name in ("status", "best speedup", "s", "cost $"):
             self.table.add_column(name, overflow="fold")
         self.steps, self.quiet, self.verbose = steps, quiet, verbose
         self.cost = 0.0
         self.done = first  # finished steps: the number of the one running
         self.started = self.step_started = time.monotonic()
         self.live = console.is_terminal and not quiet
+        for record in earlier or []:
+            self.add(record, note=" (before --resume)")
 
     def __rich__(self) -> Group:
         if self.done >= self.steps:
@@ -71,7 +94,10 @@ class StepsView:
         return nullcontext()
 
     def __call__(self, step) -> None:
-        record = step.to_dict()  # an htam.agent.Step, as its run-directory file holds it
+        self.add(step.to_dict())  # an htam.agent.Step, as its run-directory file holds it
+
+    def add(self, record: dict, note: str = "") -> None:
+        """One finished step's row (and line, off a terminal); ``note`` marks an earlier one."""
         fb = record["feedback"]
         self.cost += record["usage"]["cost_usd"]
         self.done += 1
@@ -80,7 +106,7 @@ class StepsView:
             status = NO_CODE
         best = record["best_speedup"]
         row = [
-            str(record["step"]),
+            str(record["step"]) + ("*" if note else ""),
             record["direction"],
             strategy_text(record),
             status,
@@ -88,14 +114,17 @@ class StepsView:
             f"{record['wall_s']:.0f}",
             f"{self.cost:.4f}",
         ]
-        self.table.add_row(*row)
+        if note:
+            self.table.caption = "* ran before --resume"
+        self.table.add_row(row[0], chosen_cell(row[1], row[2]), *row[3:])
         self.step_started = time.monotonic()
         if self.quiet or self.live:  # a live table stays on the screen when the run ends
             return
         # Off a terminal a line per step, and no table after them: it said it all twice.
         cost = f", ${self.cost:.4f}" if self.cost else ""
         console.print(
-            f"step {row[0]}: {row[1]} / {row[2]}: {row[3]} (best {row[4]}, {row[5]} s{cost})",
+            f"step {record['step']}: {row[1]} / {row[2]}: {row[3]} (best {row[4]}, {row[5]} s"
+            f"{cost}){note}",
             highlight=False,
             soft_wrap=True,
         )

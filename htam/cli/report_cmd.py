@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from htam.cli.common import console, fail
+from htam.cli.common import console, fail, path_error
 
 
 def fmt(value: float | None, kind: str) -> str:
@@ -68,6 +68,8 @@ def report_command(
         files = write_report(run_dir)
     except ResultsError as exc:
         fail(str(exc))
+    except OSError as exc:
+        fail(path_error(exc, doing="cannot write the report"))
     print_metrics(files.metrics)
     console.print(f"report: {files.markdown} · {files.html}")
 

@@ -3,7 +3,7 @@ reference of a suite run at its real size (see htam.bench.check)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -14,9 +14,10 @@ from htam.cli.console import LoadProgress
 from htam.cli.fmt import fmt_bytes, plural
 from htam.cli.json_errors import echo_json
 from htam.cli.workers import parse_levels
-from htam.tasks import Task, TaskError, load_suite, signature
-from htam.tasks.runtime import num_extra
-from htam.tasks.signatures import Signature, format_specs, human
+
+if TYPE_CHECKING:  # torch comes with the tasks: imported when a command runs
+    from htam.tasks import Task, TaskError
+    from htam.tasks.signatures import Signature
 
 # FLOPs come from torch.utils.flop_counter, which counts matrix multiplications, convolutions and
 # attention only: an elementwise or reduction task counts 0, which is not its work. Such a task
@@ -58,6 +59,8 @@ def list_tasks(
     exit code is 2 (a usage error, as for any bad task file) if any failed. A path that holds no
     task at all is a usage error too.
     """
+    from htam.tasks import TaskError, load_suite
+
     errors: list[TaskError] = []
     try:
         with LoadProgress(path) as progress:
@@ -92,6 +95,9 @@ def _listing(path: str, tasks: list[Task], errors: list[TaskError]) -> dict:
 
 
 def _task_dict(task: Task) -> dict:
+    from htam.tasks import signature
+    from htam.tasks.runtime import num_extra
+
     return {
         "id": task.id,
         "name": task.name,
@@ -111,6 +117,10 @@ def flops_counted(sig: Signature) -> bool:
 
 
 def _table(tasks: list[Task], title: str) -> Table:
+    from htam.tasks import signature
+    from htam.tasks.runtime import num_extra
+    from htam.tasks.signatures import format_specs, human
+
     table = Table(
         title=f"{plural(len(tasks), 'task')} from {title}, at size small (HTAM_SMALL, else the file's own)",
         caption=FLOPS_NOTE,

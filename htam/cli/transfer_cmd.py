@@ -24,7 +24,14 @@ from htam.cli.common import (
     writable_dir,
 )
 from htam.cli.fmt import plural
-from htam.cli.llm_options import build_proposer, check_llm_options
+from htam.cli.llm_options import (
+    BaseUrl,
+    LlmPreset,
+    LlmTimeout,
+    ModelName,
+    build_proposer,
+    check_llm_options,
+)
 from htam.cli.optimize_runs import resume_on_interrupt
 from htam.cli.sizes import (
     default_size,
@@ -45,9 +52,10 @@ def transfer_command(
     seeds: int = typer.Option(2, min=1, help="seeds 0..N-1 (every arm)"),
     source_tasks: str | None = typer.Option(None, help="globs on the source suite's task ids"),
     tasks: str | None = typer.Option(None, help="globs on the target suite's task ids"),
-    llm: str | None = typer.Option(None, help="LLM preset (default: the offline proposer)"),
-    base_url: str | None = typer.Option(None, help="any OpenAI-compatible endpoint (with --model)"),
-    model: str | None = typer.Option(None, help="model name for --llm or --base-url"),
+    llm: LlmPreset = None,
+    base_url: BaseUrl = None,
+    model: ModelName = None,
+    llm_timeout: LlmTimeout = None,
     proposer: str | None = typer.Option(None, help="a custom proposer factory module:attr"),
     target: str | None = typer.Option(None, help=TARGET_HELP),
     language: str | None = typer.Option(None, help=LANGUAGE_HELP),
@@ -84,7 +92,9 @@ def transfer_command(
         target, workers, units, "unit", " (tasks x seeds, in its largest phase)", gpus=gpus
     ).devices
     check_llm_options(llm, base_url, model)
-    spec = ProposerSpec(llm=llm, base_url=base_url, model=model, factory=proposer)
+    spec = ProposerSpec(
+        llm=llm, base_url=base_url, model=model, factory=proposer, llm_timeout_s=llm_timeout
+    )
     build_proposer(spec, target, language)
     if (out / "build" / "bench.json").exists() and not resume:
         fail(f"{out} already holds a transfer experiment; pass --resume or choose another --out")

@@ -23,6 +23,19 @@ WORKERS_HELP = (
 )
 
 
+LANES_HELP = (
+    "workers per GPU (default: $HTAM_LANES, else 1): while one worker's candidate is timed, the "
+    "others build theirs and ask the LLM; the GPU times one job at a time"
+)
+
+
+def lanes_default() -> int:
+    try:
+        return max(1, int(os.environ.get("HTAM_LANES", "1")))
+    except ValueError:
+        fail(f"HTAM_LANES={os.environ['HTAM_LANES']!r}: give a whole number of workers per GPU")
+
+
 def csv(text: str) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip()]
 
@@ -92,13 +105,16 @@ def plan_workers(
     *,
     gpus: str = "all",
     ray: str | None = None,
+    lanes: int | None = None,
 ) -> Workers:
     """The workers of ``units`` units of work (``what``; ``counted`` says how they are counted).
     ``workers`` is ``--workers`` (None: not given). On Ray it is the number of Ray workers (one
     GPU each on CUDA, one CPU else; not given: every one of the cluster, as Ray decides). On CUDA
     a worker has a GPU of its own, since two workers timing kernels on one GPU disturb each
     other's timings: N takes the first N GPUs of ``--gpus`` (not given: all of them). On the CPU
-    it is the number of worker processes (default 1). Every way, at most one worker per unit."""
+    it is the number of worker processes (default 1). Every way, at most one worker per unit.
+    ``lanes`` workers share each GPU (its timings take turns: htam.evaluate.host.gpu_queue), so that
+    builds and LLM calls run while the GPU times."""
     if ray is not None:
         slots = None if workers is None else cap_workers(workers, units, what, counted)
         return Workers(["ray"], slots)
@@ -106,6 +122,11 @@ def plan_workers(
         count = cap_workers(workers or 1, units, what, counted)
         return Workers([f"cpu{i}" for i in range(count)])
     devices = gpu_devices(gpus)
+    lanes = lanes_default() if lanes is None else lanes
+    if lanes > 1:
+        chosen = devices if workers is None else devices[:workers]
+        laned = [d for _ in range(lanes) for d in chosen]
+        return Workers(laned[: cap_workers(len(laned), units, what, counted)])
     if workers is None:
         return Workers(devices)
     if workers > len(devices) and (units < 1 or len(devices) <= units):

@@ -119,6 +119,17 @@ class Done(_Msg):
     problem: str | None = Field(default=None, max_length=2000)
 
 
+class Probed(_Msg):
+    """The kernel probe's call: how many calls into its own kernels the solution's wrappers
+    counted, their names, and why its outputs are not in the slots (it raised, or its outputs
+    were unusable), if they are not."""
+
+    type: Literal["probed"]
+    calls: int = Field(ge=0, lt=1 << 62)
+    kernels: list[Annotated[str, Field(max_length=200)]] = Field(default=[], max_length=64)
+    raised: str | None = Field(default=None, max_length=2000)
+
+
 class Failed(_Msg):
     type: Literal["failed"]
     status: Literal[Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.REJECTED]
@@ -134,13 +145,14 @@ REPLIES = {
     "use": "ready",
     "call": "done",
     "collect": "done",
+    "probe": "probed",
 }
 
-CandidateMessage = Annotated[Built | Ready | Done | Failed, Field(discriminator="type")]
+CandidateMessage = Annotated[Built | Ready | Done | Probed | Failed, Field(discriminator="type")]
 _ADAPTER: TypeAdapter = TypeAdapter(CandidateMessage)
 
 
-def parse(message: dict) -> Built | Ready | Done | Failed:
+def parse(message: dict) -> Built | Ready | Done | Probed | Failed:
     try:
         return _ADAPTER.validate_python(message)
     except ValidationError as exc:

@@ -12,7 +12,8 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,11 @@ log = logging.getLogger(__name__)
 
 RETRY_STATUSES = {408, 429}  # plus every 5xx
 PREFLIGHT_TIMEOUT_S = 10.0  # a reachable endpoint lists its models in well under a second
+# A wait for an answer says how long it has lasted this often (INFO: `--verbose` shows it), and
+# once, when it passes LONG_WAIT_S, at WARNING: an endpoint that accepts and never answers is
+# not silent until the timeout.
+PROGRESS_EVERY_S = 15.0
+LONG_WAIT_S = 60.0
 
 
 @dataclass
@@ -143,7 +149,8 @@ class LLMClient:
         cause = ""
         for attempt in range(attempts):
             try:
-                return self._attempt(body), attempt + 1
+                with self._progress(attempt + 1, attempts):
+                    return self._attempt(body), attempt + 1
             except _Retryable as e:
                 cause = str(e)
                 if attempt + 1 < attempts:
@@ -151,6 +158,32 @@ class LLMClient:
                     log.info("LLM %s: %s; retry %d in %.1fs", self.url, cause, attempt + 1, delay)
                     self._sleep(delay)
         raise LLMUnavailableError(self.url, attempts, cause)
+
+    @contextmanager
+    def _progress(self, attempt: int, attempts: int) -> Iterator[None]:
+        """While one attempt waits for its answer, a line every PROGRESS_EVERY_S seconds."""
+        done = threading.Event()
+        started = time.monotonic()
+
+        def tick() -> None:
+            warned = False
+            while not done.wait(PROGRESS_EVERY_S):
+                waited = time.monotonic() - started
+                level = logging.INFO
+                if waited >= LONG_WAIT_S and not warned:
+                    level, warned = logging.WARNING, True
+                log.log(
+                    level, "LLM %s: no answer yet after %.0f s (timeout %g s, attempt %d of %d)",
+                    self.url, waited, self.config.timeout_s, attempt, attempts,
+                )  # fmt: skip
+
+        ticker = threading.Thread(target=tick, name="htam-llm-progress", daemon=True)
+        ticker.start()
+        try:
+            yield
+        finally:
+            done.set()
+            ticker.join()
 
     def _attempt(self, body: dict[str, Any]) -> Any:
         try:

@@ -55,6 +55,9 @@ PRESETS: dict[str, Preset] = {
 }
 
 
+DEFAULT_TIMEOUT_S = 240.0
+
+
 class LLMConfig(BaseModel):
     """Everything that defines a client. Safe to log and store: it holds no secret."""
 
@@ -67,7 +70,9 @@ class LLMConfig(BaseModel):
     key_required: bool = False
     temperature: float = 0.7
     max_tokens: int = 8192
-    timeout_s: float = 300.0  # per HTTP attempt; reasoning models can think for minutes
+    # per HTTP attempt (--llm-timeout): a reasoning model writes 8192 tokens in about 2-4 min;
+    # a stuck endpoint is retried after it (and its wait is shown meanwhile: LLMClient)
+    timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, gt=0)
     max_retries: int = Field(default=4, ge=0)  # attempts = 1 + max_retries
     backoff_s: float = 2.0  # first retry waits about this long, doubling each time
     backoff_max_s: float = 60.0

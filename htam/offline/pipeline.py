@@ -24,6 +24,7 @@ from htam.offline.front.lower import lower as lower_graph
 from htam.offline.front.trace import NoMatch, Traced, Unbuildable, trace_task
 from htam.offline.graph.match import FAMILY as MODEL_FAMILY
 from htam.offline.graph.match import match_model, render_model
+from htam.offline.guard import input_checks
 from htam.offline.ir.model import Match
 from htam.offline.matcher.families import match_families, match_library_prefix
 from htam.offline.params import Params, baseline, parse_header
@@ -67,12 +68,14 @@ def match(traced: Traced, source: str) -> Match:
     """The family that the lowered graph fits, else the library path (its reason added), else
     the whole model cut into library calls and kernels of ours (:mod:`htam.offline.graph`)."""
     try:
-        return match_families(lower(traced), traced, source)
+        found = match_families(lower(traced), traced, source)
     except NoMatch as err:
         try:
-            return match_library_prefix(traced, source, err)
+            found = match_library_prefix(traced, source, err)
         except NoMatch as lib_err:
             return match_model(source, lib_err)
+    found.input_checks = input_checks(traced.inputs)
+    return found
 
 
 def _match_source(source: str) -> Match:

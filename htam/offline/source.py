@@ -6,6 +6,7 @@ calls, the backend's module-level setup and kernels, then ``ModelNew`` (the refe
 from __future__ import annotations
 
 from htam.offline.backends.base import KernelCode
+from htam.offline.guard import CHECK_HELPER, LANGUAGE_DEVICES
 from htam.offline.ir.model import Match
 from htam.offline.params import Params, header
 
@@ -18,6 +19,7 @@ def _attr(obj, path):
         obj = getattr(obj, part)
     return obj
 ''',
+    "_checked_inputs": CHECK_HELPER,
     "_inner": '''
 def _inner(shape, tail):
     """Number of elements spanned by the last ``tail`` dims of ``shape``."""
@@ -84,6 +86,10 @@ def solution_file(
     body += ["        " + line for line in code.init]
     signature = ", ".join(["self", *match.inputs])
     body.append(f"\n    def forward({signature}):")
+    if match.input_checks.get("dtypes"):
+        device = LANGUAGE_DEVICES.get(language)
+        args = f"({', '.join(match.inputs)},)"
+        body.append(f"        _checked_inputs({args}, {match.input_checks!r}, {device!r})")
     prelude = [line for line in match.prelude if line.split(" = ")[0] not in code.replaced]
     forward = [*code.pre, *prelude, *code.forward]  # the library prefix (torch) between
     body += ["        " + line if line else "" for line in forward]

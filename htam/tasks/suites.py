@@ -51,7 +51,7 @@ def load_suite(
     """Load the tasks of ``spec`` (see the module docstring), filtered by level and pattern.
 
     ``pattern`` is an fnmatch glob, or several separated by commas, matched against each task's
-    id and name. A bad task file raises its ``TaskError``, unless ``errors`` is given: then it is
+    id with and without its suite and its name. A bad task file raises its ``TaskError``, unless ``errors`` is given: then it is
     appended there and the remaining tasks still load. ``on_load(done, total, task_id)`` is
     called before each file is loaded (a validated KernelBench level takes minutes).
     """
@@ -62,9 +62,9 @@ def load_suite(
         task_id, name, level = task_identity(path, suite)
         if levels is not None and level not in levels:
             continue
-        if pattern is None or any(
-            fnmatch(task_id, glob) or fnmatch(name, glob) for glob in pattern.split(",")
-        ):
+        # the ids every command takes: builtin/level1/1_ReLU, level1/1_ReLU (optimize's), 1_ReLU
+        names = (task_id, task_id.split("/", 1)[-1], name)
+        if pattern is None or any(fnmatch(n, g) for g in pattern.split(",") for n in names):
             chosen.append((path, task_id))
     tasks = []
     for done, (path, task_id) in enumerate(chosen):

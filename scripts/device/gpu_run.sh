@@ -4,7 +4,7 @@
 # lives in .gpu/ and is packed into $OUT/state.tgz at the end, so a later call on a fresh machine
 # resumes from it when .gpu/state.tgz is carried back.
 #
-#   bash scripts/device/gpu_run.sh SECONDS PHASE...  phases: core overhead escape robust offcheck compile kbbench gputests bench offline transfer suite report
+#   bash scripts/device/gpu_run.sh SECONDS PHASE...  phases: core overhead escape robust offcheck compile kbbench gputests bench offline transfer suite report throughput throughput_before memory
 set -uo pipefail
 budget=$1
 shift
@@ -97,6 +97,19 @@ for phase in "$@"; do
             2>&1 | tee "$OUT/offcheck.log" | tail -8
         cp "$OUT/offline_check.jsonl" .gpu/ 2>/dev/null ;;
     escape | robust) python3 scripts/device/gpu_bars.py "$OUT" "$phase" 2>&1 | tee "$OUT/$phase.log" ;;
+    throughput)  # issue 38: 16 KernelBench L1 tasks x 4 steps on the replay endpoint, fresh cache,
+        # lanes sharing the GPU (THROUGHPUT_ARGS="--lanes 8" etc. to vary it)
+        python3 scripts/device/gpu_throughput.py .gpu/throughput --budget-s $(($(left) - 60)) \
+            ${THROUGHPUT_ARGS:-} 2>&1 | tee "$OUT/throughput.log" | tail -12
+        cp .gpu/throughput/throughput.json "$OUT/" 2>/dev/null ;;
+    throughput_before)  # the same, evaluated as before issue 38 (every build in its timed job,
+        # one worker): a few candidates give the per-candidate figures
+        python3 scripts/device/gpu_throughput.py .gpu/throughput_before --legacy --tasks 4 \
+            --steps 1 --budget-s $(($(left) - 60)) 2>&1 | tee "$OUT/throughput_before.log" | tail -12 ;;
+    memory)  # issue 38: peak GPU memory of the largest KernelBench tasks, honest candidates
+        timeout $(($(left) - 30)) python3 scripts/device/gpu_memory.py .gpu/memory \
+            2>&1 | tee "$OUT/memory.log" | tail -12
+        cp .gpu/memory/gpu_memory.json "$OUT/" 2>/dev/null ;;
     report)
         htam report .gpu/bench >"$OUT/report.log" 2>&1
         python3 scripts/device/offline_table.py .gpu/bench 2>&1 | tee "$OUT/bench_offline_table.txt"

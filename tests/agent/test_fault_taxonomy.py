@@ -71,7 +71,7 @@ def test_endpoint_faults_are_named_never_rejected_and_never_learned(tmp_path, pr
         bank_steps, evidence = _bank_statuses(bank)
     statuses = [s["feedback"]["status"] for s in steps]
     assert statuses == ["no_code", "no_code", "ok", "ok"], statuses
-    assert "rejected" not in summary["statuses"]
+    assert "rejected" not in summary.statuses
     assert [s["feedback"]["fault"] for s in steps[:2]] == ["endpoint", "endpoint"]
     assert "HTTP 400" in steps[1]["feedback"]["messages"][0]
     assert [s["memory_updated"] for s in steps] == [False, False, True, True]
@@ -87,7 +87,7 @@ def test_code_repeating_an_earlier_step_is_a_repeat_not_a_rejection(tmp_path, pr
         summary, steps = _run(tmp_path, replies, bank, steps=2, duplicate_retries=0,
                               redecisions=0)  # fmt: skip
         bank_steps, _ = _bank_statuses(bank)
-    assert summary["statuses"] == ["ok", "repeat"]
+    assert summary.statuses == ["ok", "repeat"]
     assert steps[1]["feedback"]["fault"] == "proposer" and not steps[1]["memory_updated"]
     assert bank_steps == ["ok"]
 
@@ -122,7 +122,7 @@ def test_no_applicable_strategy_names_the_missing_family_and_teaches_nothing(tmp
         optimizer = Optimizer(OfflineProposer("cpu"), evaluator, bank, cfg)
         summary = optimizer.run(task_for(tmp_path / "pool.py"), tmp_path / "run")
         assert bank.step_count() == before
-    assert summary["statuses"] == ["no_strategy"]
+    assert summary.statuses == ["no_strategy"]
     step = json.loads((tmp_path / "run/steps/step_00.json").read_text())
     assert "missing family: pooling (MaxPool2d)" in step["feedback"]["messages"][0]
     assert evaluator.evaluated == []
@@ -155,7 +155,7 @@ def test_a_lost_evaluation_is_judged_again_and_its_loss_never_learned(tmp_path, 
     with MemoryBank.in_memory() as bank:
         summary, steps = _run(tmp_path, replies, bank, steps=3, evaluator=evaluator)
         bank_steps, _ = _bank_statuses(bank)
-    assert summary["statuses"] == ["ok", "ok", "ok"]
+    assert summary.statuses == ["ok", "ok", "ok"]
     assert len(evaluator.calls) == 4 and evaluator.calls[1] == evaluator.calls[2]
     assert bank_steps == ["ok", "ok", "ok"]
 
@@ -170,7 +170,7 @@ def test_a_timeout_is_learned_only_when_it_happens_again(tmp_path, prices):
     with MemoryBank.in_memory() as bank:
         summary, steps = _run(tmp_path, replies, bank, steps=2, evaluator=evaluator)
         bank_steps, _ = _bank_statuses(bank)
-    assert summary["statuses"] == ["ok", "timeout"]
+    assert summary.statuses == ["ok", "timeout"]
     assert steps[1]["feedback"]["fault"] is None and steps[1]["memory_updated"]
     assert sorted(bank_steps) == ["ok", "timeout"]
 
@@ -227,7 +227,7 @@ def test_a_fork_server_killed_mid_run_is_replaced_and_its_loss_never_learned(tmp
         bank_steps, _ = _bank_statuses(bank)
         assert ev.server.alive()
     assert [r.status for r in killing.results].count(Status.LOST) == 1
-    assert killing.calls == 4 and summary["steps"] == 3
-    assert "lost" not in summary["statuses"] and "lost" not in bank_steps
+    assert killing.calls == 4 and summary.steps == 3
+    assert "lost" not in summary.statuses and "lost" not in bank_steps
     kept = [json.loads(p.read_text()) for p in (tmp_path / "evals").glob("*.json")]
     assert kept and all(k["status"] != "lost" and k.get("fault") is None for k in kept)

@@ -79,7 +79,7 @@ def test_evidence_measured_on_another_target_is_not_offered(tmp_path):
 def test_the_summary_reports_the_prefix_share_of_each_decision(tmp_path):
     with MemoryBank.in_memory() as bank:
         summary = _run(bank, tmp_path / "a")
-    shares = summary["prefix_shares"]
-    assert len(shares) == summary["steps"]
+    shares = summary.prefix_shares
+    assert len(shares) == summary.steps
     assert all(s is None or 0.0 <= s <= 1.0 for s in shares)
     assert any(s is not None for s in shares)

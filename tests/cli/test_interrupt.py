@@ -48,9 +48,23 @@ def _interrupt(proc) -> tuple[int, str]:
     return proc.returncode, stderr
 
 
+def _importing_torch(pid: int) -> bool:
+    """Whether the process has begun loading torch's libraries (its imports take seconds)."""
+    try:
+        with open(f"/proc/{pid}/maps", "rb") as f:
+            return b"libtorch" in f.read()
+    except OSError:
+        return False
+
+
 def test_ctrl_c_while_htam_imports_is_exit_130_without_a_traceback(tmp_path):
+    """SIGINT once htam is loading torch: not after a fixed delay, which on a loaded machine
+    fell in the interpreter's own start, before htam ran at all."""
     proc = _start(tmp_path)
-    time.sleep(0.5)  # importing typer, torch
+    deadline = time.monotonic() + 120
+    while not _importing_torch(proc.pid) and proc.poll() is None:
+        assert time.monotonic() < deadline, "htam never started importing torch"
+        time.sleep(0.01)
     code, stderr = _interrupt(proc)
     assert code == 130, (code, stderr)
     assert "Traceback" not in stderr, stderr

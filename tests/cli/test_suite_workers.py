@@ -146,3 +146,11 @@ def test_transfer_caps_its_workers_as_a_bench_does(tmp_path, env, monkeypatch):
     ]
     result = runner.invoke(app, [*args, "--seeds", "2", "--workers", "4", "--out", "b"], env=env)
     assert bases[-1].devices == ["cpu0", "cpu1", "cpu2", "cpu3"] and result.stderr == ""
+
+
+def test_lanes_share_each_gpu_never_beyond_the_units(tmp_path, two_gpus, bench_runs):
+    suite = write_suite(tmp_path / "suite", "a", "b", "c")
+    args = ["optimize", str(suite), "--target", "cuda", "--steps", "1"]
+    runner.invoke(app, [*args, "--out", str(tmp_path / "l")], env=two_gpus | {"HTAM_LANES": "2"})
+    # three tasks: three workers, the GPUs taking turns
+    assert bench_runs[-1].devices == ["cuda:3", "cuda:5", "cuda:3"]

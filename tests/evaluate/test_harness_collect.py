@@ -44,6 +44,12 @@ def test_a_reference_slower_beside_the_candidate_than_alone_is_flagged():
     # on a CPU other work moves both more: flagged beyond 2x (newcomer: 14x on a loaded machine)
     assert reference_drift(13.0, 10.0, 2.0) is None
     assert reference_drift(140.0, 10.0, 2.0).startswith("the reference took 14.00x")
+    # which speedup a user of the candidate gets: the one against the reference alone
+    said = reference_drift(774.714, 375.088, 1.5, 185.0)
+    assert said.endswith(
+        "rests on the paired time (4.19x); against the reference alone the candidate is 2.03x, "
+        "what to expect when it replaces the reference"
+    ), said
 
 
 class _Late(torch.nn.Module):

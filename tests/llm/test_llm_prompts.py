@@ -82,7 +82,10 @@ def test_state_summary_of_a_failure_has_the_error_tail(prompts):
     text = prompts.state_summary(StateView("t", feedback=failed))
     assert "Feedback on the current code: compile_error" in text
     assert "identifier 'blockDimx' is undefined" in text and len(text) < 2300
-    assert len(error_excerpt(failed)) == 2004  # "...\n" + the last 2000 characters
+    excerpt = error_excerpt(failed)  # the messages whole, then the log's tail
+    assert excerpt.startswith("nvcc failed\n...\n") and len(excerpt) <= 2005
+    first = EvalResult(status=Status.COMPILE_ERROR, messages=["main.cpp:14: error: x"], log=log)
+    assert error_excerpt(first).startswith("main.cpp:14: error: x")
     assert error_excerpt(EvalResult(status=Status.OK)) == ""
 
 

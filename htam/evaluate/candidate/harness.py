@@ -21,6 +21,7 @@ import traceback
 import torch
 
 from htam.evaluate import buffers, channel, measure
+from htam.evaluate.candidate import kernels
 from htam.evaluate.host.compile_cache import CompileError, install_compile_cache
 from htam.evaluate.judge import gradients
 
@@ -30,6 +31,8 @@ _excerpt_limit = 3000
 
 
 def _excerpt(exc: BaseException) -> str:
+    if isinstance(exc, CompileError):  # its message leads with the first error: kept whole
+        return str(exc)
     return "".join(traceback.format_exception(exc))[-_excerpt_limit:]
 
 
@@ -61,6 +64,7 @@ class Harness:
         self.threads0 = _active_threads()
         self.once = measure.timer(self.device, job["l2_flush_mb"])
         self.pending: list = []
+        self.kernels: kernels.Observer | None = None
 
     def send(self, message: dict) -> None:
         channel.send(self.sock, message)
@@ -72,6 +76,7 @@ class Harness:
 
     def build(self, job: dict) -> bool:
         compile_s = install_compile_cache(job["extension_dir"])
+        self.kernels = kernels.install()
         t0 = _perf()
         try:
             module = _import(job["code_path"])
@@ -115,24 +120,53 @@ class Harness:
         if key is None:
             ms, _, _ = self.once(_nothing, ())
         else:
-            model, inputs = self.models[self.active], self.inputs[self.active]
-            n = len(inputs) - self.grads[self.active]
-
-            def run(*args):
-                if n == len(args):
-                    out = model(*args)
-                    # a tuple's or list's items taken inside the clock: a list subclass's
-                    # __iter__ did a third of a GELU after it (red team 8)
-                    result.append(list(out) if isinstance(out, (tuple, list)) else [out])
-                else:  # a training step: the forward, then its gradients
-                    result.append(gradients.training_step(model, list(args[:n]), list(args[n:])))
-
-            ms, _, _ = self.once(run, inputs)
+            ms, _, _ = self.once(self._forward(result), self.inputs[self.active])
         self.pending = result[0] if result else []
         # Sealed as returned (the device is synchronized): the judge seals the slots again once
         # it has stopped this process, and any difference was written after the call.
         seals = [buffers.seal(o, key) if type(o) is torch.Tensor else 0 for o in self.pending]
         self.send({"type": "done", "ms": float(ms), "seals": seals if result else []})
+
+    def _forward(self, result: list):
+        model, inputs = self.models[self.active], self.inputs[self.active]
+        n = len(inputs) - self.grads[self.active]
+
+        def run(*args):
+            if n == len(args):
+                out = model(*args)
+                # a tuple's or list's items taken inside the clock: a list subclass's
+                # __iter__ did a third of a GELU after it (red team 8)
+                result.append(list(out) if isinstance(out, (tuple, list)) else [out])
+            else:  # a training step: the forward, then its gradients
+                result.append(gradients.training_step(model, list(args[:n]), list(args[n:])))
+
+        return run
+
+    def probe(self) -> None:
+        """The kernel probe: one untimed call with every result of the solution's own kernels
+        spoiled (candidate/kernels.py), its outputs handed over like a call's; what the
+        kernels' wrappers counted goes to the judge, which compares the outputs itself."""
+        result: list = []
+        self.kernels.start()
+        raised = None
+        try:
+            self._forward(result)(*self.inputs[self.active])
+            if self.device == "cuda":
+                torch.cuda.synchronize()
+        except Exception as exc:  # noqa: BLE001 - a spoiled result may well make it fail
+            raised = f"{type(exc).__name__}: {exc}"[:500]
+        seen = self.kernels.stop()
+        if raised is None:
+            self.pending = result[0]
+            problem = self._check(self.pending, self.inputs[self.active], self.slots[self.active])
+            if problem is None:
+                for slot, o in zip(self.slots[self.active], self.pending, strict=True):
+                    slot.copy_(o.detach())
+            raised = problem
+        self.pending = []
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        self.send({"type": "probed", **seen, "raised": raised})
 
     def collect(self) -> None:
         """Check the last call's outputs and copy them into the judge's slots."""
@@ -200,6 +234,8 @@ class Harness:
                     self.call(int(msg["key"]))
                 elif op == "collect":
                     self.collect()
+                elif op == "probe":
+                    self.probe()
             except _Rejected as rej:
                 self.fail("rejected", str(rej))
                 return
@@ -228,6 +264,8 @@ def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
 def run(job: dict, sock: socket.socket) -> None:
     """The candidate process's whole life after isolation: build, then serve the judge."""
     os.environ.update(job.get("env", {}))
+    if job.get("nice"):  # a build beside a timing: the judge's clock keeps its core
+        os.nice(job["nice"])
     if job["device"] == "cuda":
         torch.empty(1, device="cuda")
     Harness(sock, job).serve(job)

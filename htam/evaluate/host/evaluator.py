@@ -4,22 +4,25 @@ with its cause in one line."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import itertools
 import tempfile
 import weakref
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from htam.evaluate import roofline
+from htam.evaluate import footprint, roofline
 from htam.evaluate.eval_config import EvalConfig
-from htam.evaluate.host import folders, integrity
+from htam.evaluate.host import build_stage, folders, integrity
 from htam.evaluate.host.forkserver import ForkServer, ForkServerError
+from htam.evaluate.host.gpu_queue import GpuQueue
 from htam.evaluate.host.static import check_source
 from htam.evaluate.host.verdict import EVALUATOR_FAILED, add_timing, judge_outcome
 from htam.evaluate.host.watchdog import JobOutcome, Limits, run_job
 from htam.evaluate.result import EvalResult, truncate
 from htam.evaluate.sandbox import isolation
-from htam.status import Fault, Status
+from htam.status import EVALUATOR_GPU_MEMORY, Fault, Status
 from htam.tasks.task import Task, TaskError
 from htam.vocab import LANGUAGES
 
@@ -55,8 +58,11 @@ class Evaluator:
         isolation.not_dumpable()  # no /proc/<pid>/mem or environ of this process for candidates
         self._workroot = Path(tempfile.mkdtemp(prefix="htam-eval-"))
         self._cleanup = weakref.finalize(self, folders.remove, self._workroot)
-        self._jobs = 0
+        self._jobs = itertools.count(1)
         self._references: dict[str, Reference] = {}
+        self.queue = GpuQueue(self.cache_dir, self.device)
+        # code for this device's architecture only ("9.0" on Hopper), known once probed
+        self.arch_list: str | None = None
         self.server: ForkServer | None = None
         try:
             self._start_server()
@@ -70,6 +76,9 @@ class Evaluator:
             raise EvaluatorError(probe.get("error") or f"the probe process failed: {outcome.log}")
         self.device_name: str = probe["device"]
         self.torch_version: str = probe["torch"]
+        self.arch_list = probe.get("capability")
+        self.gpu_total: int = probe.get("gpu_total", 0)
+        self.gpu_free: int = probe.get("gpu_free", 0)
 
     @property
     def isolation(self) -> str:
@@ -113,6 +122,8 @@ class Evaluator:
         }
         if self.device == "cpu":
             env["TRITON_INTERPRET"] = "1"
+        elif self.arch_list and not build_stage.legacy():
+            env["TORCH_CUDA_ARCH_LIST"] = self.arch_list
         job = {
             "kind": kind,
             "device": self.device,
@@ -128,12 +139,18 @@ class Evaluator:
         return job
 
     def _run(
-        self, job: dict, candidate: dict | None = None, runner: dict | None = None
+        self,
+        job: dict,
+        candidate: dict | None = None,
+        runner: dict | None = None,
+        gpu: bool = True,
     ) -> JobOutcome:
-        self._jobs += 1
-        workdir = self._workroot / f"judge{self._jobs}"
+        """Run a job; one that uses the device (``gpu``) waits for the device's queue."""
+        workdir = self._workroot / f"judge{next(self._jobs)}"
+        held = self.queue.held(job["kind"]) if gpu else contextlib.nullcontext()
         try:
-            return run_job(self.server, job, workdir, self._limits(), candidate, runner)
+            with held:
+                return run_job(self.server, job, workdir, self._limits(), candidate, runner)
         except ForkServerError:
             self._restart_server()  # the next evaluation gets a working server
             raise
@@ -177,7 +194,14 @@ class Evaluator:
 
     def reference(self, task: Task, timed: bool = True) -> Reference:
         """Cost and (when ``timed``) eager and torch.compile times of the reference. Untimed is
-        for runs that will evaluate no candidate. Raises TaskError with a one-line cause."""
+        for runs that will evaluate no candidate. Raises TaskError with a one-line cause, a
+        task too big to judge on this card included (before any candidate runs)."""
+        ref = self._reference(task, timed)
+        if timed and (why := footprint.too_big(ref.nbytes, self.gpu_total)):
+            raise TaskError(task.id, why)
+        return ref
+
+    def _reference(self, task: Task, timed: bool) -> Reference:
         if task.digest in self._references:
             ref = self._references[task.digest]
             if ref.timing is not None or not timed:
@@ -230,22 +254,19 @@ class Evaluator:
             result.status = Status.COMPILE_ERROR if syntax else Status.REJECTED
             result.messages = [str(v) for v in violations]
             return result
+        build_s = self.prebuild(code, language)
         ref = self.reference(task)
         code_digest = hashlib.sha256(f"{language}\0{code}".encode()).hexdigest()[:32]
-        preload = integrity.verified(self.cache_dir, code_digest)
-        candidate = {
-            "code": code,
-            "language": language,
-            "device": self.device,
-            "l2_flush_mb": self.config.l2_flush_mb,
-            "env": self._job("x")["env"],
-            "preload": str(preload) if preload else None,
-        }
+        preload = integrity.verified(self.cache_dir, code_digest) or build_stage.prebuilt(
+            self, code, language
+        )
+        candidate = self._candidate_spec(code, language, preload)
         job = self._job(
             "judge",
             task,
             meaningful=not (self.device == "cpu" and language == "triton"),
             memory_limit_mb=self.config.memory_limit(),
+            kernel_required=not allow,
             **self.config.judge_settings(),
         )
         # The reference runs in a process isolated exactly like the candidate's, through the
@@ -254,6 +275,7 @@ class Evaluator:
         runner = {**candidate, "code": f"{task.source}\n\nModelNew = Model\n", "preload": None}
         try:
             outcome = self._run(job, candidate, runner)
+            self.queue.candidate(task.id, language, build_s, outcome, preload is not None)
         except ForkServerError as exc:
             # the evaluator's fault, not the candidate's: never a verdict (never learned, never
             # cached); the loop evaluates it again on the new server
@@ -268,11 +290,22 @@ class Evaluator:
         # llama_rmsnorm blamed on the CPU). Anything else the reference met beside the candidate
         # but not alone (GPU memory: red team 4) is the candidate's doing.
         host_memory = outcome.kill_kind == "reference"
-        if result.infrastructure and not host_memory and self._reference_runs_alone(task):
+        cause = result.messages[0].removeprefix(f"{EVALUATOR_FAILED}: ") if result.messages else ""
+        if (
+            (result.infrastructure or result.status is Status.RUNTIME_ERROR)
+            and footprint.is_gpu_oom(cause)
+            and footprint.crowds(ref.nbytes, self.gpu_free)
+        ):
+            # the evaluation's own share of the card explains it (the reference's runner or the
+            # candidate ran out of it): not the candidate's fault, and nothing to learn
+            result.status = Status.RUNTIME_ERROR
+            why = footprint.crowded_cause(ref.nbytes, self.gpu_free, cause)
+            result.messages = [f"{EVALUATOR_GPU_MEMORY}: {why}"]
+            result.fault = Fault.EVALUATOR
+        elif result.infrastructure and not host_memory and self._reference_runs_alone(task):
             # the only difference was the candidate beside it (red team 4: a candidate holding
             # the GPU's memory made the reference's runner fail and stopped the run)
             result.infrastructure = False
-            cause = result.messages[0].removeprefix(f"{EVALUATOR_FAILED}: ")
             result.messages = [
                 f"the reference failed beside this candidate ({cause}) but runs alone: the "
                 "candidate's use of shared resources (GPU memory, the machine's) is blamed"
@@ -285,6 +318,21 @@ class Evaluator:
         if result.status is Status.OK:
             add_timing(result, outcome, ref, self.config, self.peaks(), self.device)
         return result
+
+    def _candidate_spec(self, code: str, language: str, preload: Path | None) -> dict:
+        return {
+            "code": code,
+            "language": language,
+            "device": self.device,
+            "l2_flush_mb": self.config.l2_flush_mb,
+            "env": self._job("x")["env"],
+            "preload": str(preload) if preload else None,
+        }
+
+    def prebuild(self, code: str, language: str) -> float:
+        """Build what can be built of the code off the device's queue (build_stage.prebuild);
+        the seconds it took."""
+        return build_stage.prebuild(self, code, language)
 
     def _reference_runs_alone(self, task: Task) -> bool:
         """Whether the reference, untimed in a job of its own, runs to a result."""

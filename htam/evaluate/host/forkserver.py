@@ -28,7 +28,12 @@ from pathlib import Path
 from htam.evaluate.eval_config import env_allowed
 from htam.evaluate.sandbox import isolation
 
-PRELOAD = ("torch", "htam.evaluate.judge.trusted_jobs", "htam.evaluate.judge.judge", "htam.evaluate.candidate.harness")
+PRELOAD = (
+    "torch",
+    "htam.evaluate.judge.trusted_jobs",
+    "htam.evaluate.judge.judge",
+    "htam.evaluate.candidate.harness",
+)
 OPTIONAL_PRELOAD = ("triton", "triton.language")
 _HEADER = struct.Struct("!Q")
 CONTROL_TIMEOUT_S = 60.0  # no control answer takes longer unless the server is dead or stopped

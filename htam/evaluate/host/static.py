@@ -1,7 +1,9 @@
 """Static checks on a candidate's source, before anything of it runs.
 
 Each rule has a name so that reports and the cheat fixtures can say which rule caught what.
-The dynamic checks in the worker back these up; neither alone is the whole defence.
+The dynamic checks in the worker back these up; neither alone is the whole defence. Whether a
+solution's forward runs its own kernels is judged on what runs (judge's kernel probe,
+docs/evaluator.md), not here: the source only has to build or define one.
 """
 
 from __future__ import annotations
@@ -50,6 +52,11 @@ FORBIDDEN_ATTRS = {
     "system": "threads",
     "popen": "threads",
     "spawnv": "threads",
+    # the harness wraps the extension's functions and Triton's launch to see which ran: what
+    # is inside a wrapper is no business of a solution
+    "__closure__": "introspection",
+    "cell_contents": "introspection",
+    "__wrapped__": "introspection",
 }
 PATCHED_ROOTS = {"time", "torch", "triton", "os", "sys", "np", "numpy"}
 # The process environment steers torch, Triton and OpenMP (compile threads, caches, kernels
@@ -82,12 +89,12 @@ class _Checker(ast.NodeVisitor):
         self.found: list[Violation] = []
         self.imported: set[str] = set()  # names bound to modules or their members by imports
         self.jit_functions: set[str] = set()
-        self.launched: set[str] = set()
         self.load_inline_calls = 0
         # bare names that build an extension: load_inline anywhere, load only when imported
         # from torch.utils.cpp_extension (json.load or torch.load builds nothing)
         self.builders: set[str] = {"load_inline"}
         self.compiler: list[Violation] = []  # torch.compile and friends: refused unless allowed
+        self.extension_modules: set[str] = set()  # names bound to torch.utils.cpp_extension
 
     def add(self, rule: str, node: ast.AST, detail: str) -> None:
         self.found.append(Violation(rule, getattr(node, "lineno", 0), detail))
@@ -96,6 +103,8 @@ class _Checker(ast.NodeVisitor):
         for alias in node.names:
             self._module(alias.name, node)
             self.imported.add(alias.asname or alias.name.split(".")[0])
+            if alias.name == "torch.utils.cpp_extension" and alias.asname:
+                self.extension_modules.add(alias.asname)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         self._module(node.module or "", node)
@@ -103,6 +112,8 @@ class _Checker(ast.NodeVisitor):
             self.imported.add(alias.asname or alias.name)
             if node.module == "torch.utils.cpp_extension" and alias.name in ("load", "load_inline"):
                 self.builders.add(alias.asname or alias.name)
+            if node.module == "torch.utils" and alias.name == "cpp_extension":
+                self.extension_modules.add(alias.asname or alias.name)
             if alias.name in FORBIDDEN_NAMES or alias.name in FORBIDDEN_ATTRS:
                 rule = FORBIDDEN_NAMES.get(alias.name) or FORBIDDEN_ATTRS[alias.name]
                 self.add(rule, node, f"imports {alias.name}")
@@ -180,14 +191,21 @@ class _Checker(ast.NodeVisitor):
     def builds(self, func: ast.AST) -> bool:
         """Whether calling ``func`` builds a C++/CUDA extension."""
         text = ast.unparse(func)
-        return text in self.builders or text.endswith((".load_inline", "cpp_extension.load"))
+        if text in self.builders or text.endswith((".load_inline", "cpp_extension.load")):
+            return True
+        # import torch.utils.cpp_extension as ce; ce.load(...)
+        return (
+            isinstance(func, ast.Attribute)
+            and func.attr == "load"
+            and (ast.unparse(func.value) in self.extension_modules)
+        )
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name):
-            self.launched.add(func.value.id)  # kernel[grid](...)
         if self.builds(func):
             self.load_inline_calls += 1
+        if ast.unparse(func) in ("triton.jit", "jit") and node.args:
+            self.jit_functions.add(ast.unparse(node.args[0]))  # kernel = triton.jit(fn)
         self.generic_visit(node)
 
 
@@ -207,15 +225,15 @@ def check_source(code: str, language: str, allow_torch: bool = False) -> list[Vi
         found.append(Violation("no-model-new", 0, "the solution defines no class ModelNew"))
     if not allow_torch:
         found.extend(checker.compiler)
-        found.extend(_kernel_rule(checker, language) or _forward_rule(tree, checker, language))
+        found.extend(_kernel_rule(checker, language))
     return found
 
 
 def _kernel_rule(checker: _Checker, language: str) -> list[Violation]:
     if language == "triton":
-        if checker.jit_functions & checker.launched:
+        if checker.jit_functions:
             return []
-        detail = "no @triton.jit kernel is launched (kernel[grid](...))"
+        detail = "no @triton.jit kernel is defined"
         if checker.load_inline_calls:  # newcomer round 8: a C++ solution told --allow-torch
             detail += "; it builds a C++/CUDA extension: give the language as cpp or cuda"
     else:
@@ -224,87 +242,6 @@ def _kernel_rule(checker: _Checker, language: str) -> list[Violation]:
         detail = (
             f"no {language} kernel is built with torch.utils.cpp_extension (load_inline or load)"
         )
-        if checker.jit_functions & checker.launched:  # newcomer round 6: the hint that helps
+        if checker.jit_functions:  # newcomer round 6: the hint that helps
             detail += "; it launches a @triton.jit kernel: give the language as triton"
     return [Violation("no-kernel", 0, detail + "; pass --allow-torch to time torch-only code")]
-
-
-SELF = ("self", "cls")
-
-
-def _forward_rule(tree: ast.Module, checker: _Checker, language: str) -> list[Violation]:
-    """ModelNew.forward must reach a kernel launch through the module's own functions and
-    methods: a kernel launched only in code that never runs is no kernel."""
-    functions: dict[str, list[ast.AST]] = {}
-    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
-    aliases: dict[str, set[str]] = {}  # self.fn = relu -> fn: {relu}
-    extensions: set[str] = set()  # names bound to a load_inline/load result
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            functions.setdefault(node.name, []).append(node)
-        if isinstance(node, ast.Assign):
-            value = ast.unparse(node.value)
-            for target in node.targets:
-                name = (
-                    target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
-                )
-                if isinstance(node.value, ast.Call) and checker.builds(node.value.func):
-                    extensions.add(name)
-                aliases.setdefault(name, set()).add(value.split(".")[-1].split("(")[0])
-
-    def launches(fn: ast.AST) -> bool:
-        for node in ast.walk(fn):
-            if not isinstance(node, ast.Call):
-                continue
-            func = node.func
-            if isinstance(func, ast.Subscript) and getattr(func.value, "id", "") in (
-                checker.jit_functions
-            ):
-                return True
-            root = _root(func)
-            if root in extensions or (isinstance(func, ast.Attribute) and func.attr in extensions):
-                return True
-            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute):
-                if func.value.attr in extensions:  # self.ext.relu(x)
-                    return True
-        return False
-
-    def callees(fn: ast.AST) -> set[str]:
-        names = set()
-        for node in ast.walk(fn):
-            if isinstance(node, ast.Name):
-                name = node.id
-            elif isinstance(node, ast.Attribute) and getattr(node.value, "id", "") in SELF:
-                name = node.attr  # self.helper(...), not torch.relu(...)
-            else:
-                continue
-            names |= {name} | aliases.get(name, set())
-        out = set()
-        for name in names:
-            if name in classes:  # a helper module called from forward: all its methods
-                out |= {f.name for f in classes[name].body if isinstance(f, ast.FunctionDef)}
-            elif name in functions:
-                out.add(name)
-        return out
-
-    model = classes.get("ModelNew")
-    forward = [f for f in (model.body if model else []) if getattr(f, "name", "") == "forward"]
-    if not forward:
-        return []
-    seen, todo = set(), [forward[0]]
-    while todo:
-        fn = todo.pop()
-        if launches(fn):
-            return []
-        for name in callees(fn) - seen:
-            seen.add(name)
-            todo.extend(functions[name])
-    what = "@triton.jit kernel" if language == "triton" else f"{language} extension function"
-    return [
-        Violation(
-            "no-kernel",
-            forward[0].lineno,
-            f"ModelNew.forward reaches no launched {what} (one launched only in code that "
-            "never runs is no kernel); pass --allow-torch to time torch-only code",
-        )
-    ]

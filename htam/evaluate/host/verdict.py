@@ -104,7 +104,9 @@ def add_timing(
             "a larger size where the task has one, bounds it)"
         )
     alone = ref.timing and ref.timing["median_ms"]
-    drift = reference_drift(result.ref_runtime_ms, alone, REFERENCE_DRIFT[device])
+    drift = reference_drift(
+        result.ref_runtime_ms, alone, REFERENCE_DRIFT[device], result.runtime_ms
+    )
     if drift and result.timing.meaningful:
         result.flags.append(drift)
     if result.speedup and result.speedup > c.flag_speedup and result.timing.meaningful:
@@ -114,7 +116,10 @@ def add_timing(
 
 
 def reference_drift(
-    paired_ms: float | None, alone_ms: float | None, limit: float = REFERENCE_DRIFT["cuda"]
+    paired_ms: float | None,
+    alone_ms: float | None,
+    limit: float = REFERENCE_DRIFT["cuda"],
+    candidate_ms: float | None = None,
 ) -> str | None:
     """A flag when the reference, timed beside the candidate (the speedup's denominator), took
     other than its own time alone by more than ``limit`` times: on the H200 the two agreed
@@ -125,10 +130,16 @@ def reference_drift(
     ratio = paired_ms / alone_ms
     if 1 / limit <= ratio <= limit:
         return None
-    return (
+    said = (
         f"the reference took {ratio:.2f}x its own time beside this candidate ({paired_ms:.3f} ms "
         f"against {alone_ms:.3f} ms alone): the speedup rests on the paired time"
     )
+    if candidate_ms:  # which number a user of the candidate gets: the reference it replaces
+        said += (  # runs alone, not slowed by a neighbour
+            f" ({paired_ms / candidate_ms:.2f}x); against the reference alone the candidate is "
+            f"{alone_ms / candidate_ms:.2f}x, what to expect when it replaces the reference"
+        )
+    return said
 
 
 def _breakdown(outcome: JobOutcome, res: dict) -> dict:

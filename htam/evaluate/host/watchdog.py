@@ -195,6 +195,8 @@ def run_job(
     try:
         if candidate is not None:
             for role, spec in (("candidate", candidate), ("runner", runner)):
+                if spec is None:  # a build job: the candidate's process alone
+                    continue
                 ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
                 judge_ends.append(ours)
                 info = server.candidate(spec, theirs.fileno())
@@ -202,7 +204,7 @@ def run_job(
                 setattr(watch, "cand" if role == "candidate" else "runner", info)
                 job = {**job, role: {k: info[k] for k in ("uid", "pid", "by_uid")}}
             outcome.job_dir = watch.cand["dir"]
-            outcome.runner_dir = watch.runner["dir"]
+            outcome.runner_dir = watch.runner["dir"] if watch.runner else None
             watch.log_path = Path(watch.cand["dir"]) / "output.log"
             watch.log_fd = os.open(watch.log_path, os.O_RDONLY)
         watch.judge_pid = server.judge(
@@ -230,22 +232,45 @@ def run_job(
     return outcome
 
 
+# The phase a job is in after each stage the judge reports: a timeout names it.
+_PHASES = {
+    "built": "after the build (constructing ModelNew, the first calls)",
+    "reference": "in the run phase (the trials and the timed calls)",
+}
+
+
+def _over_time(waited: float, phase: str, built: bool, build_s: float, run_s: float) -> str:
+    """Which limit a job ran over, and in which phase: the build's (fixed; ``--timeout-s`` does
+    not change it), or the run's after the build (``--timeout-s``, or what the reference's time
+    raised it to)."""
+    if not built:
+        return f"time limit {phase}: the build ran over its {build_s:.0f} s ({waited:.0f} s)"
+    return (
+        f"time limit {phase}: {waited:.0f} s (the run after the build: {run_s:.0f} s; "
+        "raise with --timeout-s)"
+    )
+
+
 def _loop(watch: _Watch, read_fd: int, start: float) -> None:
     outcome, limits = watch.outcome, watch.limits
     buffer = bytearray()
     deadline = start + limits.compile_timeout_s + (0 if watch.cand else limits.run_timeout_s)
     run_s = limits.run_timeout_s  # raised with the reference's own time once the build is over
     next_check = next_disk = 0.0
+    built = False
+    phase = "during the build (importing the solution, compiling its extensions)"
     while True:
         now = time.monotonic()
         if now > deadline:
             outcome.kill_kind = "timeout"
             # the limits applied: --timeout-s, or what the reference's time raised it to
             # (newcomer: "run 5 s" was printed where 30 s applied)
-            outcome.killed = (
-                f"time limit: {now - start:.0f} s (build {limits.compile_timeout_s:.0f}"
-                f" s + run {run_s:.0f} s; raise with --timeout-s)"
-            )
+            if not watch.cand:  # no build of its own: one limit for the whole job
+                outcome.killed = f"time limit: {now - start:.0f} s (raise with --timeout-s)"
+            else:
+                outcome.killed = _over_time(
+                    now - start, phase, built, limits.compile_timeout_s, run_s
+                )
             return
         ready, _, _ = select.select([read_fd], [], [], _TICK_S)
         if ready:
@@ -258,6 +283,8 @@ def _loop(watch: _Watch, read_fd: int, start: float) -> None:
                 if frame.get("type") == "stage":  # the build is over: the run's limit from now
                     run_s = max(limits.run_timeout_s, frame.get("run_s", 0))
                     deadline = time.monotonic() + run_s
+                    built = True
+                    phase = _PHASES.get(frame.get("stage"), phase)
                 if frame.get("type") in ("result", "verdict"):
                     outcome.result_at = time.monotonic()
                     return

@@ -25,8 +25,12 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, table: dict[str, Tolera
     if tol is None:  # integers and booleans (argmax, masks): exact
         if torch.equal(out, ref):
             return None
-        wrong = (out != ref).sum().item()
-        return f"{wrong} of {ref.numel()} elements differ (exact comparison)"
+        differ = (out != ref).reshape(-1)
+        wrong = differ.sum().item()
+        first = differ.nonzero()[:FIRST_SHOWN].reshape(-1).tolist()
+        return f"{wrong} of {ref.numel()} elements differ (exact comparison); " + _shown(
+            out.reshape(-1), ref.reshape(-1), first, ref.shape
+        )
     o, r = out.reshape(-1), ref.reshape(-1)
     norm, finite = _reference_stats(ref)
     if not finite:  # rare: compare the non-finite positions, then the rest
@@ -40,7 +44,31 @@ def compare_tensor(out: torch.Tensor, ref: torch.Tensor, table: dict[str, Tolera
     if r.numel() == 0:
         return None
     atol = tol.atol_scale * norm / r.numel() ** 0.5 + tol.atol_floor
-    return _compare_slices(o, r, norm, atol, tol)
+    problem, first = _compare_slices(o, r, norm, atol, tol)
+    if problem is None:
+        return None
+    if finite:  # flat positions of the whole tensor (not of its finite part)
+        problem += "; " + _shown(out.reshape(-1), ref.reshape(-1), first, ref.shape)
+    return problem
+
+
+FIRST_SHOWN = 3  # differing elements a wrong answer shows, with their indices and both values
+
+
+def _index(flat: int, shape: torch.Size) -> str:
+    at = []
+    for size in reversed(shape):
+        at.append(flat % size)
+        flat //= size
+    return "[" + ", ".join(str(i) for i in reversed(at)) + "]"
+
+
+def _shown(o: torch.Tensor, r: torch.Tensor, flat: list[int], shape: torch.Size) -> str:
+    """The first differing elements: where (the output's own indices) and both values."""
+    parts = [
+        f"at {_index(k, shape)} got {o[k].item():.6g}, expected {r[k].item():.6g}" for k in flat
+    ]
+    return "first differing: " + "; ".join(parts) if parts else ""
 
 
 # Elements per slice: float32 slices of 4 MB stay in cache and no large temporary is allocated
@@ -73,36 +101,44 @@ def _reference_stats(r: torch.Tensor) -> tuple[float, bool]:
 
 def _compare_slices(
     o: torch.Tensor, r: torch.Tensor, norm: float, atol: float, tol: Tolerance
-) -> str | None:
+) -> tuple[str | None, list[int]]:
     """Elementwise tolerance, then relative L2 error, slice by slice. A slice whose largest
     error is within ``atol`` cannot break the elementwise rule, so only others are looked at
-    element by element; a NaN or infinity anywhere makes the slice's sum of squares non-finite."""
+    element by element; a NaN or infinity anywhere makes the slice's sum of squares non-finite.
+    Also returns the flat positions of the first elements outside the tolerance (the largest
+    error's, when only the relative L2 error fails)."""
     n_bad, worst, worst_at, err_sq = 0, -1.0, 0, 0.0
+    first: list[int] = []
     for i, j in _slices(r.numel(), r.is_cuda):
         oc, rc = o[i:j].float(), r[i:j].float()
         err = (oc - rc).abs_()
         sq = torch.dot(err, err).item()
         if not math.isfinite(sq) and not bool(torch.isfinite(oc).all()):
-            return "NaN or infinity where the reference is finite"
+            bad = ~torch.isfinite(oc)
+            first = (i + bad.nonzero()[:FIRST_SHOWN].reshape(-1)).tolist()
+            return "NaN or infinity where the reference is finite", first
         err_sq += sq
-        if err.max().item() <= atol:
+        k = int(err.argmax())
+        largest = err[k].item()
+        if largest > worst:
+            worst, worst_at = largest, i + k
+        if largest <= atol:
             continue
         bad = err > rc.abs().mul_(tol.rtol).add_(atol)
         if bool(bad.any()):
             n_bad += int(bad.sum())
-            k = int(err.argmax())
-            if err[k].item() > worst:
-                worst, worst_at = err[k].item(), i + k
+            if len(first) < FIRST_SHOWN:
+                first += (i + bad.nonzero()[: FIRST_SHOWN - len(first)].reshape(-1)).tolist()
     if n_bad:
         return (
             f"{n_bad} of {r.numel()} elements outside atol={atol:.2e} rtol={tol.rtol:.0e}"
             f" (max abs error {worst:.3e} at flat index {worst_at})"
-        )
+        ), first
     if norm > 0:
         rel = err_sq**0.5 / norm
         if rel > tol.rel_l2:
-            return f"relative L2 error {rel:.3e} > {tol.rel_l2:.0e}"
-    return None
+            return f"relative L2 error {rel:.3e} > {tol.rel_l2:.0e}", [worst_at]
+    return None, []
 
 
 def compare_outputs(

@@ -20,6 +20,18 @@ _STOPPED = "tTZX"  # stopped, traced, or gone
 TAIL_NS = 200_000
 
 
+# What a runner was doing when it did not answer in time, by the request it had been sent.
+PHASES = {
+    "null": "during the harness's empty calls, before the solution was imported",
+    "build": "while importing the solution and building its extensions (the build phase)",
+    "model": "while constructing ModelNew (its __init__)",
+    "buffers": "while taking its inputs",
+    "call": "during a call of ModelNew.forward (the run phase)",
+    "collect": "while handing its outputs over after a call",
+    "probe": "during the kernel probe's call of ModelNew.forward",
+}
+
+
 class Verdict(Exception):
     """The job is decided (status and message); raised from anywhere in the run."""
 
@@ -66,7 +78,7 @@ class Runner:
             channel.send(self.sock, message, fds)
         except OSError:
             raise self._fail("runtime_error", f"{self.name}'s process ended") from None
-        reply = self.answer(timeout_s)
+        reply = self.answer(timeout_s, message["op"])
         expected = channel.REPLIES[message["op"]]
         if reply.type != expected:
             raise self._fail(
@@ -76,13 +88,16 @@ class Runner:
             )
         return reply
 
-    def answer(self, timeout_s: float):
+    def answer(self, timeout_s: float, op: str = ""):
         try:
             msg, _ = channel.recv(self.sock, timeout_s)
             parsed = channel.parse(msg)
         except channel.ChannelTimeout:
+            phase = PHASES.get(op, "")
             raise self._fail(
-                "timeout", f"{self.name} did not answer within {timeout_s:.0f} s"
+                "timeout",
+                f"{self.name} did not answer within {timeout_s:.0f} s"
+                + (f" {phase}" if phase else ""),
             ) from None
         except channel.ChannelClosed:
             raise self._fail("runtime_error", f"{self.name}'s process ended") from None

@@ -63,8 +63,9 @@ def _probe(job: dict, emit: Emitter) -> None:
             return
         name = torch.cuda.get_device_name()
         free, total = torch.cuda.mem_get_info()
+        capability = "{}.{}".format(*torch.cuda.get_device_capability())
     else:
-        name, free, total = "cpu", 0, 0
+        name, free, total, capability = "cpu", 0, 0, None
     emit(
         {
             "type": "result",
@@ -72,6 +73,7 @@ def _probe(job: dict, emit: Emitter) -> None:
             "torch": str(torch.__version__),
             "gpu_free": free,
             "gpu_total": total,
+            "capability": capability,
         }
     )
 

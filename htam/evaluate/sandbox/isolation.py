@@ -124,6 +124,8 @@ def enter(job_dir: str, uid: int, plan: Plan, limits: Limits) -> str:
         mount(None, "/", None, MS_REC | MS_PRIVATE)
         job_fd = os.open(job_dir, os.O_RDONLY | os.O_DIRECTORY)
         work_dir = os.path.dirname(os.path.realpath(job_dir))
+        if work_dir in PRIVATE:  # a job made right in /tmp: it alone is kept out, not all of /tmp
+            work_dir = os.path.realpath(job_dir)
         needed = []
         for p in needed_paths(None, work_dir):
             try:

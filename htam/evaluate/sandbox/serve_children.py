@@ -54,7 +54,11 @@ def judge_main(control: socket.socket, warm_cuda: bool) -> None:
     control.close()
     _stdio_to(request["log"])
     job = request["job"]
-    if job["kind"] == "judge":
+    if job["kind"] == "build":
+        from htam.evaluate.judge import build_job, trusted_jobs
+
+        build_job.run(job, trusted_jobs.Emitter(fds[0]), socket.socket(fileno=fds[1]))
+    elif job["kind"] == "judge":
         from htam.evaluate.judge import judge, trusted_jobs
 
         cand, ref = (socket.socket(fileno=fd) for fd in fds[1:3])

@@ -171,6 +171,9 @@ class Match:
     conv_inputs: tuple[str, ...] = ()
     # The prefix's matrix products of inputs and parameters, by the prelude line computing each.
     prefix_gemms: dict[str, GemmIR] = field(default_factory=dict)
+    # What the kernels assume of the forward's tensors (htam.offline.guard.input_checks):
+    # ModelNew refuses other inputs rather than compute garbage from them.
+    input_checks: dict = field(default_factory=dict)
 
     def describe(self) -> str:
         return f"{self.family}: {self.summary}"

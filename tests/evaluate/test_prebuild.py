@@ -1,0 +1,109 @@
+"""Builds ahead of the device's queue: which load_inline calls are read from a source without
+running it, that the key is the candidate's own, and that a prebuilt extension is loaded by the
+timed evaluation instead of built again."""
+
+import ast
+import time
+from pathlib import Path
+
+import pytest
+
+from htam.evaluate.host import inline_calls
+from htam.evaluate.host.compile_cache import extension_key
+from tests.evaluate.cases import RELU
+from tests.evaluate.conftest import task_for
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+PLAIN = '''
+import torch
+from torch.utils.cpp_extension import load_inline
+HEAD = "torch::Tensor f(torch::Tensor x);"
+BODY = HEAD.replace(";", "") + " { return x; }"
+KERNEL = """__global__ void k() {}"""
+SRC = f"// {'v'}\\n" + KERNEL
+ext = load_inline(name="e", cpp_sources=HEAD, cuda_sources=[SRC + "\\n"], functions=["f"],
+                  extra_cuda_cflags=["-O3", "--use_fast_math"], verbose=False)
+'''
+
+
+def test_plain_arguments_are_read_as_the_candidate_binds_them():
+    (found,) = inline_calls.calls(PLAIN)
+    assert found["cuda_sources"] == ["// v\n__global__ void k() {}\n"]
+    assert found["cpp_sources"] == "torch::Tensor f(torch::Tensor x);"
+    # the key is the candidate wrapper's: the same bound arguments, ``verbose`` aside
+    assert inline_calls.key(found) == f"e_{extension_key({**found, 'verbose': True})}"
+    script = inline_calls.script(found)
+    call = ast.parse(script).body[1].value  # the build job's call: exactly these arguments
+    assert ast.literal_eval(call.keywords[0].value) == found
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        ('HEAD = "', 'HEAD = open("h").read() + "'),  # a computed source
+        ('"--use_fast_math"]', '"--use_fast_math", "-fplugin=./p.so"]'),  # a flag that runs code
+        ("verbose=False)", "verbose=False, extra_include_paths=['/x'])"),
+        ('name="e"', "name=NAME"),  # an unknown name
+        ("ext = load_inline(", "ext = load_inline(*ARGS, "),
+    ],
+)
+def test_what_is_not_plain_is_left_to_the_candidate(change):
+    assert inline_calls.calls(PLAIN.replace(*change)) == []
+
+
+def test_llm_idiomatic_extensions_are_read_without_running_them():
+    # the corpus of LLM-written solutions (tests/evaluate/corpus): 37 of its 39 load_inline
+    # solutions were read; the two left build a torch library op (is_python_module=False)
+    corpus = sorted((Path(__file__).parent / "corpus").glob("*.py"))
+    inline = [f for f in corpus if "load_inline" in f.read_text()]
+    read = [f for f in inline if inline_calls.calls(f.read_text())]
+    assert len(inline) >= 30 and len(read) >= 0.9 * len(inline)
+
+
+def test_a_name_bound_twice_is_not_read():
+    assert inline_calls.calls(PLAIN.replace("ext =", 'HEAD = "x"\next =')) == []
+
+
+@pytest.mark.slow
+def test_a_prebuilt_extension_is_loaded_not_built(cpu_evaluator):
+    code = (FIXTURES / "honest_relu_cpp.py").read_text() + f"\n# {time.time_ns()}\n"
+    build_s = cpu_evaluator.prebuild(code, "cpp")
+    assert build_s > 0
+    assert cpu_evaluator.prebuild(code + "# another candidate, the same extension\n", "cpp") < 1.0
+    events = cpu_evaluator.queue.events
+    before = len(events)
+    result = cpu_evaluator.evaluate(task_for(RELU), code + "# again\n", "cpp")
+    assert result.status.value == "ok", result.messages
+    (cand,) = [e for e in events[before:] if e["event"] == "candidate"]
+    assert cand["prebuilt"] and cand["build_s"] < 1.0
+    # the timed job built nothing: its build stage took well under a compile's time
+    assert result.breakdown_s["compile_and_first_call"] < build_s / 2
+
+
+@pytest.mark.slow
+def test_a_failed_prebuild_is_not_kept_and_the_verdict_is_the_candidates_build(cpu_evaluator):
+    code = (FIXTURES / "honest_relu_cpp.py").read_text().replace(
+        "return y;", "return y  // no semicolon"
+    ) + f"\n# {time.time_ns()}\n"
+    cpu_evaluator.prebuild(code, "cpp")
+    (arguments,) = inline_calls.calls(code)
+    from htam.evaluate.host import integrity
+
+    assert integrity.verified(cpu_evaluator.cache_dir, f"ext-{inline_calls.key(arguments)}") is None
+    result = cpu_evaluator.evaluate(task_for(RELU), code, "cpp")
+    assert result.status.value == "compile_error", result.messages
+
+
+@pytest.mark.gpu
+def test_a_cuda_extension_is_built_ahead_for_this_device_only(gpu_evaluator):
+    code = (FIXTURES / "honest_relu_cuda.py").read_text() + f"\n# {time.time_ns()}\n"
+    calls = inline_calls.calls(code)
+    assert calls, "the fixture's load_inline is plain: it is prebuilt"
+    assert gpu_evaluator.arch_list and "TORCH_CUDA_ARCH_LIST" in gpu_evaluator._job("x")["env"]
+    build_s = gpu_evaluator.prebuild(code, "cuda")
+    result = gpu_evaluator.evaluate(task_for(RELU), code, "cuda")
+    assert result.status.value == "ok", result.messages
+    assert result.breakdown_s["compile_and_first_call"] < build_s / 2
+    (cand,) = [e for e in gpu_evaluator.queue.events if e["event"] == "candidate"][-1:]
+    assert cand["prebuilt"] and cand["job_compile_s"] < 1.0
