@@ -70,10 +70,14 @@ def dry_run(rw: Rewritten, source: str) -> list[str]:
     try:
         with FakeTensorMode(allow_non_fake_inputs=True):
             return _run(code, source)
+    except NoMatch:
+        raise
     except Exception:  # noqa: BLE001 - fake tensors' limits: the real run below decides
         pass
     try:
         return _run(code, source)
+    except NoMatch:
+        raise
     except Exception as err:  # foreign code: any failure is a non-match
         raise NoMatch(f"the rewritten model does not run: {type(err).__name__}: {err}") from err
 
@@ -85,6 +89,18 @@ def _run(code: str, source: str) -> list[str]:
         module = types.ModuleType("htam_offline_dry")
         exec(compile(code, "<htam whole model>", "exec"), module.__dict__)  # noqa: S102
         model = module.ModelNew(*task.get_init_inputs())
+        _deterministic(model)
         with torch.no_grad():
             model(*task.get_inputs())
     return list(module._CALLS)
+
+
+def _deterministic(model: torch.nn.Module) -> None:
+    """NoMatch for a model that drops values at random (dropout above 0 while training, as
+    the reference runs): no candidate can reproduce its outputs."""
+    for name, m in model.named_modules():
+        random = (isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0) or (
+            isinstance(m, torch.nn.RNNBase) and m.dropout > 0 and m.num_layers > 1
+        )
+        if random:
+            raise NoMatch(f"{name or 'the model'} is a dropout in training mode: random outputs")
