@@ -231,6 +231,7 @@ def run_job(
                     watch.runner = info
                     os.close(info["log_fd"])  # the reference's runner: trusted code's output
                 job = {**job, role: {k: info[k] for k in ("uid", "pid", "by_uid")}}
+            assert watch.cand is not None  # the candidate's role comes first
             outcome.job_dir = watch.cand["dir"]
             outcome.runner_dir = watch.runner["dir"] if watch.runner else None
             watch.log_path = Path(watch.cand["dir"]) / "output.log"

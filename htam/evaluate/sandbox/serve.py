@@ -175,7 +175,7 @@ class Server:
             os.chown(job_dir, uid, uid)
             os.fchown(log_fd, uid, uid)
         group = None
-        if self.cgroups:
+        if self.cgroups and self.limits.memory_bytes is not None:
             group = cgroups.create(
                 self.cgroups, f"job{self.jobs}", self.limits.memory_bytes, self.limits.nproc + 64
             )
