@@ -98,10 +98,10 @@ POOL = """import torch
 class Model(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.pool = torch.nn.MaxPool2d(2)
+        self.conv = torch.nn.Conv2d(3, 4, 3, bias=False)
 
     def forward(self, x):
-        return self.pool(x)
+        return self.conv(x)
 
 
 def get_inputs():
@@ -124,7 +124,7 @@ def test_no_applicable_strategy_names_the_missing_family_and_teaches_nothing(tmp
         assert bank.step_count() == before
     assert summary.statuses == ["no_strategy"]
     step = json.loads((tmp_path / "run/steps/step_00.json").read_text())
-    assert "missing family: pooling (MaxPool2d)" in step["feedback"]["messages"][0]
+    assert "missing family: convolution" in step["feedback"]["messages"][0]
     assert evaluator.evaluated == []
 
 

@@ -222,11 +222,8 @@ ATTACKS_GPU = [
         (("compile_error", "Permission denied"),),
     ),
     Attack("attack_kill_evaluator.py", "attacking the evaluator", "triton", OK),
-    # red team 12: a time of NaN drops every floor that min() and max() take; the host's job
-    # folders (the reference runner's, other evaluations') and shared mappings, read
-    Attack("attack_nan_time.py", "forged timing", "cpp", (("rejected", "malformed"),)),
-    Attack("attack_read_sibling_jobs.py", "reading", "cpp", OK_OR_ESCAPE),
-    Attack("attack_shared_maps.py", "reading", "cpp", OK_OR_ESCAPE),
+    # (the NaN time, sibling-job and shared-map attacks are C++ candidates for the CPU list: a
+    # C++ solution does not run on target cuda, which the H100 said of them)
     # the reference's runner out of GPU memory beside it: the candidate's failure, not the task's
     Attack(
         "attack_gpu_memory_hog.py",
