@@ -65,9 +65,16 @@ def test_a_name_bound_twice_is_not_read():
     assert inline_calls.calls(PLAIN.replace("ext =", 'HEAD = "x"\next =')) == []
 
 
+def _fresh(fixture: str) -> str:
+    """The fixture with an extension source no earlier test has built (a comment in the file
+    alone leaves the extension's sources, and so its cached build, the same)."""
+    code = (FIXTURES / fixture).read_text()
+    return code.replace("return y;", f"return y;  // {time.time_ns()}", 1)
+
+
 @pytest.mark.slow
 def test_a_prebuilt_extension_is_loaded_not_built(cpu_evaluator):
-    code = (FIXTURES / "honest_relu_cpp.py").read_text() + f"\n# {time.time_ns()}\n"
+    code = _fresh("honest_relu_cpp.py")
     build_s = cpu_evaluator.prebuild(code, "cpp")
     assert build_s > 0
     assert cpu_evaluator.prebuild(code + "# another candidate, the same extension\n", "cpp") < 1.0
@@ -97,7 +104,7 @@ def test_a_failed_prebuild_is_not_kept_and_the_verdict_is_the_candidates_build(c
 
 @pytest.mark.gpu
 def test_a_cuda_extension_is_built_ahead_for_this_device_only(gpu_evaluator):
-    code = (FIXTURES / "honest_relu_cuda.py").read_text() + f"\n# {time.time_ns()}\n"
+    code = _fresh("honest_relu_cuda.py")
     calls = inline_calls.calls(code)
     assert calls, "the fixture's load_inline is plain: it is prebuilt"
     assert gpu_evaluator.arch_list and "TORCH_CUDA_ARCH_LIST" in gpu_evaluator._job("x")["env"]
