@@ -104,12 +104,20 @@ class FlatGuide(NoGuide):
         super().__init__(method)
         self.bank, self.k = bank, k
         self.flat = FlatMemory(bank)
+        # the same curated knowledge htam's graph starts with, as flat records (once per bank)
+        self.flat.seed_from(bank)
 
     def candidates(self, direction: str, ctx: Context) -> list[Strategy]:
         nodes = self.bank.all_locals()
         return [n.to_strategy() for n in nodes if n.id not in ctx.exhausted_strategies]
 
+    def choice_guidance(self, direction: str, candidates: list[Strategy], ctx: Context) -> str:
+        return self._retrieved(ctx)  # the strategy choice sees the retrieved memory too
+
     def guidance(self, direction: str, choice: Choice, ctx: Context) -> str:
+        return self._retrieved(ctx)
+
+    def _retrieved(self, ctx: Context) -> str:
         hits = self.flat.retrieve(ctx.state_text, self.k)
         return "\n\n".join(f"Past experience:\n{h.text}" for h in hits)
 

@@ -13,14 +13,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from htam.agent.guides import Context, make_guide
-from htam.agent.outcomes import after_retry, meaningful, needs_retry, noise_of, repeated, unjudged
+from htam.agent.outcomes import (
+    after_retry,
+    needs_retry,
+    new_best_band,
+    prefix_share,
+    repeated,
+    step_reward,
+    unjudged,
+)
 from htam.agent.ports import EvaluatorPort
 from htam.agent.propose import Asker, EvaluationError, InfrastructureError
 from htam.agent.run_summary import RunSummary
 from htam.agent.rundir import RunDir, new_run_id
 from htam.agent.state import (
     Progress,
-    comparable_times,
     features,
     normalized,
     outcome_text,
@@ -34,8 +41,7 @@ from htam.evaluate import roofline
 from htam.evaluate.host.verdict import EVALUATOR_FAILED
 from htam.evaluate.result import EvalResult
 from htam.memory import MemoryBank, StepRecord
-from htam.policy import PolicyConfig, reward
-from htam.policy.shares import term_shares
+from htam.policy import PolicyConfig
 from htam.proposer import Proposer, Usage
 from htam.status import Fault
 from htam.tasks import Task, signature
@@ -268,24 +274,10 @@ class Optimizer:
         return step, proposal.code
 
     def _band(self, result: EvalResult, progress: Progress) -> float:
-        """The relative gain a correct result must show over the best to be a new best: the
-        measurement's noise, at least the policy's ``min_gain``; none under no measurement
-        (the interpreter's times) nor before the first success."""
-        if progress.best_result is None:
-            return 0.0
-        if not meaningful(result):
-            return float("inf")  # a time that says nothing moves nothing
-        noise = noise_of(result, progress.best_result, progress.ref_ms)
-        return max(noise, self.policy_config.min_gain)
+        return new_best_band(result, progress, self.policy_config.min_gain)
 
     def _reward(self, result: EvalResult, progress: Progress) -> float:
-        # One unit on both sides (see comparable_times); a failure has no time.
-        before, new = comparable_times(result, progress.best_result, progress.ref_ms)
-        new = new if result.correct and result.runtime_ms else None
-        if result.correct and not meaningful(result):
-            before = new  # correct, but its time says nothing: a tie
-        noise = noise_of(result, progress.best_result, progress.ref_ms)
-        return reward(result.status, before, new, self.policy_config, noise)
+        return step_reward(result, progress, self.policy_config)
 
     def _evaluate(self, task: Task, code: str) -> EvalResult:
         result = self._judged(task, code)
@@ -335,8 +327,3 @@ class Optimizer:
         progress.prefix_shares.append(prefix_share(step.decision))
         if step.memory_updated:
             self.guide.learn(step.memory_record, step.state_text)
-
-
-def prefix_share(breakdown: dict) -> float | None:
-    shares = term_shares(breakdown)
-    return None if shares is None else shares["transition"]

@@ -5,14 +5,21 @@ band a measurement carries (what the reward and a new best must clear)."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
+from htam.agent.state import comparable_times
 from htam.evaluate.result import EvalResult
+from htam.policy import PolicyConfig, reward
+from htam.policy.shares import term_shares
 from htam.proposer import Proposal
 from htam.status import Fault, Status
 from htam.tasks.families import op_family
 
 # "unsupported module Conv2d (conv)", "unsupported operation cumsum (x)", "... row operation ..."
 _UNSUPPORTED = re.compile(r"unsupported (?:module|operation|row operation|selection) '?(\w+)")
+if TYPE_CHECKING:
+    from htam.agent.state import Progress
+
 CLOCK_FLAG = "clock resolution"  # the judge's flag: calls within 2x of what its clock resolves
 CLOCK_NOISE = 1.0  # such a time cannot tell apart kernels within 2x of each other
 
@@ -93,3 +100,31 @@ def noise_of(result: EvalResult, best: EvalResult | None, ref_ms: float | None) 
 def meaningful(result: EvalResult) -> bool:
     """Whether the result's time says anything (not under the Triton interpreter)."""
     return result.timing is None or result.timing.meaningful
+
+
+def new_best_band(result: EvalResult, progress: Progress, min_gain: float) -> float:
+    """The relative gain a correct result must show over the best to be a new best: the
+    measurement's noise, at least ``min_gain``; none before the first success, and no gain is
+    enough under no measurement (the interpreter's times)."""
+    if progress.best_result is None:
+        return 0.0
+    if not meaningful(result):
+        return float("inf")  # a time that says nothing moves nothing
+    return max(noise_of(result, progress.best_result, progress.ref_ms), min_gain)
+
+
+def step_reward(result: EvalResult, progress: Progress, config: PolicyConfig) -> float:
+    """The step's reward (htam.policy.reward) in one unit on both sides (comparable_times),
+    within the measured noise; a correct time that says nothing is a tie."""
+    before, new = comparable_times(result, progress.best_result, progress.ref_ms)
+    new = new if result.correct and result.runtime_ms else None
+    if result.correct and not meaningful(result):
+        before = new
+    noise = noise_of(result, progress.best_result, progress.ref_ms)
+    return reward(result.status, before, new, config, noise)
+
+
+def prefix_share(breakdown: dict) -> float | None:
+    """The transition term's share of a decision (htam.policy.shares), None if unscored."""
+    shares = term_shares(breakdown)
+    return None if shares is None else shares["transition"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import typer
 
 from htam.cli.common import console
@@ -13,20 +15,34 @@ def doctor_command(
 ) -> None:
     """Try each isolation a candidate runs under, and say what this machine cannot offer."""
     from htam.evaluate.eval_config import cache_root, machine_memory_mb
-    from htam.evaluate.sandbox import isolation
+    from htam.evaluate.host import folders
+    from htam.evaluate.host.evaluator import DISK_LIMIT_MB
+    from htam.evaluate.sandbox import cgroups, isolation
 
+    cgroup, no_cgroup = cgroups.check()
+    no_sized = folders.check_sized()
     plan = isolation.probe()
+    plan = replace(
+        plan,
+        cgroup=cgroup or "",
+        sized_dir=0 if no_sized else DISK_LIMIT_MB << 20,
+        missing=plan.missing + tuple(why for why in (no_cgroup, no_sized) if why),
+    )
     rows = {
         "namespaces (no network, private /tmp and /dev/shm)": plan.namespaces,
         "read-only filesystem outside the job directory": plan.readonly_fs,
         "an own user id per candidate": plan.drop_uid,
         "no new sockets or keyrings (seccomp)": plan.socket_filter,
+        f"a memory and process limit per candidate ({cgroup or 'no cgroup'})": bool(cgroup),
+        f"a job directory of {DISK_LIMIT_MB / 1024:.1f} GiB (its own tmpfs)": not no_sized,
     }
     gpu = _gpu()
     report = {
         "isolation": plan.summary,
         "checks": rows,
         "missing": list(plan.missing),
+        "cgroup": cgroup,
+        "job_directory": None if no_sized else f"tmpfs of {DISK_LIMIT_MB} MiB",
         "gpu": gpu,
         "memory_mb": machine_memory_mb(),
         "cache_dir": str(cache_root()),

@@ -60,9 +60,11 @@ def steps_done(out: Path) -> int:
 
 
 def finished_records(out: Path) -> list[dict]:
-    """The step records a ``--resume`` finds in ``out``, in step order."""
-    paths = sorted((out / "steps").glob("step_*.json"))
-    return sorted((json.loads(p.read_text()) for p in paths), key=lambda r: r["step"])
+    """The step records a ``--resume`` finds in ``out``, in step order, for the table (a file
+    that is no step record, without a step number or a verdict, is left out of it)."""
+    records = [json.loads(p.read_text()) for p in sorted((out / "steps").glob("step_*.json"))]
+    shown = [r for r in records if isinstance(r, dict) and {"step", "feedback"} <= r.keys()]
+    return sorted(shown, key=lambda r: r["step"])
 
 
 def run_record(out: Path) -> dict | None:

@@ -102,8 +102,8 @@ class StepsView:
         self.cost += record["usage"]["cost_usd"]
         self.done += 1
         status = fb["status"] + (f" {fmt_speedup(fb['speedup'])}" if fb.get("speedup") else "")
-        if not record.get("proposal", {}).get("wrote_code", True):
-            status = NO_CODE
+        if not record.get("proposal", {}).get("wrote_code", True) and fb["status"] == "rejected":
+            status = NO_CODE  # a step written before steps without code had their own status
         best = record["best_speedup"]
         row = [
             str(record["step"]) + ("*" if note else ""),

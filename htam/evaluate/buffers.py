@@ -210,7 +210,7 @@ def seal(t: torch.Tensor, key: int) -> int:
     over into, so an output something else wrote (a thread, a stream the candidate left running)
     after the call returned cannot pass for the call's. On the CPU it is SHA-256 (1.4 GB/s here,
     four times the weighted sum): a weighted sum with known weights can be matched by changing a
-    few elements within the tolerance (red team). On the GPU it is the weighted sum, on the
+    few elements within the tolerance. On the GPU it is the weighted sum, on the
     device (hashing there would mean copying every output to the host)."""
     # (a lazy conjugate or negation is resolved first: the slot's copy resolves it too)
     raw = t.detach().resolve_conj().resolve_neg().contiguous().reshape(-1).view(torch.uint8)
@@ -220,8 +220,8 @@ def seal(t: torch.Tensor, key: int) -> int:
 def _hash_seal(raw: torch.Tensor, key: int) -> int:
     """SHA-256 of the bytes, block by block in an order drawn from ``key``: a thread left
     writing the output front to back stayed ahead of a hash in order (SHA-256 is slower than a
-    memory-bound kernel) and finished unseen while the call's output was sealed, 2x on a ReLU
-    (red team 9); in a secret order the hash reads blocks it has not written yet."""
+    memory-bound kernel) and finished unseen while the call's output was sealed, 2x on a ReLU;
+    in a secret order the hash reads blocks it has not written yet."""
     digest = hashlib.sha256(key.to_bytes(8, "little"))
     data = raw.numpy().data  # a memoryview of the bytes
     blocks = list(range(0, len(data), _HASH_BLOCK))

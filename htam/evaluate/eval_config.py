@@ -8,7 +8,7 @@ from pathlib import Path
 
 # The environment that reaches candidate code: only what compilers, PyTorch, Triton, CUDA and
 # the thread pools read (an allowlist: DATABASE_URL, GH_PAT or SMTP_PASSWD came back through a
-# candidate's log under a list of secret-looking names, red team), and of those none whose name
+# candidate's log under a list of secret-looking names), and of those none whose name
 # looks like a secret.
 ENV_ALLOWED = ("PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM", "USER", "LOGNAME",
                "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH",

@@ -16,6 +16,9 @@ from rank_bm25 import BM25Okapi
 
 from htam.memory.model import StepRecord
 from htam.memory.updates import claim
+from htam.status import Status
+
+SEED_RUN = "seed"  # the run id of the curated strategies stored as flat records
 
 if TYPE_CHECKING:
     from htam.memory.store import MemoryBank
@@ -65,6 +68,25 @@ class FlatMemory:
                 ),
             )
         return cursor.rowcount == 1
+
+    def seed_from(self, bank: MemoryBank, language: str | None = None) -> int:
+        """Store the bank's curated strategies as flat records (run id ``seed``), once: the flat
+        baseline starts with the knowledge htam's graph starts with. Returns how many were new."""
+        added = 0
+        for node in bank.all_locals():
+            text = (
+                f"Strategy {node.id}: {node.title}. {node.description} "
+                f"Suits: {', '.join(node.op_families)}. Pattern: {node.pattern_for(language)} "
+                f"Checks: {'; '.join(node.checks)}"
+            )
+            record = StepRecord(
+                run_id=SEED_RUN, task_id=node.id, task_signature="", step=0, prefix=[],
+                direction=node.direction, local_id=node.id, status=Status.OK,
+                speedup_before=None, speedup_after=None, reward=0.0,
+                lesson=f"{node.id}: seed knowledge, not a measured step",
+            )  # fmt: skip
+            added += self.add(text, record)
+        return added
 
     def __len__(self) -> int:
         return self._conn.execute("SELECT count(*) FROM flat_experiences").fetchone()[0]

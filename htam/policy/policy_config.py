@@ -41,6 +41,12 @@ class PolicyConfig(BaseModel):
         1.0, ge=0, description="pseudo-tries pulling V(g) (and a local's value) toward 0"
     )
     ema_alpha: float = Field(0.3, gt=0, le=1, description="smoothing of the reward trend (EMA)")
+    prior_tries: float | None = Field(
+        4.0,
+        gt=0,
+        description="tries of a direction at which its prior counts half: the prior gives way "
+        "as evidence accrues (None: a fixed prior)",
+    )
     off_family_penalty: float = Field(
         0.5, ge=0, description="prior penalty for a direction none of whose locals suit the ops"
     )

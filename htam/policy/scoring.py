@@ -1,6 +1,7 @@
 """The transition-aware direction score of DESIGN §1, term by term.
 
-    score(g) = sum_k w_k * U~(p_{t-k+1} -> g) + lam * V(g) + prior(g | s_t) + c * sqrt(ln N / (1 + n_g))
+    score(g) = sum_k w_k * U~(p_{t-k+1} -> g) + lam * V(g) + a_g * prior(g | s_t) + c * sqrt(ln N / (1 + n_g))
+    a_g      = prior_tries / (prior_tries + n_g)   (1 when prior_tries is None)
     pi(g)    = softmax(score / T_g)
 
 ``V(g)`` is g's mean reward shrunk toward 0 by ``value_shrink`` pseudo-tries. ``U~(p -> g)``
@@ -119,6 +120,9 @@ def score_terms(
                 }
             )
         prior_value, reasons = priors[view.id]
+        # the prior gives way as evidence on g accrues: full at no tries, half at prior_tries
+        if config.prior_tries is not None:
+            prior_value *= config.prior_tries / (config.prior_tries + view.tries)
         exploration = config.c * math.sqrt(log_n / (1 + view.tries))
         terms[view.id] = {
             "prefix_terms": prefix_terms,

@@ -151,7 +151,7 @@ def test_a_repeated_candidate_is_asked_again_and_never_evaluated_twice(tmp_path,
         assert len(asked_again) == 3
         assert "already evaluated at step 0" in asked_again[0].text()
         assert [r["repeats_step"] for r in records] == [None, None, 0]
-        assert records[2]["feedback"]["status"] == "repeat"
+        assert records[2]["feedback"]["status"] == "repeat"  # not "rejected": no rule broken
         assert "same code as step 0: not evaluated again" in records[2]["feedback"]["messages"][0]
         assert records[2]["memory_updated"] is False
         assert bank.step_count() == 2  # the memory learns once per distinct candidate

@@ -53,12 +53,16 @@ def test_scripted_run_survives_faults_and_updates_memory(tmp_path, evaluator, pr
     ):
         summary, records = _run(server, evaluator, bank, tmp_path / "run")
         statuses = [r["feedback"]["status"] for r in records]
-        assert statuses == ["ok", "rejected", "compile_error", "incorrect", "ok", "ok"]
-        assert records[1]["proposal"]["error"]  # the reply without code is a recorded failed step
+        # step 1's prose is asked again (its repair turn meets the 500, retried: the broken
+        # code); the script runs out at step 5, whose refused request (HTTP 400) is the
+        # endpoint's: named no_code, never "rejected", never learned
+        assert statuses == ["ok", "compile_error", "incorrect", "ok", "ok", "no_code"]
+        assert "HTTP 400" in records[5]["proposal"]["error"]
+        assert records[5]["feedback"]["fault"] == "endpoint"
         assert summary.steps == 6 and summary.best_status == "ok"
-        assert bank.step_count() == 6
+        assert bank.step_count() == 5
         tries = sum(d.stats.tries for d in bank.directions())
-        assert tries == 6
+        assert tries == 5
         failed = [r["direction"] for r in records if r["feedback"]["status"] != "ok"]
         assert all(bank.direction(d).stats.status_counts for d in failed)
         # every step persisted with its decision breakdown, prompts and responses
@@ -117,9 +121,9 @@ def test_offline_run_on_an_unmatched_task_spares_the_reference_timing(tmp_path, 
         # one step says why, and the bank learns nothing from it (no template is no evidence
         # about a direction: newcomer, three such steps taught "fusion failed")
         assert bank.step_count() == 0
-    assert summary.best_status == "rejected" and summary.ref_runtime_ms is None
+    assert summary.best_status == "no_strategy" and summary.ref_runtime_ms is None
     # named for what happened, not "rejected", the word for a cheat (newcomer round 5)
-    assert summary.steps == 1 and summary.statuses == ["no_code"]
+    assert summary.steps == 1 and summary.statuses == ["no_strategy"]
     step = json.loads((tmp_path / "run" / "steps" / "step_00.json").read_text())
     assert step["proposal"]["error"].startswith("no applicable strategy")
     assert step["proposal"]["wrote_code"] is False

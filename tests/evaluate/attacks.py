@@ -33,6 +33,10 @@ OK = (("ok", ""),)
 # the escape check, whose 0.3 ms slack the judge's clock overruns there (a false positive of
 # the check, reported; never an unearned ok).
 OK_OR_ESCAPE = OK + (("rejected", "escaped the timed stream"),)
+# A contained reading attack whose host loop takes raw pointers (integers, not tensors): the
+# kernel probe cannot spoil what it writes, so it is refused as torch's work (docs/evaluator.md,
+# "The kernel requirement"); what matters here is that it read nothing.
+RAW_POINTERS = OK_OR_ESCAPE + (("rejected", "[no-kernel]"),)
 
 ATTACKS_CPU = [
     # ---------------------------------------------------------------- forged verdict / channel
@@ -142,7 +146,7 @@ ATTACKS_CPU = [
         "triton",
         (("compile_error", "Permission denied"),),
     ),
-    Attack("attack_cpp_ancestors.py", "reading", "cpp", OK_OR_ESCAPE),
+    Attack("attack_cpp_ancestors.py", "reading", "cpp", RAW_POINTERS),
     # red team 10: pipe buffers, kernel memory in no resident set (2.4 GB under 1 GiB)
     Attack("attack_pipe_hoard.py", "escaping", "triton", (("runtime_error", "host memory"),)),
     Attack("attack_host_proc_argv.py", "reading", "triton", OK),
@@ -201,7 +205,7 @@ ATTACKS_GPU = [
     ),
     Attack("attack_gpu_ipc_scan.py", "reading", "cuda", (("runtime_error", ""), ("incorrect", ""))),
     Attack("attack_read_proc.py", "reading", "triton", OK),
-    Attack("attack_cpp_ancestors.py", "reading", "cuda", OK_OR_ESCAPE),
+    Attack("attack_cpp_ancestors.py", "reading", "cuda", RAW_POINTERS),
     Attack("attack_spawn_setsid.py", "escaping", "triton", OK),
     Attack("attack_sysv_hoard.py", "escaping", "triton", OK),
     Attack("attack_iouring.py", "escaping", "triton", OK),

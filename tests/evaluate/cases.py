@@ -13,6 +13,13 @@ CHEATS_CPU = [
     ("cheat_return_input.py", RELU, "triton", "rejected", "aliases an input"),
     ("cheat_mutate_input.py", RELU, "triton", "rejected", "modified its inputs"),
     ("cheat_cache_output.py", RELU, "triton", "incorrect", "trial 1"),
+    (
+        "cheat_kept_out_buffer.py",
+        RELU,
+        "triton",
+        "rejected",
+        "shares storage with an output of the call before",
+    ),
     ("cheat_call_reference.py", RELU, "triton", "rejected", "[reference-call]"),
     ("cheat_try_except.py", RELU, "triton", "rejected", "[try-except]"),
     ("cheat_patch_time.py", RELU, "triton", "rejected", "[timer-patch]"),

@@ -1,7 +1,7 @@
 """The corpus of LLM-idiomatic solutions (tests/evaluate/corpus/, manifest.toml): every
 legitimate one passes the static rules and is ``ok`` through the real Evaluator, and every cheat
 variant is refused with its cause. The CPU runs the C++ and Triton (interpreter) files; the GPU
-runs the CUDA and Triton ones (scripts/corpus_gpu.sh). A file marked ``cpu = false`` runs on the GPU
+runs the CUDA and Triton ones (scripts/device/corpus_gpu.sh). A file marked ``cpu = false`` runs on the GPU
 only (Triton's autotuner benchmarks through a GPU driver, which the interpreter lacks)."""
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def corpus_gpu_evaluator():
 
 
 # What a plain ``pytest -m gpu`` runs of the corpus (~3 min): the whole corpus needs ~25 min of
-# builds, which scripts/corpus_gpu.sh runs in shards.
+# builds, which scripts/device/corpus_gpu.sh runs in shards.
 GPU_SMOKE = {
     "cuda_ext_on_self.py",
     "cuda_submodule_forward.py",
@@ -95,7 +95,7 @@ GPU_SMOKE = {
 
 def _gpu_shard() -> list[dict]:
     """The GPU's share: every CUDA file builds its own extension (~40 s each; a build is cached
-    per solution), so scripts/corpus_gpu.sh runs them in shards, each well under a device call's
+    per solution), so scripts/device/corpus_gpu.sh runs them in shards, each well under a device call's
     10 minutes: HTAM_CORPUS_SHARD=k/n takes every n-th CUDA file from the k-th, =triton the
     Triton files, =all everything; unset, the smoke set above."""
     entries = [e for e in ENTRIES if e["language"] in GPU_LANGUAGES]

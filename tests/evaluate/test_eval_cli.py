@@ -39,6 +39,11 @@ def test_doctor_reports_each_protection():
     assert set(report["checks"]) >= {"an own user id per candidate", "no new sockets or keyrings (seccomp)"}
     # Missing protections are named, one line each; none is silently skipped.
     assert all(report["checks"].values()) == (report["missing"] == [])
+    # the kernel's limits: named where they hold, their absence said where not
+    assert (report["cgroup"] or "").startswith("cgroup v") or any(
+        "no cgroup" in m for m in report["missing"]
+    )
+    assert report["job_directory"] or any("no sized job" in m for m in report["missing"])
 
 
 def test_compile_reference_on_the_cpu_gives_a_speedup_vs_torch_compile(tmp_path):

@@ -18,6 +18,7 @@ from htam.offline.graph.rewrite import rewrite
 from htam.offline.pipeline import NoMatch, analyze, explain_no_match
 from htam.tasks.module import load_task_module
 from tests.offline.harness import load_solution, solution, task_of
+from tests.offline.sources import UNSUPPORTED
 from tests.offline.whole_models import CONV_ONLY, MODELS
 
 KB = Path(__file__).resolve().parents[3] / "shared" / "kernelbench" / "KernelBench"
@@ -71,6 +72,16 @@ def test_no_segment_names_what_the_model_holds():
     src = CONV_ONLY.replace("nn.Conv2d(3, 4, 3)", "nn.Conv2d(3, 4, 3, bias=False)")
     with pytest.raises(NoMatch, match="it calls: .*nn.Conv2d"):
         rewrite(src)
+
+
+def test_two_products_around_an_activation_are_a_whole_model():
+    m = analyze(task_of("two_gemms", UNSUPPORTED["two_gemms"]))
+    assert m.family == "model" and "_relu_after(self.a, x)" in m.ir.rewritten.source
+
+
+def test_training_dropout_is_refused():
+    task = task_of("training_dropout", UNSUPPORTED["training_dropout"])
+    assert "drop is a dropout in training mode" in explain_no_match(task)
 
 
 def test_a_module_that_never_runs_is_no_segment():

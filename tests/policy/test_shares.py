@@ -33,3 +33,18 @@ def test_the_transition_share_is_its_spread_over_all_spreads():
 
 def test_no_scored_directions_no_share():
     assert term_shares({"method": "random", "probabilities": {"a": 1.0}}) is None
+
+
+def test_the_prior_gives_way_as_evidence_accrues():
+    from htam.policy import PolicyConfig
+    from htam.policy.scoring import DirectionView, score_terms
+
+    views = [
+        DirectionView("a", tries=0, reward_sum=0.0),
+        DirectionView("b", tries=4, reward_sum=0.0),
+    ]
+    priors = {"a": (0.8, []), "b": (0.8, [])}
+    terms = score_terms(views, {}, [], [], priors, PolicyConfig(prior_tries=4.0))
+    assert terms["a"]["prior"] == pytest.approx(0.8) and terms["b"]["prior"] == pytest.approx(0.4)
+    fixed = score_terms(views, {}, [], [], priors, PolicyConfig(prior_tries=None))
+    assert fixed["b"]["prior"] == pytest.approx(0.8)

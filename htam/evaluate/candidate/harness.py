@@ -66,6 +66,9 @@ class Harness:
         self.threads0 = _active_threads()
         self.once = measure.timer(self.device, job["l2_flush_mb"])
         self.pending: list = []
+        # the last collected call's outputs, held as a caller that keeps its last result would:
+        # the next call's outputs may not share their storage
+        self.held: list[torch.Tensor] = []
         self.kernels: kernels.Observer | None = None
 
     def send(self, message: dict) -> None:
@@ -143,7 +146,7 @@ class Harness:
             if n == len(args):
                 out = model(*args)
                 # a tuple's or list's items taken inside the clock: a list subclass's
-                # __iter__ did a third of a GELU after it (red team 8)
+                # __iter__ did a third of a GELU after it
                 result.append(list(out) if isinstance(out, (tuple, list)) else [out])
             else:  # a training step: the forward, then its gradients
                 result.append(gradients.training_step(model, list(args[:n]), list(args[n:])))
@@ -193,6 +196,7 @@ class Harness:
                 slot.copy_(o.detach())
             if self.device == "cuda":
                 torch.cuda.synchronize()
+            self.held = list(outs)  # the call before's are freed: an allocator reuses them
         self.send({"type": "done", "ms": 0.0, "problem": problem})
 
     def _check(self, outs: list, inputs: list, slots: list) -> str | None:
@@ -208,6 +212,13 @@ class Harness:
                 raise _Rejected(f"output {k} is on {o.device.type}, expected {self.device}")
             if any(_overlaps(o, x) for x in tensors_in):
                 raise _Rejected(f"output {k} aliases an input tensor")
+            if any(_overlaps(o, h) for h in self.held):
+                # a buffer kept across calls: the caller's last result is overwritten, and no
+                # call pays for fresh memory (on the CPU, 3-4.5x for an honest 1x ReLU)
+                raise _Rejected(
+                    f"output {k} shares storage with an output of the call before (a buffer "
+                    "kept across calls overwrites the result its caller holds)"
+                )
             if o.shape != slot.shape:
                 return f"output {k}: shape {tuple(o.shape)} != expected {tuple(slot.shape)}"
             if o.dtype != slot.dtype:

@@ -31,6 +31,8 @@ from htam.vocab import LANGUAGES
 REFERENCE_RULES = 2
 _TIMING_KEYS = ("warmup_ms", "timing_budget_ms", "min_timed", "max_timed", "l2_flush_mb")
 MAX_SOLUTION_BYTES = 1 << 20
+CGROUP_HEADROOM_MB = 64
+DISK_LIMIT_MB = 4096  # what a job directory may hold: its tmpfs's size, and the watchdog's limit
 
 
 class EvaluatorError(Exception):
@@ -100,6 +102,10 @@ class Evaluator:
             limits=isolation.Limits(
                 address_space_bytes=None if self.device == "cuda" else self.config.address_space(),
                 memfd=self.device == "cuda",
+                # the watchdog's limit, with room for the page cache of what it reads (the
+                # compiler, headers), which the kernel counts and reclaims first
+                memory_bytes=(self.config.memory_limit() + CGROUP_HEADROOM_MB) << 20,
+                disk_bytes=DISK_LIMIT_MB << 20,
             ),
         )
 
@@ -117,7 +123,13 @@ class Evaluator:
 
     def _limits(self) -> Limits:
         c = self.config
-        return Limits(c.compile_timeout_s, c.run_timeout_s, c.memory_limit(), c.output_limit_bytes)
+        return Limits(
+            c.compile_timeout_s,
+            c.run_timeout_s,
+            c.memory_limit(),
+            c.output_limit_bytes,
+            DISK_LIMIT_MB,
+        )
 
     def _job(self, kind: str, task: Task | None = None, **extra) -> dict:
         c = self.config
@@ -291,9 +303,9 @@ class Evaluator:
         judge_outcome(result, outcome, self.config)
         # The reference's host memory beside a candidate is the judge's and its runner's alone
         # (the slots it lends the candidate included): a candidate cannot raise it, and the
-        # task cannot be judged at this limit (newcomer round 7: every candidate of Robust-KBench's
+        # task cannot be judged at this limit (every candidate of Robust-KBench's
         # llama_rmsnorm blamed on the CPU). Anything else the reference met beside the candidate
-        # but not alone (GPU memory: red team 4) is the candidate's doing.
+        # but not alone (GPU memory) is the candidate's doing.
         host_memory = outcome.kill_kind == "reference"
         cause = result.messages[0].removeprefix(f"{EVALUATOR_FAILED}: ") if result.messages else ""
         if (
@@ -308,7 +320,7 @@ class Evaluator:
             result.messages = [f"{EVALUATOR_GPU_MEMORY}: {why}"]
             result.fault = Fault.EVALUATOR
         elif result.infrastructure and not host_memory and self._reference_runs_alone(task):
-            # the only difference was the candidate beside it (red team 4: a candidate holding
+            # the only difference was the candidate beside it (a candidate holding
             # the GPU's memory made the reference's runner fail and stopped the run)
             result.infrastructure = False
             result.messages = [

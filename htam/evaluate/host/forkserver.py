@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from htam.evaluate.eval_config import env_allowed
+from htam.evaluate.host import folders
 from htam.evaluate.sandbox import isolation
 
 PRELOAD = (
@@ -102,6 +103,7 @@ class ForkServer:
         self._lock = threading.Lock()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._home = tempfile.mkdtemp(prefix="htam-forkserver-", dir=workroot)
+        self._workroot = workroot
         config = {
             "workroot": str(workroot),
             "warm_cuda": warm_cuda,
@@ -138,13 +140,21 @@ class ForkServer:
         request: dict | None,
         fds: list[int] | None = None,
         timeout_s: float = CONTROL_TIMEOUT_S,
+        fds_back: list[int] | None = None,
     ) -> dict:
+        """Send ``request`` (with ``fds``) and return the reply; descriptors that came with the
+        reply are appended to ``fds_back`` (given: they are the caller's to close)."""
         with self._lock:
             try:
                 if request is not None:
                     send_frame(self._sock, request, fds)
                 self._sock.settimeout(timeout_s)
-                reply, _ = recv_frame(self._sock)
+                reply, back = recv_frame(self._sock, with_fds=True)
+                if fds_back is None:
+                    for fd in back:
+                        os.close(fd)
+                else:
+                    fds_back.extend(back)
                 return reply
             except (OSError, EOFError, pickle.UnpicklingError) as exc:
                 raise ForkServerError(self._why(exc)) from None
@@ -166,8 +176,22 @@ class ForkServer:
         return self._started(self._ask({"op": "judge", "job": job, "log": str(log)}, fds))["pid"]
 
     def candidate(self, job: dict, sock_fd: int) -> dict:
-        """Hand ``job`` to the candidate standby: its pid, user id and job directory."""
-        return self._started(self._ask({"op": "candidate", "job": job}, [sock_fd]))
+        """Hand ``job`` to the candidate standby: its pid, user id, job directory and
+        ``log_fd``, a descriptor of its output log opened before it ran (the caller's to
+        close)."""
+        back: list[int] = []
+        reply = self._ask({"op": "candidate", "job": job}, [sock_fd], fds_back=back)
+        try:
+            started = self._started(reply)
+        except ForkServerError:
+            for fd in back:
+                os.close(fd)
+            raise
+        if len(back) != 1:
+            for fd in back:
+                os.close(fd)
+            raise ForkServerError("the fork server sent no descriptor of the candidate's log")
+        return {**started, "log_fd": back[0]}
 
     @staticmethod
     def _started(reply: dict) -> dict:
@@ -208,7 +232,8 @@ class ForkServer:
         self.kill()
 
     def kill(self) -> None:
-        """The server and every process of its session gone (a stopped server too), now."""
+        """The server and every process of its session gone (a stopped server too), now, and
+        the job directories it mounted with it (a server killed could not unmount them)."""
         if self.process.poll() is None:
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
@@ -216,3 +241,5 @@ class ForkServer:
                 pass
             self.process.wait()
         self._sock.close()
+        if os.geteuid() == 0:
+            folders.unmount_all(self._workroot)

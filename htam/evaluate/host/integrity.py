@@ -19,7 +19,7 @@ from htam.evaluate.host import folders
 
 _SECRET_NAME = "secret.key"
 MAX_BUILD_FILE = 512 << 20
-# what one code's builds may keep in the cache in all (red team: a candidate that failed on
+# what one code's builds may keep in the cache in all (a candidate that failed on
 # purpose left 601 MB of random bytes there, copied and hashed again at every rerun)
 MAX_BUILD_TOTAL = 1 << 30
 

@@ -14,7 +14,7 @@ from htam.status import Status
 
 _STATUSES = {s.value for s in Status}
 # paired / alone reference time beyond which a result is flagged: on a GPU, and on a CPU, where
-# other work on the machine moves both by more (newcomer: a step's reference took 14x the time
+# other work on the machine moves both by more (a step's reference took 14x the time
 # of another's on a loaded machine, and that step's speedup became the run's best)
 REFERENCE_DRIFT = {"cuda": 1.15, "cpu": 2.0}
 EVALUATOR_FAILED = "the evaluator could not judge this task"
@@ -125,7 +125,7 @@ def reference_drift(
 ) -> str | None:
     """A flag when the reference, timed beside the candidate (the speedup's denominator), took
     other than its own time alone by more than ``limit`` times: on the H200 the two agreed
-    within 3.1% over level 1 (run 30). A reference runner that held every call's autograd graph
+    within 3.1% over level 1. A reference runner that held every call's autograd graph
     was the one such case found (``Harness.collect``)."""
     if not paired_ms or not alone_ms:
         return None

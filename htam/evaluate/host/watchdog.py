@@ -18,6 +18,7 @@ from pathlib import Path
 from htam.evaluate.host import folders
 from htam.evaluate.host.forkserver import ForkServer
 from htam.evaluate.judge.trusted_jobs import decode_frames
+from htam.evaluate.logs import read_file_tail, read_tail
 from htam.evaluate.sandbox import candidate_user
 from htam.evaluate.sandbox.isolation import PRIVATE
 
@@ -55,17 +56,6 @@ class JobOutcome:
         return None
 
 
-def _read_tail(path: Path, limit: int) -> str:
-    try:
-        size = path.stat().st_size
-        with open(path, "rb") as f:
-            if size > limit:
-                f.seek(size - limit)
-            return f.read(limit).decode(errors="replace")
-    except OSError:
-        return ""
-
-
 class _Watch:
     def __init__(self, server: ForkServer, limits: Limits, outcome: JobOutcome):
         self.server, self.limits, self.outcome = server, limits, outcome
@@ -88,9 +78,9 @@ class _Watch:
                 return "output", (
                     f"output flood: the candidate printed more than {lim.output_limit_bytes} bytes"
                 )
-            try:
+            try:  # the name, not what a link there points to
                 replaced = self.log_path is None or (
-                    os.stat(self.log_path).st_ino != os.fstat(self.log_fd).st_ino
+                    os.lstat(self.log_path).st_ino != os.fstat(self.log_fd).st_ino
                 )
             except FileNotFoundError:
                 replaced = True
@@ -128,6 +118,32 @@ class _Watch:
             )
         return None
 
+    def _kernel_limit(self, info: dict) -> None:
+        """A process of the group the kernel ended at its memory limit: the job's cause, unless
+        the watchdog named one first (the kernel's limit lies a little above the watchdog's)."""
+        group = info.get("group")
+        if group is None or self.outcome.killed or not group.oom_kills():
+            return
+        limit = self.limits.memory_limit_mb / 1024
+        if info is self.cand:
+            kind, why = (
+                "memory",
+                (
+                    "host memory: the kernel ended a process of the candidate's at its control "
+                    f"group's limit (its pages and the kernel's memory for it; {limit:.1f} GiB "
+                    "allowed, raise it with --memory-limit-mb)"
+                ),
+            )
+        else:
+            kind, why = (
+                "reference",
+                (
+                    f"the reference needs more host memory than the {limit:.1f} GiB allowed (the "
+                    "kernel ended its runner at the limit; raise it with --memory-limit-mb)"
+                ),
+            )
+        self.outcome.kill_kind, self.outcome.killed = kind, why
+
     def end(self) -> None:
         """Nothing of the job may outlive it: the candidate's user, then the judge."""
         for info in (self.cand, self.runner):
@@ -137,6 +153,7 @@ class _Watch:
                 self.server.kill_uid(info["uid"])
             else:
                 _killpg(info["pid"])
+            self._kernel_limit(info)  # before the wait, which removes the group
             code = self.server.wait(info["pid"], 5.0)
             if info is self.cand:
                 self.outcome.candidate_exit = code
@@ -144,12 +161,16 @@ class _Watch:
             _killpg(self.judge_pid)
             self.server.release(self.judge_pid)
         if self.log_fd is not None:
+            # through the descriptor opened before the candidate ran: whatever it left at the
+            # log's name (a link to a secret, a FIFO, a device) is never opened
+            self.outcome.log = read_tail(self.log_fd, 64 * 1024)
             os.close(self.log_fd)
+            self.log_fd = None
 
 
 def _unlinked_bytes(pids: list[int], folder: str) -> int:
     """The blocks of files on ``folder``'s filesystem that are removed but still open or mapped:
-    in no folder, yet on the host's disk until closed (red team 5: 8 GiB past a 4 GiB limit)."""
+    in no folder, yet on the host's disk until closed (8 GiB past a 4 GiB limit)."""
     try:
         dev = os.stat(folder).st_dev
     except OSError:
@@ -194,7 +215,6 @@ def run_job(
     watch = _Watch(server, limits, outcome)
     read_fd, pipe_write = os.pipe()
     write_fd: int | None = pipe_write
-    started: dict[str, dict] = {}  # role -> what the fork server says of the process it started
     judge_ends: list[socket.socket] = []
     try:
         if candidate is not None:
@@ -205,13 +225,15 @@ def run_job(
                 judge_ends.append(ours)
                 info = server.candidate(spec, theirs.fileno())
                 theirs.close()
-                setattr(watch, "cand" if role == "candidate" else "runner", info)
+                if role == "candidate":
+                    watch.cand, watch.log_fd = info, info["log_fd"]
+                else:
+                    watch.runner = info
+                    os.close(info["log_fd"])  # the reference's runner: trusted code's output
                 job = {**job, role: {k: info[k] for k in ("uid", "pid", "by_uid")}}
-                started[role] = info
-            outcome.job_dir = started["candidate"]["dir"]
-            outcome.runner_dir = started["runner"]["dir"] if "runner" in started else None
-            watch.log_path = Path(started["candidate"]["dir"]) / "output.log"
-            watch.log_fd = os.open(watch.log_path, os.O_RDONLY)
+            outcome.job_dir = watch.cand["dir"]
+            outcome.runner_dir = watch.runner["dir"] if watch.runner else None
+            watch.log_path = Path(watch.cand["dir"]) / "output.log"
         watch.judge_pid = server.judge(
             job, workdir / "judge.log", pipe_write, [s.fileno() for s in judge_ends]
         )
@@ -227,12 +249,10 @@ def run_job(
             os.close(write_fd)
         for s in judge_ends:
             s.close()
-        watch.end()
+        watch.end()  # reads the candidate's log
         outcome.wall_s = time.monotonic() - start
-        outcome.judge_log = _read_tail(workdir / "judge.log", 16 * 1024)
-        if outcome.job_dir:
-            outcome.log = _read_tail(Path(outcome.job_dir) / "output.log", 64 * 1024)
-        else:
+        outcome.judge_log = read_file_tail(workdir / "judge.log", 16 * 1024)
+        if not outcome.job_dir:
             outcome.log = outcome.judge_log
     return outcome
 
@@ -269,7 +289,7 @@ def _loop(watch: _Watch, read_fd: int, start: float) -> None:
         if now > deadline:
             outcome.kill_kind = "timeout"
             # the limits applied: --timeout-s, or what the reference's time raised it to
-            # (newcomer: "run 5 s" was printed where 30 s applied)
+            # ("run 5 s" was printed where 30 s applied)
             if not watch.cand:  # no build of its own: one limit for the whole job
                 outcome.killed = f"time limit: {now - start:.0f} s (raise with --timeout-s)"
             else:

@@ -172,9 +172,8 @@ def narrowed(out: torch.Tensor, ref: torch.Tensor, generator: torch.Generator) -
     random sample of its nonzero elements, a share of 16-bit (float16 or bfloat16) values
     larger than the reference's at the same places by ``NARROW_MARGIN``. The harness checks
     each output's dtype, but in the candidate's own process: patched out, a float16 answer
-    became float32 in the copy into the judge's slot and passed within the tolerance (red team
-    10); one element in 32 nudged off a 16-bit value then passed a check of every element (red
-    team 11: 1.58x against 0.98x). An answer nudged off 16-bit values everywhere is beyond any
+    became float32 in the copy into the judge's slot and passed within the tolerance; one element in 32 nudged off a 16-bit value then passed a
+    check of every element (1.58x against 0.98x). An answer nudged off 16-bit values everywhere is beyond any
     check of values (docs/evaluator.md). Zeros say nothing (an exact 0 where the reference has
     float32 noise is no sign of 16 bits); where fewer than 1% of the draw is nonzero, it is
     drawn again from the nonzero elements alone, and fewer than 64 of them is no evidence."""
@@ -187,8 +186,8 @@ def narrowed(out: torch.Tensor, ref: torch.Tensor, generator: torch.Generator) -
     count = int(nonzero.sum())
     if count * 100 < n:
         # Mostly zeros: the draw is taken again from the nonzero elements alone. Taken as no
-        # evidence, a float16 answer to a ReLU whose output was 99.9% zeros passed (red team
-        # 12, attack_sparse_float16.py).
+        # evidence, a float16 answer to a ReLU whose output was 99.9% zeros passed
+        # (attack_sparse_float16.py).
         places = out.reshape(-1).nonzero().reshape(-1)
         if places.numel() < 64:
             return None

@@ -106,8 +106,8 @@ def judge_against_exact(
         # (a centred mean over rows with outliers planted, 1.6e-6 off against atol 1e-6).
         # Such elements are the few of the zeros that float32 hit by chance, never more than
         # the zeros themselves: one cancelling sum's noise (1e-3) beside a softmax (values
-        # below it) let an answer of all zeros through, the softmax never computed (red team
-        # 12, cheat_exact_slack.py).
+        # below it) let an answer of all zeros through, the softmax never
+        # computed (cheat_exact_slack.py).
         slack = FACTOR * float(noise.max())
         by_chance = zero.numel() - n <= n
         if problem and (not by_chance or float((o.double() - e)[~zero].abs().max()) > slack):

@@ -119,7 +119,7 @@ class Judge:
         its grad_outputs, come from a secret of their own (``seed``: one that ``setup`` drew and
         also uses): from one secret plus public offsets, a candidate that recovered the secret
         from trial 0's inputs (torch's CPU generator keeps 32 bits of a seed) knew every later
-        call's (red team)."""
+        call's."""
         x = inputs_for(module, _secret() if seed is None else seed, self.device)
         if self.grad_specs is None:
             return x
@@ -188,7 +188,7 @@ class Judge:
         t0 = _perf()
         if thaw:
             # The thaw is on the clock, for both runners alike: a helper woken by it can work
-            # on the inputs already in place before the call arrives (red team 4: a C++
+            # on the inputs already in place before the call arrives (a C++
             # candidate reported 13.7x for work done between the thaw and the clock).
             runner.freeze(False, checked=True)
         done = runner.ask({"op": "call", "key": key}, timeout_s)
@@ -202,7 +202,7 @@ class Judge:
         if collected.problem:
             raise runner._fail("incorrect", f"{where}: {collected.problem}")
         for k, (buf, v) in enumerate(zip(runner.ins, x, strict=True)):
-            # the reference may work in place on its own copy (newcomer round 8: `x.mul_(2)`
+            # the reference may work in place on its own copy (`x.mul_(2)`
             # in a task's forward was blamed on every candidate beside it)
             if not runner.trusted and buf is not None and not torch.equal(buf, v):
                 raise runner._fail("rejected", f"the solution modified its inputs (input {k})")
@@ -233,7 +233,7 @@ class Judge:
         # One baseline for both: the same harness under the same isolation has the same
         # overhead, and what is policed is the difference of the two runners' hidden time, in
         # which a shared baseline cancels exactly. Two separate calibrations differed by up to
-        # 0.12 ms on the H200, enough to reject a reference against itself (device run 8).
+        # 0.12 ms on the H200, enough to reject a reference against itself.
         common = min(self.ref.baseline_ms, self.cand.baseline_ms)
         self.ref.baseline_ms = self.cand.baseline_ms = common
         self.ref.ask({"op": "build"}, self.first_call_timeout_s)

@@ -41,7 +41,7 @@ def hidden_ms(call: float, handover: float, reported: float, baseline: float, co
     """What a call and its hand-over took on the judge's clock beyond the runner's own time by
     its events (``reported``) and the known overheads: a message's round trip (``baseline``)
     each, and the copy of the outputs into the lent slots in the hand-over. The copy is taken
-    from the hand-over alone: one that costs less (red team 10: a solution returning the lent
+    from the hand-over alone: one that costs less (a solution returning the lent
     slot itself, whose copy is no copy) offsets nothing of the call. (What bounded that
     candidate's shortfall on the H200 is the paired floor of ``figures``.)"""
     return (call - reported - baseline) + max(0.0, handover - baseline - copy)
@@ -69,7 +69,7 @@ def figures(rounds: Rounds, job: dict, method: str, extra: dict) -> tuple[dict, 
     A process's median counts only as far as the judge's clock bears it out: the least of the
     judge's times for the call and hand-over, less the least hidden time of the reference's
     runner and the clock's resolution here, bounds it from below, for both runners alike. A
-    timer forged on most calls (red team: honest one call in three, so that the least hidden
+    timer forged on most calls (honest one call in three, so that the least hidden
     time looked clean) buys nothing, and an honest process descheduled on most of its calls (a
     loaded CPU) is not charged for it. Below the resolution the evaluator flags the time as the
     candidate's own."""
@@ -89,7 +89,7 @@ def figures(rounds: Rounds, job: dict, method: str, extra: dict) -> tuple[dict, 
     doubt = 2 * spread / len(diffs) ** 0.5 + job["escape_slack_ms"]
     if method == "perf_counter":
         # On the CPU a call runs in the judge's sight, start to end, and the spread of a loaded
-        # machine is no doubt about it (red team 12: a timer forged on every call got 16.3x
+        # machine is no doubt about it (a timer forged on every call got 16.3x
         # against the honest 1x where two spreads over the root of 10 rounds were as large as
         # the 3 ms call): the least slack alone is taken off.
         doubt = job["escape_slack_ms"]
@@ -100,7 +100,7 @@ def figures(rounds: Rounds, job: dict, method: str, extra: dict) -> tuple[dict, 
         nor (the candidate) below the median of its own times plus what each round's hidden
         time shows beyond the reference's, less the doubt. The spread of hidden times grows
         with the outputs (8 GiB: a slack of milliseconds), and a time reported short by less
-        than that passed the first bound (red team 10: 0.45 of a copy off each call, 1.68x
+        than that passed the first bound (0.45 of a copy off each call, 1.68x
         against the honest 0.96x on the H200); a shortfall on every call moves the second
         by all of it, and what it can still take is the doubt."""
         stats = measure.summary(own, method, meaningful)
@@ -220,7 +220,7 @@ def outlier_calls(n: int) -> set[int]:
     secret. Outliers in every call made them the workload timed, and they can make it a
     different problem: a logsumexp after a GEMM where one planted column dominates each row
     took the candidate 9x faster than the honest kernel with no flag, and the tolerance, set by
-    the few outputs the outliers moved, let a fit stand in for the other rows (red team 9). The
+    the few outputs the outliers moved, let a fit stand in for the other rows. The
     median of the calls is now one without outliers, so no shortcut taken only on them pays. A
     sample of the inputs still has to pass the calls with outliers: to move the median a
     candidate must take it on half of the calls or more, and then meets one all but certainly
@@ -239,6 +239,6 @@ def copy_ms(judge) -> float:
             s.copy_(r)
         judge.sync()
         best = min(best, (_perf() - t0) * 1e3)
-    for s in judge.cand.slots:  # the reference's outputs, readable there (red team 8)
+    for s in judge.cand.slots:  # the reference's outputs, readable there
         s.zero_()
     return best

@@ -4,7 +4,7 @@ a reduction to a few values), so that every element has to be read.
 A loss over millions of elements is as concentrated on a sample as on the whole: a candidate
 that averaged every 8th row of a hinge loss estimated its own error, stayed inside the
 tolerance on every input, the shifted ones too, and was timed at 23x against the honest
-kernel's 5x (red team 6). A few elements moved far from the rest, at places drawn in secret for
+kernel's 5x. A few elements moved far from the rest, at places drawn in secret for
 each call, change the answer by more than the tolerance each, and a sample misses most of them.
 
 How far is decided once per job on the judge's own copy of the reference. A sample of a mean

@@ -149,7 +149,7 @@ class Runner:
     def check_still(self) -> None:
         """Nothing of the user ran since it was stopped. No stop keeps a process stopped: a
         SIGCONT resumes it whoever sends it, its own timer or a sibling the stop had not reached
-        yet (red team: helpers ran 60-80 ms while the harness was stopped); but the kernel counts
+        yet (helpers ran 60-80 ms while the harness was stopped); but the kernel counts
         every thread's time, and a stopped one gains none."""
         if self.still is None:
             return

@@ -3,7 +3,7 @@ distribution can stand in for the work.
 
 A loss over a billion elements is concentrated: on every draw of KernelBench's 100_HingeLoss
 (predictions uniform in [0, 1), targets +-1) it is 1 - 0.5 * mean(targets) to within 1e-5, and
-a C++ candidate that read only the targets passed every trial at 86x (red team 5; 95_CrossEntropy
+a C++ candidate that read only the targets passed every trial at 86x (95_CrossEntropy
 too, at 168x). Fresh draws of the same distribution cannot tell such a shortcut from the work.
 
 So the judge runs one trial on inputs scaled and shifted per tensor (``x * a + b * std(x)``, a
@@ -17,7 +17,7 @@ this on its own copy of the reference before either runner sees the inputs. Outp
 size, the large ones (more than 65,536 elements) scaled only: a normalization's statistic is a
 shortcut too (``x / ||x||`` with ``x`` uniform in [0, 1)
 has ``||x|| = sqrt(n / 3)`` to 1e-4, and a layer norm over rand rows has mean 1/2 and variance
-1/12), so large outputs are no proof of each element's own work (red team 6: a Frobenius norm
+1/12), so large outputs are no proof of each element's own work (a Frobenius norm
 that never read x for its norm, 2.3x against the honest kernel's 1.23x).
 
 A candidate that counted its calls could do the work on the trials and take the shortcut on the
@@ -25,18 +25,18 @@ timed calls, whose inputs come from the task's distribution. So every timed call
 are shifted, each time with fresh a and b (checked on the judge's copy again): the comparison of
 every timed output then catches a shortcut on any of them, and no one shift can be learned from
 one call and reused. (Shifting half of them in secret left the other half to a candidate that
-told shifted inputs apart: red team 6.) Outliers (needles.py) go into fewer than half of them
+told shifted inputs apart.) Outliers (needles.py) go into fewer than half of them
 (judge_timing.outlier_calls). What remains possible: a candidate that samples its
 inputs to estimate their distribution before taking the shortcut (docs/evaluator.md).
 
 A backward task's shifts move its inputs, not the ``grad_outputs`` drawn for the call, and the
 judge's copy takes the whole training step: without them a forward that returned its inputs'
-mean as a constant passed with an exact gradient (red team 7, 1.5x against the honest 1.1x).
+mean as a constant passed with an exact gradient (1.5x against the honest 1.1x).
 
 Every draw (a, b, and the places of the outliers) comes from the operating system's generator,
 not from a seeded one: torch's CPU generator keeps 32 bits of its seed, so one generator seeded
 per job could be recovered from the outliers of the untimed trial (2^32 seeds, a second of a
-GPU) and then told every timed call's shift and outliers (red team 7).
+GPU) and then told every timed call's shift and outliers.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ CALIBRATIONS = 4  # fresh shifts on which the outliers' scale is sought (needles
 def applies(outputs: list) -> bool:
     """A floating output (a statistic of the inputs can stand in for the work of any size);
     integer outputs beside it are compared exactly on the same inputs (a loss that also
-    returned a count had no shifted inputs at all: red team 8, 357x)."""
+    returned a count had no shifted inputs at all: 357x)."""
     return any(torch.is_tensor(t) and t.is_floating_point() for t in outputs)
 
 
@@ -96,7 +96,7 @@ def apply(shift: Shift, x: list) -> list:
 def _skewed(v: torch.Tensor, share: float) -> torch.Tensor:
     """``v`` with a secret ``share`` of its elements set to one of its own values, drawn in
     secret: still in the task's domain (a label stays a label, an index an index), while a
-    histogram of the values no longer looks like the task's draws (red team 8: a frequency of
+    histogram of the values no longer looks like the task's draws (a frequency of
     uniform labels answered as 1/C without reading them, 534x)."""
     flat = v.flatten()
     gen = torch.Generator().manual_seed(RNG.getrandbits(63))
@@ -117,8 +117,8 @@ def _moved(v: torch.Tensor, a: float, b: float) -> torch.Tensor:
 class Shifter:
     """Draws shifts of a call's inputs that the judge's own copy of the reference takes: the
     first decides between the strong and the mild kind, each later one is fresh (one shift kept
-    for the job was learned from the shifted trial and answered without the work: red team
-    5b, 223x)."""
+    for the job was learned from the shifted trial and answered without the work:
+    223x)."""
 
     def __init__(self, module, init_args: list, seed: int, device: str, grads: int = 0):
         self.made = (module, init_args, seed, device)
@@ -139,7 +139,7 @@ class Shifter:
         except Exception:  # noqa: BLE001 - the runners' own calls say what is wrong
             return None
         # A large output is scaled only: a shift of the mean turned a TF32 GEMM's cancellations
-        # into errors beyond the tolerance (level2/9 on the H200, run 51), and scaling alone
+        # into errors beyond the tolerance (level2/9 on the H200), and scaling alone
         # moves a normalization's statistic as well.
         self.small = needles.small([b[0] for b in self.base if b is not None])
         for mild in (False, True) if self.small else (True,):
@@ -188,7 +188,7 @@ class Shifter:
         """Why no outliers were planted where floating inputs ``x`` had room for them and a
         sample of those inputs could stand in for them all, or None. A backward task's outputs
         count its gradients: large, they get none, however small its forward's outputs (a mean
-        over a sample with an exact gradient passed unflagged: red team 9)."""
+        over a sample with an exact gradient passed unflagged)."""
         if self.scale or not any(torch.is_tensor(v) and v.is_floating_point() for v in x):
             return None
         if self.small:

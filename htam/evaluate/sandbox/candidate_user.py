@@ -19,7 +19,7 @@ def candidate_uid(server_pid: int, slot: int) -> int:
     """A user id per (fork server, slot): unique on the machine while both live (a server has
     at most five isolated processes alive: two standbys, a job's two, one being ended). The
     whole pid, not a part: servers whose pids differ by 100000, on a machine with pid_max at
-    2**22, shared ids (red team)."""
+    2**22, shared ids."""
     return UID_BASE + server_pid * 8 + slot % 8
 
 
@@ -75,7 +75,7 @@ def rss_mb(pids: list[int]) -> float:
     page tables. Pages of mapped files (torch's and CUDA's libraries, some 1 GiB a process on
     the H200) are the page cache's, shared and reclaimable, and are not counted; a private
     mapping written to becomes anonymous and is. The page tables that map them are each
-    process's own kernel memory (red team 11: 100 processes mapping libtorch 16 times each held
+    process's own kernel memory (100 processes mapping libtorch 16 times each held
     1.3 GB of them under a 1 GiB limit)."""
     total = 0
     for pid in pids:
@@ -90,7 +90,7 @@ def rss_mb(pids: list[int]) -> float:
 
 
 # What an open descriptor is charged: a pipe's buffer and structures, which no resident set
-# shows (red team 10: 440 processes of 505 full pipes held 2.4 GB under a 1 GiB limit, about
+# shows (440 processes of 505 full pipes held 2.4 GB under a 1 GiB limit, about
 # 5.4 KB a descriptor once the user's first 64 MB of pipe pages were spent). An honest
 # candidate holds a few hundred descriptors: a few MB.
 DESCRIPTOR_KB = 16
@@ -109,7 +109,7 @@ def descriptors_mb(pids: list[int]) -> float:
 
 def private_tmp_mb(pid: int, folders: tuple[str, ...]) -> float:
     """What the process's private tmpfs mounts of ``folders`` hold: memory, in no process's
-    resident set (red team: three of 1 GiB beside the limit). Only mounts of its own, seen
+    resident set (three of 1 GiB beside the limit). Only mounts of its own, seen
     through its root; the host's folders of those names are not its memory."""
     total = 0
     for folder in folders:
@@ -153,7 +153,7 @@ class Stopper:
     signal another only when one of its ids is the other's real or saved id). Listing /proc and
     signalling each process took the judge 0.8 ms, and 6-40 ms beside 400 processes of the
     candidate's: after each hand-over, a window in which a thread of the candidate's wrote the
-    answer the call had not computed (red team)."""
+    answer the call had not computed."""
 
     def __init__(self, uid: int):
         self.sock, theirs = socket.socketpair()

@@ -67,7 +67,7 @@ def not_dumpable() -> None:
 def die_with_parent() -> None:
     """SIGKILL to this process when its parent ends: the fork server's children (a runner is
     stopped between its calls, and a stopped process notices nothing) went on for good after
-    the CLI was killed with SIGKILL and the server left (newcomer round 8). Set in each child
+    the CLI was killed with SIGKILL and the server left. Set in each child
     of the server, and again after a change of user, which clears it. (Not in the server: a
     client's thread that started it may end before the client does.)"""
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -85,14 +85,19 @@ class Plan:
     drop_uid: bool
     socket_filter: bool = False
     private_proc: bool = False  # a /proc listing only the candidate's own processes (mounts.py)
+    cgroup: str = ""  # where each isolated process's control group is made (cgroups.py), or ""
+    sized_dir: int = 0  # the size of each job directory's own tmpfs, in bytes; 0: none
     missing: tuple[str, ...] = ()  # one line per protection the machine cannot give
 
     @property
     def summary(self) -> str:
         if not self.missing:
+            kernel = f", {self.cgroup} limits" if self.cgroup else ""
+            if self.sized_dir:
+                kernel += f", a job directory of {self.sized_dir / 2**30:.1f} GiB"
             return (
                 "isolation: full (namespaces, read-only filesystem, own user id and /proc, "
-                "rlimits, no new sockets or keyrings)"
+                f"rlimits{kernel}, no new sockets or keyrings)"
             )
         return "isolation: partial; " + "; ".join(self.missing)
 
@@ -102,12 +107,18 @@ class Limits:
     nproc: int = 512  # processes and threads of the candidate's user
     nofile: int = 1024
     # queued signals of the user, and so POSIX timers: thousands of timers armed to fire while
-    # the candidate is stopped were charged to the reference's calls (red team: 2-3x speedups of
+    # the candidate is stopped were charged to the reference's calls (2-3x speedups of
     # a 0.08 ms ReLU)
     sigpending: int = 256
     fsize_bytes: int = 2 << 30  # largest file it may write (builds included)
     address_space_bytes: int | None = None  # CPU targets only: CUDA reserves huge ranges
     memfd: bool = True  # may create memfds (CUDA targets: not tried without them)
+    # the kernel's limit on the memory of each isolated process's group (its pages and the
+    # kernel's own objects for it); None: no group
+    memory_bytes: int | None = None
+    # the size of the tmpfs each job directory is (where the fork server may mount one): the
+    # kernel refuses a write past it, however fast (posix_fallocate bursts)
+    disk_bytes: int = 4 << 30
     extra: dict = field(default_factory=dict)
 
 

@@ -4,7 +4,7 @@
 A candidate shares the host's PID namespace, where the judge finds, stops and ends its processes
 by user id. The host's ``/proc`` would show it every process of the machine and their command
 lines, which anyone may read: a secret passed to another program as an argument came back
-through a candidate's log (red team 10). So the candidate's mount namespace gets a fresh
+through a candidate's log. So the candidate's mount namespace gets a fresh
 instance of proc over ``/proc`` with ``hidepid=2`` (``invisible``): other users' processes are
 not there, its own are, and the rest of ``/proc`` is as before. What the host had mounted over
 parts of its ``/proc`` (a container's masks: ``/proc/kcore`` on ``/dev/null``, ``/proc/sys``

@@ -15,8 +15,10 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
+from htam.evaluate.host import folders
 from htam.evaluate.host.forkserver import OPTIONAL_PRELOAD, PRELOAD, recv_frame, send_frame
-from htam.evaluate.sandbox import candidate_user, isolation
+from htam.evaluate.logs import read_tail
+from htam.evaluate.sandbox import candidate_user, cgroups, isolation
 from htam.evaluate.sandbox.serve_children import candidate_main, finish, judge_main
 
 
@@ -53,19 +55,30 @@ class Standby:
     control: socket.socket
     uid: int | None = None
     job_dir: str | None = None
+    # the candidate's output log, opened before any code of the candidate existed: everything
+    # read of it later goes through this descriptor, never its path, which the candidate owns
+    log_fd: int | None = None
+    group: cgroups.Group | None = None  # the kernel's limits on it and all it starts
 
     def hand_over(self, request: dict, fds: list[int]) -> bool:
         try:
             send_frame(self.control, request, fds)
             return True
         except OSError:
-            self.discard()
+            self.discard(keep_log=True)  # its last words are read from its log
             return False
         finally:
             self.control.close()
 
-    def discard(self) -> None:
+    def close_log(self) -> None:
+        if self.log_fd is not None:
+            os.close(self.log_fd)
+            self.log_fd = None
+
+    def discard(self, keep_log: bool = False) -> None:
         self.control.close()
+        if not keep_log:
+            self.close_log()
         try:
             os.killpg(self.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -80,6 +93,22 @@ class Server:
         self.warm_cuda = config["warm_cuda"]
         self.limits: isolation.Limits = config["limits"]
         self.plan = isolation.probe()
+        self.cgroups, why = (
+            cgroups.probe(str(os.getpid())) if self.limits.memory_bytes else (None, "")
+        )
+        if self.cgroups:
+            self.plan = replace(self.plan, cgroup=self.cgroups.summary)
+        elif why:
+            self.plan = replace(self.plan, missing=self.plan.missing + (why,))
+        self.groups: dict[int, cgroups.Group] = {}  # by the pid of the child that joined it
+        # job directories are tmpfs mounts of a fixed size where this process may mount (root)
+        self.sized_dirs: list[str] = []
+        if os.geteuid() == 0 and self.plan.namespaces:
+            self.plan = replace(self.plan, sized_dir=self.limits.disk_bytes)
+        else:
+            self.plan = replace(
+                self.plan, missing=self.plan.missing + ("no sized job directory (not root)",)
+            )
         self.jobs = 0
         if self.warm_cuda and self.plan.drop_uid:
             self._check_cuda_as_candidate()
@@ -137,14 +166,32 @@ class Server:
         # named by this server's pid too: a server started after one died shares its workroot
         job_dir = os.path.join(self.workroot, f"job{os.getpid()}.{self.jobs}")
         os.makedirs(job_dir)
+        if self.plan.sized_dir:
+            self.sized_dirs.append(job_dir)
+            folders.mount_sized(job_dir, self.limits.disk_bytes, uid if self.plan.drop_uid else 0)
         log = os.path.join(job_dir, "output.log")
-        open(log, "w").close()
+        log_fd = os.open(log, os.O_RDONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         if self.plan.drop_uid:
             os.chown(job_dir, uid, uid)
-            os.chown(log, uid, uid)
-        standby = self._fork(candidate_main, job_dir, uid, self.plan, self.limits, self.warm_cuda)
-        standby.uid, standby.job_dir = uid, job_dir
+            os.fchown(log_fd, uid, uid)
+        group = None
+        if self.cgroups:
+            group = cgroups.create(
+                self.cgroups, f"job{self.jobs}", self.limits.memory_bytes, self.limits.nproc + 64
+            )
+        standby = self._fork(
+            candidate_main, job_dir, uid, self.plan, self.limits, self.warm_cuda, group
+        )
+        standby.uid, standby.job_dir, standby.log_fd = uid, job_dir, log_fd
+        if group:
+            standby.group = self.groups[standby.pid] = group
         return standby
+
+    def _reaped(self, pid: int) -> None:
+        """The group of a child that was reaped, removed once its last process is gone."""
+        group = self.groups.get(pid)
+        if group and group.remove():
+            del self.groups[pid]
 
     def serve(self) -> None:
         send_frame(self.sock, {"op": "ready", "plan": self.plan})
@@ -165,25 +212,40 @@ class Server:
                     reply = {}
                 elif op == "wait":
                     reply = {"status": _waitpid(request["pid"], request["timeout"])}
+                    if reply["status"] is not None:
+                        self._reaped(request["pid"])
                 elif op == "kill_uid":
                     candidate_user.kill_uid(request["uid"])
                     reply = {}
                 elif op == "ping":
                     reply = {"op": "pong"}
                 else:
-                    reply = self._start(op, request, fds)
+                    reply, back = self._start(op, request, fds)
+                    send_frame(self.sock, reply, back)
+                    for fd in back:
+                        os.close(fd)
+                    continue
                 send_frame(self.sock, reply)
         finally:
             for standby in [self.judge_standby, *self.cand_standbys]:
                 standby.discard()
+            for group in self.groups.values():
+                group.remove()
+            if self.cgroups:
+                cgroups.remove_base(self.cgroups)
+            for folder in self.sized_dirs:  # those the client has not removed yet
+                folders.unmount_all(folder)
 
-    def _start(self, op: str, request: dict, fds: list[int]) -> dict:
+    def _start(self, op: str, request: dict, fds: list[int]) -> tuple[dict, list[int]]:
+        """Hand a job to a standby: the reply, and the descriptors that go with it (a
+        candidate's output log, opened before it ran)."""
         standby = self.judge_standby if op == "judge" else self.cand_standbys.pop(0)
         if op == "candidate" and request["job"].get("preload"):
             self._preload(request["job"]["preload"], standby)
         handed = standby.hand_over(request, fds)
         fresh = self._fork_judge() if op == "judge" else self._fork_candidate()
         if not handed:  # the standby died: hand the job to the fresh one and fork another
+            standby.close_log()
             standby = fresh
             handed = standby.hand_over(request, fds)
             fresh = self._fork_judge() if op == "judge" else self._fork_candidate()
@@ -194,15 +256,19 @@ class Server:
         for fd in fds:
             os.close(fd)
         if not handed:
-            log = os.path.join(standby.job_dir or self.workroot, "output.log")
-            raise_text = _tail(log) or "no output"
-            return {"pid": None, "error": f"a new {op} process could not start: {raise_text}"}
-        return {
+            raise_text = (
+                _tail(standby.log_fd) if standby.log_fd is not None else ""
+            ) or "no output"
+            standby.close_log()
+            return {"pid": None, "error": f"a new {op} process could not start: {raise_text}"}, []
+        reply = {
             "pid": standby.pid,
             "uid": standby.uid,
             "dir": standby.job_dir,
             "by_uid": self.plan.drop_uid,
+            "group": standby.group,
         }
+        return reply, [] if standby.log_fd is None else [standby.log_fd]
 
     def _preload(self, source: str, standby: Standby) -> None:
         """Verified builds of the same code, copied into the job directory (which the standby
@@ -217,13 +283,11 @@ class Server:
                     os.lchown(os.path.join(folder, name), uid, uid)
 
 
-def _tail(path: str) -> str:
-    try:
-        with open(path, errors="replace") as f:
-            lines = [line.strip() for line in f.read()[-4000:].splitlines() if line.strip()]
-        return lines[-1] if lines else ""
-    except OSError:
-        return ""
+def _tail(fd: int) -> str:
+    """The last line a standby that died before its job wrote into its log."""
+    text = read_tail(fd, 4000)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
 
 
 def serve(fd: int) -> None:

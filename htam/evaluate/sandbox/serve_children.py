@@ -69,7 +69,11 @@ def judge_main(control: socket.socket, warm_cuda: bool) -> None:
         trusted_jobs.run(job, fds[0])
 
 
-def candidate_main(control: socket.socket, job_dir: str, uid: int, plan, limits, warm) -> None:
+def candidate_main(
+    control: socket.socket, job_dir: str, uid: int, plan, limits, warm, group=None
+) -> None:
+    if group is not None:  # first: every page and process from here on is the group's
+        group.join()
     try:
         _stdio_to(os.path.join(job_dir, "output.log"))
     except FileNotFoundError:  # the client removed the work root: nothing will come

@@ -43,6 +43,16 @@ _KEYRINGS = (248, 249, 250)  # add_key, request_key, keyctl
 _IO_URING = (425, 426, 427)
 _SYSV_IPC = (29, 68)  # shmget, msgget: kernel memory in no process's resident set
 _SYS_MEMFD_CREATE = 319
+_VMSPLICE = 278
+# What no build or kernel calls, each a way to hold or reach what the limits do not see:
+# vmsplice (a pipe pins the caller's pages, huge ones too, after it unmapped them: 3 GB held
+# under a 1 GiB limit), userfaultfd, perf_event_open, bpf, process_vm_readv/writev, kexec,
+# handles that open files by number, fanotify, and every mount call (old and new API).
+_UNNEEDED = (
+    (_VMSPLICE, 323, 298, 321, 310, 311, 246, 320, 303, 304, 300)
+    + (165, 166, 155, 167, 168)  # mount, umount2, pivot_root, swapon, swapoff
+    + (428, 429, 430, 431, 432, 433, 442)  # open_tree .. fspick, mount_setattr
+)
 
 
 def restrict_syscalls(memfd: bool = True) -> None:
@@ -50,22 +60,22 @@ def restrict_syscalls(memfd: bool = True) -> None:
     its descendants (seccomp, synchronized across threads); the harness keeps the one socket it
     was given. A network namespace keeps the network out, but not a unix socket file that some
     other program left world-writable, and a socket's queued data is kernel memory in no
-    resident set: red team 5 held 4 GiB under a 2 GiB limit in socket pairs, then 3 GiB in
+    resident set: a candidate held 4 GiB under a 2 GiB limit in socket pairs, then 3 GiB in
     netlink sockets once pairs were refused, so every family is. No io_uring: its operations
-    make and connect sockets without the socket syscall (red team 4 reached a host socket file
+    make and connect sockets without the socket syscall (a candidate reached a host socket file
     that way). A user's keyring outlives its processes, and candidate user ids are reused: a key
-    one job added, a later job of the same id read (red team). No System V shared memory or
-    message queue: a detached segment is in no resident set (red team 4 held 6 GiB under a 3
+    one job added, a later job of the same id read. No System V shared memory or
+    message queue: a detached segment is in no resident set (a candidate held 6 GiB under a 3
     GiB limit). Without ``memfd`` no memfd either, for the same reason (4.5 GiB).
 
     No new namespace (unshare, setns, clone with a CLONE_NEW* flag; clone3, whose flags the
     filter cannot read, answers ENOSYS and the C library falls back to clone): in a user and
-    mount namespace of its own a candidate mounted a tmpfs and held 6 GiB under a 2 GiB limit
-    (red team 6). And only x86_64's own numbers: a 32-bit syscall (``int $0x80``) or an x32 one
-    kills the process, since their numbers differ and the list above would miss them (red team
-    6 reached a host socket file, hoarded socket buffers and planted a key that way)."""
+    mount namespace of its own a candidate mounted a tmpfs and held 6 GiB under a 2 GiB limit.
+    And only x86_64's own numbers: a 32-bit syscall (``int $0x80``) or an x32 one
+    kills the process, since their numbers differ and the list above would miss them (a
+    candidate reached a host socket file, hoarded socket buffers and planted a key that way)."""
     denied = _SOCKETS + _KEYRINGS + _IO_URING + _SYSV_IPC + (() if memfd else (_SYS_MEMFD_CREATE,))
-    denied += (_UNSHARE, _SETNS)
+    denied += (_UNSHARE, _SETNS) + _UNNEEDED
     prog = [
         (_LD, None, None, 4),  # arch
         (_JEQ, None, "kill", _X86_64),
@@ -112,6 +122,7 @@ def check_filter() -> None:
         ("io_uring_setup", _IO_URING[0]),
         ("socketpair", _SOCKETS[1]),
         ("unshare", _UNSHARE),
+        ("vmsplice", _VMSPLICE),
     ):
         if _libc.syscall(nr, 0, 0) != -1 or ctypes.get_errno() != errno.EACCES:
             raise OSError(0, f"the syscall filter let {name} through")

@@ -21,6 +21,23 @@ from htam.offline.front.modules import lower_module
 from htam.offline.front.specs import FUNCTION_NAMES, OPERATORS, SPECS
 from htam.offline.front.trace import NoMatch, Traced
 
+# Operations only a whole-task family reads (pooling, channel norms, scans and their pieces): a
+# library prefix keeps them as torch calls (opaque), as it did before those families existed.
+FAMILY_ONLY = frozenset(
+    {
+        "max_pool",
+        "avg_pool",
+        "batch_norm",
+        "group_norm",
+        "cumsum",
+        "cumprod",
+        "flip",
+        "narrow",
+        "select",
+        "zeros_like",
+    }
+)
+
 
 @dataclass(eq=False)
 class CNode:
@@ -114,14 +131,16 @@ class Lowerer:
                 and bias_folds(sub, node.target)
             ):
                 return self._conv_bias(node, sub)
-            if type(sub) in COMPOSITE_MODULES:
-                return COMPOSITE_MODULES[type(sub)](self, node, sub)
             try:
+                if type(sub) in COMPOSITE_MODULES:
+                    return COMPOSITE_MODULES[type(sub)](self, node, sub)
                 op, attrs, params = lower_module(sub, node.target)
             except NoMatch:
                 if self.opaque:
                     return self._opaque(node)
                 raise
+            if self.opaque and op in FAMILY_ONLY:  # torch's in a library prefix, as before
+                return self._opaque(node)
             args = [self._arg(node.args[0])]
             for key, path in params.items():
                 attrs[key] = (
@@ -140,8 +159,15 @@ class Lowerer:
             key = OPERATORS[node.target]
         else:
             key = _function_key(node.target)
+        if self.opaque and key in FAMILY_ONLY:
+            return self._opaque(node)
         if key in COMPOSITE_FUNCTIONS:
-            return COMPOSITE_FUNCTIONS[key](self, node)
+            try:
+                return COMPOSITE_FUNCTIONS[key](self, node)
+            except NoMatch:
+                if self.opaque:
+                    return self._opaque(node)
+                raise
         if key not in SPECS:
             if self.opaque:
                 return self._opaque(node)

@@ -1,5 +1,5 @@
 """Check a rewritten model before any code is written for it: run it on fake tensors (shapes
-only, as the trace does) with each kernel primitive stood in by a counter, so that a match
+only, as the trace does; real ones at the small size where fake ones cannot) with each kernel primitive stood in by a counter, so that a match
 means the model builds, its forward runs, and at least one of our kernels is on its data path
 (a ReLU module built but never called is no segment)."""
 
@@ -24,12 +24,12 @@ _CALLS = []
 
 def _act(x, spec, inplace=False):
     _CALLS.append("act")
-    return x if inplace else torch.empty_like(x)
+    return x if inplace else torch.zeros_like(x)
 
 
 def _affine_act(x, scale, shift, channels, inner, spec, out=None):
     _CALLS.append("affine_act")
-    return torch.empty_like(x) if out is None else out
+    return torch.zeros_like(x) if out is None else out
 
 
 def _bias_act(y, bias, inner, spec):
@@ -44,7 +44,7 @@ def _bn_train(x, channels, inner, weight, bias, eps, running_mean, running_var, 
 
 def _rows(x, mode, weight=None, bias=None, eps=0.0):
     _CALLS.append("rows")
-    return torch.empty_like(x)
+    return torch.zeros_like(x)
 
 
 def _lstm_cell(gx, gh, c, h, out):
@@ -60,22 +60,47 @@ _FUSE = True
 
 
 def dry_run(rw: Rewritten, source: str) -> list[str]:
-    """The primitives the rewritten model's forward calls, on the task's small inputs."""
+    """The primitives the rewritten model's forward calls, on the task's small inputs: fake
+    tensors first; where those cannot run the model (a value read back in ``__init__``), real
+    ones at the small size."""
     code = "\n".join(
         ["import math", "import torch", "import torch.nn as nn", "import torch.nn.functional as F",
          rw.imports, _STANDINS, RUNTIME, RECURRENT, rw.source]
     )  # fmt: skip
-    with torch.random.fork_rng(devices=[]), FakeTensorMode(allow_non_fake_inputs=True):
+    try:
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            return _run(code, source)
+    except NoMatch:
+        raise
+    except Exception:  # noqa: BLE001 - fake tensors' limits: the real run below decides
+        pass
+    try:
+        return _run(code, source)
+    except NoMatch:
+        raise
+    except Exception as err:  # foreign code: any failure is a non-match
+        raise NoMatch(f"the rewritten model does not run: {type(err).__name__}: {err}") from err
+
+
+def _run(code: str, source: str) -> list[str]:
+    with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        try:
-            task = load_task_module(source, "small", name="htam_offline_dry_ref")
-            module = types.ModuleType("htam_offline_dry")
-            exec(compile(code, "<htam whole model>", "exec"), module.__dict__)  # noqa: S102
-            model = module.ModelNew(*task.get_init_inputs())
-            with torch.no_grad():
-                model(*task.get_inputs())
-        except Exception as err:  # foreign code on fake tensors: any failure is a non-match
-            raise NoMatch(
-                f"the rewritten model does not run on fake tensors: {type(err).__name__}: {err}"
-            ) from err
+        task = load_task_module(source, "small", name="htam_offline_dry_ref")
+        module = types.ModuleType("htam_offline_dry")
+        exec(compile(code, "<htam whole model>", "exec"), module.__dict__)  # noqa: S102
+        model = module.ModelNew(*task.get_init_inputs())
+        _deterministic(model)
+        with torch.no_grad():
+            model(*task.get_inputs())
     return list(module._CALLS)
+
+
+def _deterministic(model: torch.nn.Module) -> None:
+    """NoMatch for a model that drops values at random (dropout above 0 while training, as
+    the reference runs): no candidate can reproduce its outputs."""
+    for name, m in model.named_modules():
+        random = (isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0) or (
+            isinstance(m, torch.nn.RNNBase) and m.dropout > 0 and m.num_layers > 1
+        )
+        if random:
+            raise NoMatch(f"{name or 'the model'} is a dropout in training mode: random outputs")

@@ -10,6 +10,7 @@ from htam.offline.graph.dryrun import dry_run
 from htam.offline.graph.recurrent import RECURRENT
 from htam.offline.graph.rewrite import Rewritten, rewrite
 from htam.offline.graph.runtime import RUNTIME
+from htam.offline.graph.triton_cells import CELLS
 from htam.offline.ir.model import Match
 from htam.offline.params import ModelParams, header
 
@@ -47,7 +48,7 @@ def render_model(match: Match, language: str, params: ModelParams, applied: list
     modules, then the model's rewritten classes."""
     rw: Rewritten = match.ir.rewritten
     if language == "triton":
-        imports, prims = triton_rt.IMPORTS, triton_rt.PRIMITIVES
+        imports, prims = triton_rt.IMPORTS, triton_rt.PRIMITIVES + CELLS
     else:
         imports, prims = cpp_rt.IMPORTS, cpp_rt.primitives(params)
     have = set(imports.splitlines())

@@ -1,9 +1,9 @@
 """How many solutions of a corpus the static rules refuse before they run, now and at an earlier
 revision of htam/evaluate/static.py (or host/static.py).
 
-    python scripts/corpus_static.py                       # tests/evaluate/corpus (manifest.toml)
-    python scripts/corpus_static.py DIR --language cuda   # every *.py under DIR
-    python scripts/corpus_static.py --before 8e3e656      # and the rules at that commit
+    python3 scripts/experiments/corpus_static.py                       # tests/evaluate/corpus (manifest.toml)
+    python3 scripts/experiments/corpus_static.py DIR --language cuda   # every *.py under DIR
+    python3 scripts/experiments/corpus_static.py --before 8e3e656      # and the rules at that commit
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from htam.evaluate.host.static import check_source
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "evaluate" / "corpus"
 
 

@@ -5,7 +5,7 @@ every applicable strategy, compared by the evaluator's comparison (htam.evaluate
 with triton.testing.do_bench (median ms). One JSON line per task into OUT/families.jsonl and a
 markdown table OUT/families.md; stops starting tasks after SECONDS.
 
-    python3 scripts/gpu_families.py OUT SECONDS [GLOB,GLOB...]
+    python3 scripts/device/gpu_families.py OUT SECONDS [GLOB,GLOB...|level2]
 
 GLOBs (fnmatch on ``level1/<stem>``, ``level2/<stem>``) default to the level-1 tasks of the
 families, in task order; ``level2`` names the level-2 tasks the run-time constructor values
@@ -24,7 +24,8 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository, for tests/
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, for kb_common
 
 from kb_common import kb_paths, kb_task  # noqa: E402
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-CORPUS = Path(__file__).resolve().parents[1] / "tests" / "evaluate" / "corpus"
+CORPUS = Path(__file__).resolve().parents[2] / "tests" / "evaluate" / "corpus"
 
 CPP_SRC = r"""
 #include <torch/extension.h>
@@ -917,7 +917,7 @@ def _task_of(name: str) -> str:
 
 def manifest(names: list[str]) -> str:
     lines = [
-        "# Expected outcome of every corpus file (written by scripts/corpus_write.py).",
+        "# Expected outcome of every corpus file (written by scripts/experiments/corpus_write.py).",
         "# task: a builtin task, or corpus/<file> under tests/evaluate/corpus/tasks/.",
         "",
     ]

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# One device call made of phases, each under its own time limit, logs and tables under $OUT:
+#
+#   bash scripts/device/session.sh PHASE:SECONDS ...
+#
+# phases: doctor, corpus (every CUDA and Triton file of tests/evaluate/corpus, 8 test workers),
+# gputests (pytest -m gpu, the corpus aside), memory (gpu_memory.py), throughput
+# (gpu_throughput.py), offline (the offline proposer's baseline of every KernelBench task, 6
+# processes sharing the GPU through its queue), families (gpu_families.py), mechanism
+# (gpu_mechanism.py). $OUT brings back 8 files a call: choose phases to match. Needs .whl/ and .kb/ carried (scripts/device/README.md).
+set -uo pipefail
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /opt/htam-site .whl/*.whl >/dev/null 2>&1 || { echo "wheels failed"; exit 1; }
+# not under /tmp: each candidate gets a private /tmp
+export PYTHONPATH=/opt/htam-site:$PWD PYTHONUNBUFFERED=1
+export HTAM_CACHE_DIR=$PWD/.gpu/cache HTAM_TEST_CACHE_DIR=$PWD/.gpu/cache KB_ROOT=$PWD/.kb/kernelbench/KernelBench
+mkdir -p .gpu
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+for spec in "$@"; do
+    phase=${spec%%:*} secs=${spec##*:}
+    t0=$(date +%s)
+    echo "=== $phase ($secs s)"
+    case $phase in
+    doctor) timeout "$secs" python3 -m htam.cli doctor 2>&1 | tee "$OUT/doctor.txt" ;;
+    corpus) HTAM_CORPUS_SHARD=all timeout -s KILL "$secs" python3 -m pytest -q -m gpu -n 8 \
+            -p no:cacheprovider tests/evaluate/test_corpus.py -rA >"$OUT/corpus.log" 2>&1
+        echo "exit $?"; grep -E "^(PASSED|FAILED|ERROR)|passed|failed" "$OUT/corpus.log" | tail -60 ;;
+    gputests) timeout -s KILL "$secs" python3 -m pytest -q -m gpu -p no:cacheprovider tests \
+            --deselect tests/evaluate/test_corpus.py -rA >"$OUT/gputests.log" 2>&1
+        echo "exit $?"; grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/gputests.log" | tail -30 ;;
+    memory) timeout -s KILL "$secs" python3 scripts/device/gpu_memory.py .gpu/memory \
+            >"$OUT/memory.log" 2>&1
+        echo "exit $?"; tail -20 "$OUT/memory.log"; cp .gpu/memory/gpu_memory.json "$OUT/" 2>/dev/null ;;
+    throughput) python3 scripts/device/gpu_throughput.py .gpu/throughput --budget-s $((secs - 30)) \
+            ${THROUGHPUT_ARGS:-} >"$OUT/throughput.log" 2>&1
+        echo "exit $?"; tail -16 "$OUT/throughput.log" ;;
+    throughput_before) python3 scripts/device/gpu_throughput.py .gpu/throughput_before --legacy \
+            --tasks 4 --steps 1 --budget-s $((secs - 30)) >"$OUT/throughput_before.log" 2>&1
+        echo "exit $?"; tail -12 "$OUT/throughput_before.log" ;;
+    offline) mkdir -p .gpu/offline  # $OUT takes 8 files a call: the shards' logs stay here
+        for i in 0 1 2 3 4 5; do
+            SHARD=$i/6 KB_LEVELS=1,2,3 timeout -s KILL "$secs" python3 \
+                scripts/device/gpu_offline_check.py .gpu/offline/s$i $((secs - 40)) \
+                >".gpu/offline/shard$i.log" 2>&1 &
+        done
+        wait
+        tail -3 .gpu/offline/shard*.log
+        cat .gpu/offline/s*/offline_check.jsonl >"$OUT/offline_check.jsonl" 2>/dev/null
+        python3 scripts/device/gpu_offline_check.py --summary "$OUT/offline_check.jsonl" \
+            >"$OUT/offline_check.txt" 2>&1
+        head -40 "$OUT/offline_check.txt" ;;
+    families) python3 scripts/device/gpu_families.py .gpu/families "$secs" >.gpu/families.log 2>&1
+        echo "exit $?"; cp .gpu/families/families.md "$OUT/" 2>/dev/null; tail -30 "$OUT/families.md" ;;
+    mechanism) python3 scripts/device/gpu_mechanism.py .gpu/mech --budget-s $((secs - 50)) \
+            --grace-s 40 --workers 6 >"$OUT/mechanism.log" 2>&1
+        echo "exit $?"; cp .gpu/mech/mechanism.md .gpu/mech/mechanism.json "$OUT/" 2>/dev/null
+        head -60 "$OUT/mechanism.md" 2>/dev/null ;;
+    *) echo "unknown phase $phase" ;;
+    esac
+    echo "--- $phase took $(($(date +%s) - t0)) s"
+done

@@ -1,0 +1,111 @@
+"""No host-side read of a path the candidate owns (issue 37, item 1): its output log is read
+through the descriptor opened before it ran, whatever it left at the log's name; other files
+it could have touched are opened without following links and only when regular."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import threading
+from pathlib import Path
+
+import pytest
+
+from htam.evaluate import Evaluator
+from htam.evaluate.logs import NotRegular, open_regular, read_file_tail, read_tail
+from tests.evaluate.cases import FIXTURES, RELU
+from tests.evaluate.conftest import fast_config, task_for
+
+SWAPS = ("environ", "secret", "fifo", "folder", "device")
+
+
+# --------------------------------------------------------------------------- the readers
+
+
+def _swap(folder: Path, kind: str, secret: Path) -> Path:
+    log = folder / "output.log"
+    log.unlink()
+    if kind == "environ":
+        log.symlink_to("/proc/self/environ")
+    elif kind == "secret":
+        log.symlink_to(secret)
+    elif kind == "fifo":
+        os.mkfifo(log)
+    elif kind == "folder":
+        log.mkdir()
+    else:
+        log.symlink_to("/dev/zero")
+    return log
+
+
+@pytest.mark.parametrize("kind", SWAPS)
+def test_reader_by_name_refuses_a_swapped_log(tmp_path, kind):
+    secret = tmp_path / "secret.key"
+    secret.write_text("sk-" + secrets.token_hex(8))
+    (tmp_path / "output.log").write_text("its own words\n")
+    log = _swap(tmp_path, kind, secret)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(read_file_tail(log, 4096)), daemon=True)
+    reader.start()
+    reader.join(10.0)
+    assert not reader.is_alive(), f"reading a {kind} in the log's place hung"
+    assert got == [""]
+    with pytest.raises(NotRegular):
+        os.close(open_regular(log))
+
+
+@pytest.mark.parametrize("kind", SWAPS)
+def test_descriptor_opened_before_reads_the_log_itself(tmp_path, kind):
+    secret = tmp_path / "secret.key"
+    secret.write_text("sk-" + secrets.token_hex(8))
+    (tmp_path / "output.log").write_text("x" * 5000 + "its own words\n")
+    fd = os.open(tmp_path / "output.log", os.O_RDONLY)
+    try:
+        _swap(tmp_path, kind, secret)
+        tail = read_tail(fd, 100)
+    finally:
+        os.close(fd)
+    assert tail.endswith("its own words\n") and len(tail) == 100
+
+
+# --------------------------------------------------------------------------- through the evaluator
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """An API key in this process's environment and a root-only secret file a link can name."""
+    key = "sk-planted-" + secrets.token_hex(12)
+    folder = Path(tmp_path_factory.mktemp("owned"))
+    secret_file = folder / "secret.key"
+    secret_file.write_text("sk-file-" + secrets.token_hex(12))
+    secret_file.chmod(0o600)
+    saved = os.environ.get("HTAM_API_KEY")
+    os.environ["HTAM_API_KEY"] = key
+    try:
+        with Evaluator("cpu", fast_config()) as evaluator:
+            yield evaluator, key, secret_file
+    finally:
+        if saved is None:
+            os.environ.pop("HTAM_API_KEY", None)
+        else:
+            os.environ["HTAM_API_KEY"] = saved
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("kind", SWAPS)
+def test_swapped_log_reaches_no_result(planted, kind):
+    evaluator, key, secret_file = planted
+    target = f"secret:{secret_file}" if kind == "secret" else kind
+    code = (FIXTURES / "attack_swap_log.py").read_text().replace("SWAP_TARGET", target)
+    result = evaluator.evaluate(task_for(RELU), code, "triton")
+    text = result.log + " | ".join(result.messages) + " | ".join(result.flags)
+    assert key not in text and "HTAM_API_KEY" not in text, "the host's environment came back"
+    # /proc/self/environ is this process's environment as it started
+    started = Path("/proc/self/environ").read_bytes().decode(errors="replace").split("\0")
+    leaked = [e for e in started if len(e) > 16 and "=" in e and e in text]
+    assert not leaked, f"the host's environment came back: {leaked[:3]}"
+    assert secret_file.read_text() not in text, "the secret file came back"
+    assert result.status == "runtime_error", (result.status, result.messages)
+    assert any("replaced its output log" in m for m in result.messages), result.messages
+    assert "htam-swap honest line before the swap" in result.log
