@@ -266,7 +266,7 @@ def probe() -> Plan:
     procs = root and namespaces and _try_in_child(_probe_private_proc)
     if root and namespaces and not procs:
         missing.append("no /proc of its own: every process's command line is in view")
-    return Plan(namespaces, readonly, root, sockets, procs, tuple(missing))
+    return Plan(namespaces, readonly, root, sockets, procs, missing=tuple(missing))
 
 
 def _probe_socket_filter() -> None:
