@@ -33,9 +33,9 @@ OK = (("ok", ""),)
 # the escape check, whose 0.3 ms slack the judge's clock overruns there (a false positive of
 # the check, reported; never an unearned ok).
 OK_OR_ESCAPE = OK + (("rejected", "escaped the timed stream"),)
-# A contained reading attack whose host loop takes raw pointers (integers, not tensors): the
-# kernel probe cannot spoil what it writes, so it is refused as torch's work (docs/evaluator.md,
-# "The kernel requirement"); what matters here is that it read nothing.
+# A contained reading attack whose host loop takes raw pointers (integers, not tensors): where the
+# kernel probe does not find the tensor behind a pointer it is refused as torch's work
+# (docs/evaluator.md, "The kernel requirement"); what matters here is that it read nothing.
 RAW_POINTERS = OK_OR_ESCAPE + (("rejected", "[no-kernel]"),)
 
 ATTACKS_CPU = [

@@ -29,20 +29,39 @@ class Observer:
         self.probing = False
         self.calls: dict[str, int] = {}
         self._wrapped: set[int] = set()  # ids of wrappers already in place
+        # during the probe, each tensor whose address the solution took (``t.data_ptr()``) by
+        # that address: a kernel given raw pointers (the offline C++ kernels, ctypes) writes
+        # through them, and those tensors are its arguments as much as tensors passed whole
+        self._pointed: dict[int, torch.Tensor] = {}
+        self._data_ptr: Callable | None = None
 
     # ------------------------------------------------------------------ the probe
 
     def start(self) -> None:
-        self.calls, self.probing = {}, True
+        self.calls, self.probing, self._pointed = {}, True, {}
+        self._data_ptr = data_ptr = torch.Tensor.data_ptr
+        pointed = self._pointed
+
+        def recorded(tensor: torch.Tensor) -> int:
+            address = data_ptr(tensor)
+            pointed[address] = tensor
+            return address
+
+        torch.Tensor.data_ptr = recorded  # type: ignore[method-assign]  # restored by stop()
 
     def stop(self) -> dict:
         self.probing = False
+        if self._data_ptr is not None:
+            torch.Tensor.data_ptr = self._data_ptr  # type: ignore[method-assign]
+            self._data_ptr = None
+        self._pointed = {}
         names = sorted(self.calls)[:_MAX_NAMES]
         return {"calls": sum(self.calls.values()), "kernels": [n[:200] for n in names]}
 
     def spoiled(self, name: str, fn: Callable, args: tuple, kwargs: dict):
         self.calls[name] = self.calls.get(name, 0) + 1
         given = list(_tensors((args, kwargs)))
+        given += [self._pointed[a] for a in _addresses((args, kwargs)) if a in self._pointed]
         with torch.no_grad():
             before = [t.clone() for t in given]
         out = fn(*args, **kwargs)
@@ -169,6 +188,22 @@ def _tensors(value) -> Iterator[torch.Tensor]:
     elif isinstance(value, dict):
         for v in value.values():
             yield from _tensors(v)
+
+
+def _addresses(value) -> Iterator[int]:
+    """The integers among a call's arguments (a ctypes pointer's too): candidate addresses."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _addresses(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _addresses(v)
+    elif isinstance(getattr(value, "value", None), int):  # ctypes.c_void_p(t.data_ptr())
+        yield value.value
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:

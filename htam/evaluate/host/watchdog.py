@@ -216,7 +216,6 @@ def run_job(
     read_fd, pipe_write = os.pipe()
     write_fd: int | None = pipe_write
     judge_ends: list[socket.socket] = []
-    cand: dict = {}  # what the fork server says of the candidate's process
     try:
         if candidate is not None:
             for role, spec in (("candidate", candidate), ("runner", runner)):
@@ -227,15 +226,15 @@ def run_job(
                 info = server.candidate(spec, theirs.fileno())
                 theirs.close()
                 if role == "candidate":
-                    cand = info
                     watch.cand, watch.log_fd = info, info["log_fd"]
                 else:
                     watch.runner = info
                     os.close(info["log_fd"])  # the reference's runner: trusted code's output
                 job = {**job, role: {k: info[k] for k in ("uid", "pid", "by_uid")}}
-            outcome.job_dir = cand["dir"]
+            assert watch.cand is not None  # the candidate's role comes first
+            outcome.job_dir = watch.cand["dir"]
             outcome.runner_dir = watch.runner["dir"] if watch.runner else None
-            watch.log_path = Path(cand["dir"]) / "output.log"
+            watch.log_path = Path(watch.cand["dir"]) / "output.log"
         watch.judge_pid = server.judge(
             job, workdir / "judge.log", pipe_write, [s.fileno() for s in judge_ends]
         )

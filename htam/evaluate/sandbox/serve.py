@@ -175,10 +175,9 @@ class Server:
             os.chown(job_dir, uid, uid)
             os.fchown(log_fd, uid, uid)
         group = None
-        memory = self.limits.memory_bytes  # the groups exist only under a memory limit
-        if self.cgroups and memory:
+        if self.cgroups and self.limits.memory_bytes is not None:
             group = cgroups.create(
-                self.cgroups, f"job{self.jobs}", memory, self.limits.nproc + 64
+                self.cgroups, f"job{self.jobs}", self.limits.memory_bytes, self.limits.nproc + 64
             )
         standby = self._fork(
             candidate_main, job_dir, uid, self.plan, self.limits, self.warm_cuda, group
