@@ -14,7 +14,7 @@ import re
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, TypeVar
 
-from htam.offline.ir.model import Match
+from htam.offline.ir.model import EwIR, GemmIR, Match
 
 BLOCKS = [1024, 2048, 4096, 512]
 VECS = [1, 4, 8]
@@ -125,7 +125,6 @@ FAMILY_PARAMS: dict[str, type[Params]] = {
 
 
 def baseline(match: Match, language: str = "triton") -> Params:
-    ir = match.ir
     if match.family == "model":
         return ModelParams()
     if match.family == "elementwise":
@@ -134,7 +133,7 @@ def baseline(match: Match, language: str = "triton") -> Params:
             # level 2, 18 such tasks) this beat the unfused chain on every one and the fused
             # one in the reference's order on all but L2 54 (docs/results-h200.md, run 15).
             return EwParams(fuse=True, layout=True)
-        return EwParams(fuse=len(ir.prog.ops) == 1)
+        return EwParams(fuse=len(match.ir_as(EwIR).prog.ops) == 1)
     if match.family == "row":
         if match.features.get("channels_last") and language == "triton":
             # a convolution's result reduced over its channels: rows of a few dozen contiguous
@@ -148,6 +147,7 @@ def baseline(match: Match, language: str = "triton") -> Params:
         return PoolParams()
     if match.family == "channel_norm":
         return ChannelNormParams()
+    ir = match.ir_as(GemmIR)
     epilogue = "fused" if not ir.has_epilogue else ("ops" if len(ir.epilogue.ops) > 1 else "kernel")
     # tile, K step and precision chosen per shape (backends/triton/gemm_plan.py); C++: untiled
     return GemmParams(epilogue=epilogue, tile=-1, bk=0, tf32=None)

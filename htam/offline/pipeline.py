@@ -17,6 +17,8 @@ Stages 1-3 run once per task source (:func:`analyze`, cached), 4-6 once per cand
 
 from __future__ import annotations
 
+from typing import cast
+
 from htam.offline.backends import BACKENDS, unknown_language
 from htam.offline.backends.base import Backend, KernelCode
 from htam.offline.front.lower import CNode
@@ -27,7 +29,7 @@ from htam.offline.graph.match import match_model, render_model
 from htam.offline.guard import input_checks
 from htam.offline.ir.model import Match
 from htam.offline.matcher.families import match_families, match_library_prefix
-from htam.offline.params import Params, baseline, parse_header
+from htam.offline.params import ModelParams, Params, baseline, parse_header
 from htam.offline.source import solution_file
 from htam.offline.strategies import STRATEGIES, StrategyError, transform
 from htam.tasks.task import Task
@@ -182,5 +184,6 @@ def generate(match: Match, language: str, params: Params, applied: list[str]) ->
     """Stages 5 and 6: the solution file for ``match`` with ``params`` in ``language``."""
     if match.family == MODEL_FAMILY:
         backend(language)  # ValueError for a language without one
-        return render_model(match, language, params, applied)
+        # a model match's parameters are ModelParams (params.baseline and the MODEL rules)
+        return render_model(match, language, cast(ModelParams, params), applied)
     return render(match, language, params, applied, backend(language).render(match, params))

@@ -12,18 +12,20 @@ are frozen: a transformation returns a new instance (``dataclasses.replace``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any, Generic, TypeVar, cast
 
 from htam.memory.seed import load_seed
 from htam.offline.ir.expr import EXP_OPS
-from htam.offline.ir.model import Match, Program
+from htam.offline.ir.model import EwIR, GemmIR, Match, Program, RowIR, ScanIR
 from htam.offline.params import (
     BKS,
     BLOCKS,
     ROWS,
     TILES,
     VECS,
+    ChannelNormParams,
     EwParams,
     GemmParams,
     ModelParams,
@@ -52,17 +54,25 @@ class StrategyError(Exception):
     """The strategy has no template for this task, or changes nothing in the base code."""
 
 
+P = TypeVar("P", bound=Params)
+T = TypeVar("T")
+# the families whose kernels tile by ``block`` elements with ``warps`` per program
+Blocked = TypeVar("Blocked", EwParams, RowParams, ScanParams, PoolParams, ChannelNormParams)
+
+
 @dataclass(frozen=True)
-class Rule:
+class Rule(Generic[P]):
     """How a strategy changes a family's parameters, and for which matches it has a template."""
 
-    apply: Callable[[Params], Params]
+    apply: Callable[[P], P]
     when: Callable[[Match], bool] = lambda match: True
 
 
 def _program(match: Match) -> Program:
     """The elementwise part: the chain, the row program, or the GEMM's epilogue."""
-    return match.ir.epilogue if match.family == "gemm" else match.ir.prog
+    if match.family == "gemm":
+        return match.ir_as(GemmIR).epilogue
+    return cast("EwIR | RowIR | ScanIR", match.ir).prog  # the families with a program
 
 
 def _has_exp(match: Match) -> bool:
@@ -73,11 +83,11 @@ def _feature(name: str) -> Callable[[Match], bool]:
     return lambda match: bool(match.features.get(name))
 
 
-def _next(ladder: list, current) -> object:
+def _next(ladder: Sequence[T], current: T) -> T:
     return ladder[(ladder.index(current) + 1) % len(ladder)] if current in ladder else ladder[0]
 
 
-def _block(p: EwParams | RowParams | ScanParams | PoolParams) -> Params:
+def _block(p: Blocked) -> Blocked:
     block = _next(BLOCKS, p.block)
     return replace(p, block=block, warps=8 if block >= 2048 else 4)
 
@@ -101,19 +111,19 @@ def _gemm_tile(p: GemmParams) -> GemmParams:
     return replace(p, tile=1 if p.tile < 0 else (p.tile + 1) % len(TILES))
 
 
-COMMON = {
+COMMON: dict[str, Rule[Any]] = {  # every family with a program has these fields
     "memory_access.vectorized_access": Rule(lambda p: replace(p, vec=_next(VECS, p.vec))),
     "instruction_throughput.fast_exp2": Rule(lambda p: replace(p, exp2=True), _has_exp),
     "boundary_handling.masked_tail": Rule(lambda p: replace(p, split_tail=True)),
 }
-ELEMENTWISE = {
+ELEMENTWISE: dict[str, Rule[EwParams]] = {
     **COMMON,
     "fusion.elementwise_chain_fusion": Rule(
-        lambda p: replace(p, fuse=True), lambda m: len(m.ir.prog.ops) > 1
+        lambda p: replace(p, fuse=True), lambda m: len(m.ir_as(EwIR).prog.ops) > 1
     ),
     "parallel_mapping.block_size_tuning": Rule(_block),
 }
-ROW = {
+ROW: dict[str, Rule[RowParams]] = {
     **COMMON,
     "memory_access.coalesced_row_access": Rule(
         lambda p: replace(p, coalesce=True), _feature("strided_rows")
@@ -129,13 +139,14 @@ ROW = {
     ),
     "instruction_throughput.warp_shuffle_reduction": Rule(_lanes),
 }
-GEMM = {
+GEMM: dict[str, Rule[GemmParams]] = {
     **COMMON,
     "fusion.elementwise_chain_fusion": Rule(
-        _epilogue_kernel, lambda m: m.ir.has_epilogue and len(m.ir.epilogue.ops) > 1
+        _epilogue_kernel,
+        lambda m: m.ir_as(GemmIR).has_epilogue and len(m.ir_as(GemmIR).epilogue.ops) > 1,
     ),
     "fusion.epilogue_fusion": Rule(
-        lambda p: replace(p, epilogue="fused"), lambda m: m.ir.has_epilogue
+        lambda p: replace(p, epilogue="fused"), lambda m: m.ir_as(GemmIR).has_epilogue
     ),
     "parallel_mapping.block_size_tuning": Rule(_gemm_bk),
     "parallel_mapping.rows_per_program": Rule(lambda p: replace(p, group_m=8, mr=4)),
@@ -151,14 +162,16 @@ def _model_block(p: ModelParams) -> ModelParams:
 
 # A whole model (htam.offline.graph): the baseline fuses each epilogue already; the kernels'
 # tile size is what a step changes.
-MODEL = {"parallel_mapping.block_size_tuning": Rule(_model_block)}
-SCAN = {
+MODEL: dict[str, Rule[ModelParams]] = {"parallel_mapping.block_size_tuning": Rule(_model_block)}
+SCAN: dict[str, Rule[ScanParams]] = {
     "parallel_mapping.block_size_tuning": Rule(_block),
     "parallel_mapping.rows_per_program": Rule(lambda p: replace(p, rows=_next(ROWS, p.rows))),
 }
-POOL = {"parallel_mapping.block_size_tuning": Rule(_block)}
-CHANNEL_NORM = {"parallel_mapping.block_size_tuning": Rule(_block)}
-RULES: dict[str, dict[str, Rule]] = {
+POOL: dict[str, Rule[PoolParams]] = {"parallel_mapping.block_size_tuning": Rule(_block)}
+CHANNEL_NORM: dict[str, Rule[ChannelNormParams]] = {
+    "parallel_mapping.block_size_tuning": Rule(_block)
+}
+RULES: dict[str, dict[str, Rule[Any]]] = {
     "elementwise": ELEMENTWISE,
     "row": ROW,
     "gemm": GEMM,

@@ -61,7 +61,7 @@ def main(out: Path) -> None:
                         flush=True,
                     ),
                 )
-                summary = optimizer.run(task, out / f"run-{language}")
+                summary = optimizer.run(task, out / f"run-{language}").to_dict()
                 summaries[language] = summary
                 print(
                     language,

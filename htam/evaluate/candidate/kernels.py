@@ -47,12 +47,12 @@ class Observer:
             pointed[address] = tensor
             return address
 
-        torch.Tensor.data_ptr = recorded  # type: ignore[method-assign]  # restored by stop()
+        torch.Tensor.data_ptr = recorded  # type: ignore[method-assign,assignment]  # restored by stop()
 
     def stop(self) -> dict:
         self.probing = False
         if self._data_ptr is not None:
-            torch.Tensor.data_ptr = self._data_ptr  # type: ignore[method-assign]
+            torch.Tensor.data_ptr = self._data_ptr  # type: ignore[method-assign]  # the original, back
             self._data_ptr = None
         self._pointed = {}
         names = sorted(self.calls)[:_MAX_NAMES]

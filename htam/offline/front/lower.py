@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.fx as fx
@@ -123,18 +123,14 @@ class Lowerer:
         if node.op == "get_attr":
             return self._make(node, "param", [], {"path": node.target})
         if node.op == "call_module":
-            sub = self.traced.graph.get_submodule(node.target)
-            if (
-                self.opaque
-                and len(node.args) == 1
-                and not node.kwargs
-                and bias_folds(sub, node.target)
-            ):
+            target = cast(str, node.target)  # a module call's target: the module's path
+            sub = self.traced.graph.get_submodule(target)
+            if self.opaque and len(node.args) == 1 and not node.kwargs and bias_folds(sub, target):
                 return self._conv_bias(node, sub)
             try:
                 if type(sub) in COMPOSITE_MODULES:
                     return COMPOSITE_MODULES[type(sub)](self, node, sub)
-                op, attrs, params = lower_module(sub, node.target)
+                op, attrs, params = lower_module(sub, target)
             except NoMatch:
                 if self.opaque:
                     return self._opaque(node)
@@ -142,8 +138,8 @@ class Lowerer:
             if self.opaque and op in FAMILY_ONLY:  # torch's in a library prefix, as before
                 return self._opaque(node)
             args = [self._arg(node.args[0])]
-            for key, path in params.items():
-                attrs[key] = (
+            for attr, path in params.items():
+                attrs[attr] = (
                     None
                     if path is None
                     else CNode("param", [], {"path": path}, self.traced.model.get_parameter(path))
@@ -153,8 +149,10 @@ class Lowerer:
             return self._select(node)
         if node.op == "call_method" and node.target in ("size", "dim"):
             return ShapeVal(self.traced.values.get(node))
+        key: str | None
         if node.op == "call_method":
-            key = node.target.rstrip("_") if node.target.rstrip("_") in SPECS else node.target
+            method = cast(str, node.target)  # a method call's target: the method's name
+            key = method.rstrip("_") if method.rstrip("_") in SPECS else method
         elif node.target in OPERATORS:
             key = OPERATORS[node.target]
         else:
@@ -219,11 +217,18 @@ class Lowerer:
         write of the largest tensor), which the kernel's chain absorbs. When the add stays in
         the library prefix, the prefix prints the module's own call (both nodes carry its name).
         """
+        conv = cast(torch.nn.modules.conv._ConvNd, conv)  # bias_folds: a plain convolution
         conv_node = self._opaque(node)
         conv_node.attrs["nobias"] = True
         path = f"{node.target}.bias"
         shape = (-1, *[1] * len(conv.kernel_size))  # (C, 1, ...): a channel of the result
-        bias = CNode("param", [], {"path": path}, conv.bias.view(shape), f"{node.name}_bias")
+        bias = CNode(
+            "param",
+            [],
+            {"path": path},
+            cast(torch.Tensor, conv.bias).view(shape),
+            f"{node.name}_bias",
+        )
         return self._make(node, "add", [conv_node], {"other": bias, "alpha": 1})
 
     def _split(self, node: fx.Node, base: CNode, pick: int) -> CNode:

@@ -38,7 +38,7 @@ def match_model(source: str, why: NoMatch | None = None) -> Match:
         family=FAMILY,
         summary=f"whole model, kernels for: {sites}; library calls kept in torch",
         inputs=rw.forward_args,
-        ir=ModelIR(rw),
+        ir=ModelIR(rw),  # type: ignore[arg-type]  # Match.ir's union cannot name this layer's IR
         init_source="",
     )
 
@@ -46,7 +46,7 @@ def match_model(source: str, why: NoMatch | None = None) -> Match:
 def render_model(match: Match, language: str, params: ModelParams, applied: list[str]) -> str:
     """The complete solution file: header, imports, the language's primitives, the runtime's
     modules, then the model's rewritten classes."""
-    rw: Rewritten = match.ir.rewritten
+    rw: Rewritten = match.ir_as(ModelIR).rewritten
     if language == "triton":
         imports, prims = triton_rt.IMPORTS, triton_rt.PRIMITIVES + CELLS
     else:

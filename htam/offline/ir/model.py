@@ -10,7 +10,7 @@ family, which hold one value per reduced row.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 Arg = int | str | float
 
@@ -148,6 +148,9 @@ class GemmIR:
         return bool(self.epilogue.ops)
 
 
+_IR = TypeVar("_IR")
+
+
 @dataclass
 class Match:
     family: str  # "elementwise" | "row" | "gemm" | "scan" | "pool" | "channel_norm"
@@ -177,3 +180,8 @@ class Match:
 
     def describe(self) -> str:
         return f"{self.family}: {self.summary}"
+
+    def ir_as(self, kind: type[_IR]) -> _IR:
+        """The IR as its family's type (``family`` says which: the caller checked it)."""
+        assert isinstance(self.ir, kind), f"{self.family} match holds a {type(self.ir).__name__}"
+        return self.ir

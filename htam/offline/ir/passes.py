@@ -12,9 +12,10 @@ rewrites fold a dependent reduction into the pass of the one it depends on:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 from htam.offline.ir.expr import EXP_OPS
-from htam.offline.ir.model import REDUCTIONS, Arg, Program, RowIR
+from htam.offline.ir.model import REDUCTIONS, Arg, Op, Program, RowIR
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class Schedule:
     final: list[int]  # elem ops of the output loop (empty for a per-row output)
 
 
-def _op(prog: Program, a: Arg, name: str):
+def _op(prog: Program, a: Arg, name: str) -> Op | None:
     return prog.ops[a] if isinstance(a, int) and prog.ops[a].name == name else None
 
 
@@ -68,8 +69,9 @@ def welford_pairs(prog: Program) -> dict[int, tuple[int, Arg]]:
         d = _op(prog, sq.args[0], "sub") if sq else None
         mu = _op(prog, d.args[1], "div") if d else None
         s = _op(prog, mu.args[0], "rsum") if mu else None
-        if s and _op(prog, mu.args[1], "rsize") and s.args[0] == d.args[0]:
-            pairs[i] = (mu.args[0], d.args[0])
+        # s found implies mu and d found (an Op is always truthy): the checks say so to mypy
+        if s and mu and d and _op(prog, mu.args[1], "rsize") and s.args[0] == d.args[0]:
+            pairs[i] = (cast(int, mu.args[0]), d.args[0])  # s is that op: an index
     return pairs
 
 
@@ -120,8 +122,8 @@ def schedule(prog: Program, online: bool, welford: bool) -> Schedule:
     passes = [Pass() for _ in range(n_passes)]
     for i, op in enumerate(prog.ops):
         if op.name in REDUCTIONS and i not in merged:
-            method, second = firsts.get(i, ("plain", None))
-            ops = (i,) if second is None else (i, second)
+            method, partner = firsts.get(i, ("plain", None))
+            ops = (i,) if partner is None else (i, partner)
             passes[stage[i] - 1].reds.append(Red(method, ops, op.args[0], op.name))
         elif op.kind == "row" and op.name not in REDUCTIONS and stage[i] > 0:
             passes[stage[i] - 1].after.append(i)

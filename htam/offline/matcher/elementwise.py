@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from htam.offline.front.lower import CNode
 from htam.offline.front.missing import family_note
@@ -111,7 +111,7 @@ def _pow(b: Builder, x: Arg, exponent, n: CNode) -> Arg:
         if base <= 0:
             raise NoMatch(f"power of a non-positive constant base ({n.name})")
         return b.op("exp2", b.op("mul", b.arg(exponent), math.log2(base)))
-    p = _scalar(exponent, "exponent")
+    p = cast(float, _scalar(exponent, "exponent"))  # pow always has an exponent
     if p == 1.0:
         return x
     if p == 0.5:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+from typing import cast
 
 import torch
 
 from htam.offline.front.initsrc import copy_init
 from htam.offline.front.lower import CNode
 from htam.offline.front.trace import NoMatch, Traced
-from htam.offline.ir.model import EwIR, Match, RowIR
+from htam.offline.ir.model import ChannelNormIR, EwIR, GemmIR, Match, PoolIR, RowIR, ScanIR
 from htam.offline.ir.passes import row_features
 from htam.offline.ir.views import per_channel
 from htam.offline.matcher.build import ATTR_PREFIX, GEMM_OPS, ROW_OPS, Builder, bind_device
@@ -109,9 +110,9 @@ def match_library_prefix(traced: Traced, source: str, err: NoMatch) -> Match:
         raise NoMatch(f"{err}; as library call + kernel: {lib_err}") from err
     preamble, init = copy_init(source)
     scalars, buffers = _scalars(traced, lib.ir)
-    features, conv_inputs = lib.features, ()
+    features, conv_inputs = lib.features, cast(tuple[str, ...], ())
     if _channels_last_fits(traced, lib.ir) and (
-        lib.family == "elementwise" or _channel_rows(lib.ir)
+        lib.family == "elementwise" or _channel_rows(cast(RowIR, lib.ir))  # not elementwise: rows
     ):
         features = {**features, "channels_last": True}
         conv_inputs = _conv_inputs(traced, lib.ir)
@@ -189,13 +190,14 @@ def _conv_inputs(traced: Traced, ir: EwIR | RowIR) -> tuple[str, ...]:
         value = traced.values.get(x)
         tensor = isinstance(value, torch.Tensor) and value.dim() in (4, 5)
         if conv and tensor and x.op == "placeholder" and x.target not in read:
-            names.append(x.target)
+            names.append(cast(str, x.target))  # a placeholder's target: its name
     return tuple(dict.fromkeys(names))
 
 
 def _kernel(out: CNode, nodes: list[CNode]) -> tuple[str, EwIR | RowIR, str, dict]:
     """(family, ir, summary, features) of a graph without matrix products."""
     rows = [n for n in nodes if n.op in ROW_OPS]
+    ir: EwIR | RowIR
     if any(n.op in GEMM_OPS for n in nodes):
         raise NoMatch("a matrix product inside the chain")
     if rows:
@@ -227,6 +229,7 @@ def match_families(out: CNode, traced: Traced, source: str) -> Match:
             f"a {scans[0].op} combined with a {'matrix product' if gemms else 'reduction'}; "
             "the scan family scans an elementwise chain"
         )
+    ir: ChannelNormIR | PoolIR | ScanIR | GemmIR | RowIR | EwIR
     if norms:
         ir, summary = match_channel_norm(out, norms)
         family = "channel_norm"

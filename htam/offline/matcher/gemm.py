@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 
 from htam.offline.front.lower import CNode
@@ -57,7 +59,8 @@ def _check_ranks(g: CNode, a: GemmSide, b: GemmSide) -> bool:
     if b.rank == 2:
         return not a.transposed
     a_shape = g.args[0].shape if g.op != "addmm" else g.attrs["mat1"].shape
-    b_shape = (g.attrs.get("other") or g.attrs.get("mat2")).shape
+    # a batched product names its B operand "other" (matmul, bmm) or "mat2"
+    b_shape = cast(CNode, g.attrs.get("other") or g.attrs.get("mat2")).shape
     if a.rank != b.rank or a_shape[:-2] != b_shape[:-2]:
         raise NoMatch(
             f"batched product of shapes {list(a_shape)} and {list(b_shape)}: "

@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import torch
 import torch.fx as fx
 
 from htam.offline.front.lower import CNode, lower
 from htam.offline.front.trace import NoMatch, Traced
-from htam.offline.ir.model import LIBRARY_PREFIX, GemmIR
+from htam.offline.ir.model import LIBRARY_PREFIX, EwIR, GemmIR, RowIR
 from htam.offline.matcher.build import GEMM_OPS
 from htam.offline.matcher.gemm import match_gemm
 
@@ -37,7 +37,7 @@ from htam.offline.matcher.gemm import match_gemm
 _GLOBALS_OK = {"torch", "inf", "nan", "NoneType", "device", "fx_pytree", "pytree", "getattr"}
 _NONE_ASSIGN = re.compile(r"^\s*[A-Za-z_]\w*(\s*=\s*[A-Za-z_]\w*)*\s*=\s*None\s*$")
 
-KernelBuilder = Callable[[CNode, list[CNode]], tuple[str, object, str, dict]]
+KernelBuilder = Callable[[CNode, list[CNode]], tuple[str, EwIR | RowIR, str, dict]]
 
 
 def _leaf(n: CNode) -> bool:
@@ -83,7 +83,8 @@ def _heavy(n: CNode) -> bool:
     node: fx.Node = n.attrs["fx"]
     if node.op == "call_module":
         owner = node.graph.owning_module
-        name = type(owner.get_submodule(node.target)).__name__ if owner is not None else ""
+        path = cast(str, node.target)  # a module call's target is the module's path
+        name = type(owner.get_submodule(path)).__name__ if owner is not None else ""
     else:
         name = node.target if isinstance(node.target, str) else node.target.__name__
     return bool(_LIBRARY.search(name))
@@ -150,7 +151,7 @@ def prefix_code(traced: Traced, stops: dict[str, CNode]) -> list[str]:
             need.add(n)
             stack.extend(n.all_input_nodes)
     for n in need:
-        if n.op == "get_attr" and not _resolves(traced.model, n.target):
+        if n.op == "get_attr" and not _resolves(traced.model, cast(str, n.target)):  # a path
             raise NoMatch(f"the library prefix reads {n.target}, a tensor made inside forward")
     _no_baked_attributes(traced, need)
     graph = fx.Graph()
@@ -237,7 +238,7 @@ def _library_names(prefix: list[CNode]) -> str:
 
 class LibraryMatch(NamedTuple):
     family: str
-    ir: object  # EwIR | RowIR: the kernel tail
+    ir: EwIR | RowIR  # the kernel tail
     summary: str
     features: dict
     prelude: list[str]  # forward lines computing the prefix with torch
