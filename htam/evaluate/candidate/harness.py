@@ -158,9 +158,10 @@ class Harness:
         spoiled (candidate/kernels.py), its outputs handed over like a call's; what the
         kernels' wrappers counted goes to the judge, which compares the outputs itself."""
         result: list = []
-        if self.kernels is None:
-            raise RuntimeError("the kernel probe before the solution was loaded")
-        self.kernels.start()
+        observer = self.kernels
+        if observer is None:  # the judge probes only a built solution
+            raise RuntimeError("a kernel probe before the build")
+        observer.start()
         raised = None
         try:
             self._forward(result)(*self.inputs[self.active])
@@ -168,7 +169,7 @@ class Harness:
                 torch.cuda.synchronize()
         except Exception as exc:  # noqa: BLE001 - a spoiled result may well make it fail
             raised = f"{type(exc).__name__}: {exc}"[:500]
-        seen = self.kernels.stop()
+        seen = observer.stop()
         if raised is None:
             self.pending = result[0]
             problem = self._check(self.pending, self.inputs[self.active], self.slots[self.active])
