@@ -13,6 +13,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from htam.agent.run_summary import RunSummary
 from htam.cli import app
 from tests.cli.conftest import start_htam
 from tests.cli.tasks_src import write_suite
@@ -115,13 +116,13 @@ class _FlaggedOptimizer:
 
     def run(self, task, out: Path, resume: bool = False):
         (out / "best_slower_than_reference.py").write_text("")
-        return {
+        return RunSummary.from_dict({
             "outcome": "reference_stands", "statuses": ["ok"], "best_speedup": 0.9,
             "best_flags": ["calls of 0.001 ms are within 2x of the judge's clock resolution"],
             "best_file": "best_slower_than_reference.py", "best_speedup_vs_compile": None,
             "best_sol_fraction": None, "steps": 1, "steps_planned": 1, "duplicates": 0,
             "wall_s": 1.0, "cost_usd": 0.0,
-        }  # fmt: skip
+        })  # fmt: skip
 
 
 def test_quiet_prints_the_last_line_alone_even_with_flags(tmp_path, env, monkeypatch):

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import pytest
 from typer.testing import CliRunner
 
+from htam.agent.run_summary import RunSummary
 from htam.cli import app
 from tests.cli.tasks_src import SMALL_RELU, relu_task
 
@@ -258,12 +259,12 @@ class _TwoStepOptimizer:
         self.on_step(_step({"step": 0, "proposal": {"baseline": True}}))
         self.on_step(_step({"step": 1, "direction": "fusion", "strategy": "fusion.x"}))
         (out / "best_slower_than_reference.py").write_text("")
-        return {
+        return RunSummary.from_dict({
             "outcome": "reference_stands", "best_flags": [], "statuses": ["ok", "ok"],
             "best_speedup": 1.0, "best_file": "best_slower_than_reference.py",
             "best_speedup_vs_compile": None, "best_sol_fraction": None,
             "steps": 2, "duplicates": 2, "wall_s": 2.0, "cost_usd": 0.0,
-        }  # fmt: skip
+        })  # fmt: skip
 
 
 def test_optimize_names_the_baseline_step_and_counts_repeated_proposals(tmp_path, env, monkeypatch):
