@@ -40,7 +40,9 @@ def test_show_and_plot_take_a_json_export(tmp_path):
 
 def test_a_proposer_is_named_in_words():
     assert ProposerSpec().label() == "offline templates"
-    assert ProposerSpec(llm="deepseek").label() == "LLM deepseek, model of the preset"
+    assert ProposerSpec(llm="deepseek").label() == "LLM deepseek, model the preset's"
+    # a custom endpoint has no preset: its label does not claim one
+    assert ProposerSpec(base_url="http://h:1/v1").label() == "LLM http://h:1/v1, model none given"
     assert ProposerSpec(base_url="http://h:1/v1", model="m").label() == "LLM http://h:1/v1, model m"
 
 
