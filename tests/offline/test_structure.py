@@ -61,7 +61,9 @@ def test_backends_are_registered_by_the_vocabulary_languages():
 
 def test_layers_of_the_package():
     """front -> nothing else of the package; matcher -> front and ir; the backends -> ir,
-    params, strategies and their own base; neither backend imports the other."""
+    params, strategies and their own base; neither backend imports the other; guard (the input
+    check of a solution) -> nothing else of the package; source -> backends.base, ir, params
+    and guard."""
     allowed = {
         "htam.offline.front": (),
         "htam.offline.matcher": ("htam.offline.front", "htam.offline.ir"),
@@ -80,8 +82,10 @@ def test_layers_of_the_package():
             "htam.offline.params",
             "htam.offline.strategies",
         ),
+        "htam.offline.guard": (),
         "htam.offline.source": (
             "htam.offline.backends.base",
+            "htam.offline.guard",
             "htam.offline.ir",
             "htam.offline.params",
         ),
