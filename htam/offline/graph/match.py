@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from htam.offline.front.trace import NoMatch
 from htam.offline.graph import cpp_rt, triton_rt
 from htam.offline.graph.dryrun import dry_run
+from htam.offline.graph.prune import prune
 from htam.offline.graph.recurrent import RECURRENT
 from htam.offline.graph.rewrite import Rewritten, rewrite
 from htam.offline.graph.runtime import RUNTIME
@@ -71,4 +72,4 @@ def render_model(match: Match, language: str, params: ModelParams, applied: list
         RECURRENT,
         rw.source,
     ]
-    return "\n".join(parts) + "\n"
+    return prune("\n".join(parts)) + "\n"
