@@ -178,7 +178,14 @@ ATTACKS_CPU = [
     # red team 12: a time of NaN drops every floor that min() and max() take; the host's job
     # folders (the reference runner's, other evaluations') and shared mappings, read
     Attack("attack_nan_time.py", "forged timing", "cpp", (("rejected", "malformed"),)),
-    Attack("attack_read_sibling_jobs.py", "reading", "cpp", OK_OR_ESCAPE),
+    # with the job directory a tmpfs of its own, mountinfo names its root "/" and no host path:
+    # the fixture then walks the whole (read-only) filesystem and floods its log
+    Attack(
+        "attack_read_sibling_jobs.py",
+        "reading",
+        "cpp",
+        OK_OR_ESCAPE + (("runtime_error", "output flood"),),
+    ),
     Attack("attack_shared_maps.py", "reading", "cpp", OK_OR_ESCAPE),
     # stopped by the watchdog's disk check, or (when the job ends first) removed all the same
     Attack(
