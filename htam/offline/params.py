@@ -113,6 +113,18 @@ class ChannelNormParams(Params):
     programs: int = 1024  # at least this many programs when the statistics allow a split
 
 
+@dataclass(frozen=True)
+class ConvParams(Params):
+    block_m: int = 64  # output positions per program (implicit GEMM)
+    block_n: int = 0  # output channels per program; 0: the group's, 16 to 64, per call
+    block_k: int = 32  # reduction step over input channels x window
+    block: int = 256  # outputs per program of the direct (depthwise) kernel, per OpenMP chunk
+    warps: int = 4
+    # TF32 dot: True always, False IEEE fp32, None (the baseline) while the reduction length is
+    # within the evaluator's float32 tolerance (backends/triton/gemm_plan.tf32_max_k)
+    tf32: bool | None = None
+
+
 FAMILY_PARAMS: dict[str, type[Params]] = {
     "elementwise": EwParams,
     "row": RowParams,
@@ -121,6 +133,7 @@ FAMILY_PARAMS: dict[str, type[Params]] = {
     "scan": ScanParams,
     "pool": PoolParams,
     "channel_norm": ChannelNormParams,
+    "conv": ConvParams,
 }
 
 
@@ -147,6 +160,8 @@ def baseline(match: Match, language: str = "triton") -> Params:
         return PoolParams()
     if match.family == "channel_norm":
         return ChannelNormParams()
+    if match.family == "conv":
+        return ConvParams()
     ir = match.ir_as(GemmIR)
     epilogue = "fused" if not ir.has_epilogue else ("ops" if len(ir.epilogue.ops) > 1 else "kernel")
     # tile, K step and precision chosen per shape (backends/triton/gemm_plan.py); C++: untiled

@@ -26,6 +26,7 @@ from htam.offline.params import (
     TILES,
     VECS,
     ChannelNormParams,
+    ConvParams,
     EwParams,
     GemmParams,
     ModelParams,
@@ -171,6 +172,20 @@ POOL: dict[str, Rule[PoolParams]] = {"parallel_mapping.block_size_tuning": Rule(
 CHANNEL_NORM: dict[str, Rule[ChannelNormParams]] = {
     "parallel_mapping.block_size_tuning": Rule(_block)
 }
+# the implicit GEMM's tile (positions x channels per program) and its K step
+CONV_TILES = [(64, 0), (128, 64), (64, 32), (32, 16)]
+
+
+def _conv_tile(p: ConvParams) -> ConvParams:
+    bm, bn = _next(CONV_TILES, (p.block_m, p.block_n))
+    return replace(p, block_m=bm, block_n=bn, warps=8 if bm * max(bn, 32) >= 8192 else 4)
+
+
+CONV: dict[str, Rule[ConvParams]] = {
+    "data_reuse.shared_memory_tiling": Rule(_conv_tile),
+    "parallel_mapping.block_size_tuning": Rule(lambda p: replace(p, block_k=_next(BKS, p.block_k))),
+    "precision.tensor_core_dot": Rule(lambda p: replace(p, tf32=True)),
+}
 RULES: dict[str, dict[str, Rule[Any]]] = {
     "elementwise": ELEMENTWISE,
     "row": ROW,
@@ -179,6 +194,7 @@ RULES: dict[str, dict[str, Rule[Any]]] = {
     "scan": SCAN,
     "pool": POOL,
     "channel_norm": CHANNEL_NORM,
+    "conv": CONV,
 }
 
 

@@ -397,3 +397,6 @@ CASES.update(POOL_CASES)
 from tests.offline.sources_norm import NORM_CASES  # noqa: E402
 
 CASES.update(NORM_CASES)
+from tests.offline.sources_conv import CONV_CASES  # noqa: E402
+
+CASES.update(CONV_CASES)

@@ -27,6 +27,7 @@ FAMILY_ONLY = frozenset(
     {
         "max_pool",
         "avg_pool",
+        "conv",
         "batch_norm",
         "group_norm",
         "cumsum",
@@ -137,6 +138,8 @@ class Lowerer:
                 raise
             if self.opaque and op in FAMILY_ONLY:  # torch's in a library prefix, as before
                 return self._opaque(node)
+            if op == "conv" and (len(node.args) > 1 or node.kwargs):  # e.g. an output_size
+                raise NoMatch(f"{type(sub).__name__} called with more than its input ({target})")
             args = [self._arg(node.args[0])]
             for attr, path in params.items():
                 attrs[attr] = (

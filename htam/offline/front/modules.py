@@ -76,6 +76,8 @@ def _with_attributes(m: nn.Module, path: str) -> Lowered | None:
         return "rms_norm", attrs, {"weight": _param(m, path, "weight")}
     if isinstance(m, nn.modules.pooling._MaxPoolNd | nn.modules.pooling._AvgPoolNd):
         return _pool(m, path)
+    if isinstance(m, nn.modules.conv._ConvNd):
+        return _conv(m, path)
     if isinstance(m, nn.modules.batchnorm._BatchNorm | nn.GroupNorm):
         if type(m) not in (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.GroupNorm):
             return None
@@ -112,3 +114,19 @@ def _pool(m: nn.Module, path: str) -> Lowered:
         raise NoMatch(f"{type(m).__name__} with return_indices=True ({path})")
     kind = "max" if isinstance(m, nn.modules.pooling._MaxPoolNd) else "avg"
     return f"{kind}_pool", {"nd": nd, "path": path}, {}
+
+
+_CONVS = ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d")
+
+
+def _conv(m: nn.Module, path: str) -> Lowered | None:
+    """A convolution module: its window, groups, weight and bias stay the module's (read at
+    every call by the kernel's forward); zero padding only, given as sizes (or "valid")."""
+    name = type(m).__name__
+    if name not in _CONVS:
+        return None
+    if m.padding_mode != "zeros" or m.padding == "same":
+        why = "padding='same'" if m.padding == "same" else f"padding_mode={m.padding_mode!r}"
+        raise NoMatch(f"{name} with {why} ({path}){family_note(name)}")
+    attrs = {"nd": int(name[-2]), "transposed": name.startswith("ConvTranspose"), "path": path}
+    return "conv", attrs, {}

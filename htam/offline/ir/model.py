@@ -116,6 +116,18 @@ class PoolIR:
 
 
 @dataclass
+class ConvIR:
+    """A convolution or transposed convolution (1-3 spatial dims, groups) of a forward input by
+    a convolution module of the model, whose window, groups, weight and bias the forward reads
+    at every call."""
+
+    nd: int  # spatial dims
+    transposed: bool
+    module: str  # the convolution module's dotted path in the model
+    source: str  # forward expression of the convolved tensor
+
+
+@dataclass
 class ChannelNormIR:
     """BatchNorm (statistics per channel over the batch and positions, training mode as the
     reference computes them; running statistics in eval mode) or GroupNorm (per sample and
@@ -153,10 +165,10 @@ _IR = TypeVar("_IR")
 
 @dataclass
 class Match:
-    family: str  # "elementwise" | "row" | "gemm" | "scan" | "pool" | "channel_norm"
+    family: str  # "elementwise" | "row" | "gemm" | "scan" | "pool" | "channel_norm" | "conv"
     summary: str
     inputs: list[str]  # forward argument names, in order
-    ir: EwIR | RowIR | GemmIR | ScanIR | PoolIR | ChannelNormIR
+    ir: EwIR | RowIR | GemmIR | ScanIR | PoolIR | ChannelNormIR | ConvIR
     init_source: str  # ModelNew's __init__ method, copied from the reference
     preamble: str = ""  # imports and module-level helpers that __init__ needs
     features: dict[str, bool] = field(default_factory=dict)  # e.g. online_softmax, welford

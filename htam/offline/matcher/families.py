@@ -10,11 +10,21 @@ import torch
 from htam.offline.front.initsrc import copy_init
 from htam.offline.front.lower import CNode
 from htam.offline.front.trace import NoMatch, Traced
-from htam.offline.ir.model import ChannelNormIR, EwIR, GemmIR, Match, PoolIR, RowIR, ScanIR
+from htam.offline.ir.model import (
+    ChannelNormIR,
+    ConvIR,
+    EwIR,
+    GemmIR,
+    Match,
+    PoolIR,
+    RowIR,
+    ScanIR,
+)
 from htam.offline.ir.passes import row_features
 from htam.offline.ir.views import per_channel
 from htam.offline.matcher.build import ATTR_PREFIX, GEMM_OPS, ROW_OPS, Builder, bind_device
 from htam.offline.matcher.channel_norm import NORM_OPS, match_channel_norm
+from htam.offline.matcher.conv import CONV_OPS, match_conv
 from htam.offline.matcher.gemm import match_gemm
 from htam.offline.matcher.pool import POOL_OPS, match_pool
 from htam.offline.matcher.rows import row_spec
@@ -222,6 +232,7 @@ def match_families(out: CNode, traced: Traced, source: str) -> Match:
         )
     features: dict[str, bool] = {}
     pools = [n for n in nodes if n.op in POOL_OPS]
+    convs = [n for n in nodes if n.op in CONV_OPS]
     norms = [n for n in nodes if n.op in NORM_OPS]
     scans = [n for n in nodes if n.op in SCAN_OPS]
     if scans and (gemms or rows):
@@ -229,8 +240,11 @@ def match_families(out: CNode, traced: Traced, source: str) -> Match:
             f"a {scans[0].op} combined with a {'matrix product' if gemms else 'reduction'}; "
             "the scan family scans an elementwise chain"
         )
-    ir: ChannelNormIR | PoolIR | ScanIR | GemmIR | RowIR | EwIR
-    if norms:
+    ir: ConvIR | ChannelNormIR | PoolIR | ScanIR | GemmIR | RowIR | EwIR
+    if convs:
+        ir, summary = match_conv(out, convs)
+        family = "conv"
+    elif norms:
         ir, summary = match_channel_norm(out, norms)
         family = "channel_norm"
     elif pools:

@@ -7,12 +7,14 @@ from typing import Any
 
 from htam.offline.backends.base import KernelCode
 from htam.offline.backends.cpp.channel_norm import channel_norm_solution
+from htam.offline.backends.cpp.conv import conv_solution
 from htam.offline.backends.cpp.ew import ew_solution
 from htam.offline.backends.cpp.gemm import gemm_solution
 from htam.offline.backends.cpp.loader import IMPORTS, cpp_loader
 from htam.offline.backends.cpp.pool import pool_solution
 from htam.offline.backends.cpp.row import row_solution
 from htam.offline.backends.cpp.scan import scan_solution
+from htam.offline.ir.conv import GEOMETRY as CONV_GEOMETRY
 from htam.offline.ir.expr import Math
 from htam.offline.ir.model import Match
 from htam.offline.ir.pool import GEOMETRY
@@ -28,7 +30,10 @@ _FAMILIES: dict[str, Callable[..., Any]] = {
     "scan": scan_solution,
     "pool": lambda ir, p, m: pool_solution(ir, p),  # no SSA program: nothing for Math
     "channel_norm": lambda ir, p, m: channel_norm_solution(ir, p),
+    "conv": lambda ir, p, m: conv_solution(ir, p),
 }
+# module-level Python helpers a family's forward calls
+_HELPERS = {"pool": (GEOMETRY.strip(),), "conv": (CONV_GEOMETRY.strip(),)}
 NOT_ON_CPU = ("precision.tensor_core_dot",)  # TF32 tensor cores: a GPU unit
 
 
@@ -41,6 +46,6 @@ class CppBackend:
     def render(self, match: Match, params: Params) -> KernelCode:
         m = Math("cpp", exp2=params.exp2)
         (fn, src), forward = _FAMILIES[match.family](match.ir, params, m)
-        helpers = (GEOMETRY.strip(),) if match.family == "pool" else ()
+        helpers = _HELPERS.get(match.family, ())
         setup = cpp_loader(fn, src, match.family)
         return KernelCode(IMPORTS, helpers, tuple(forward), setup=setup)

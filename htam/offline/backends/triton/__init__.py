@@ -7,6 +7,7 @@ from typing import Any
 
 from htam.offline.backends.base import KernelCode
 from htam.offline.backends.triton.channel_norm import channel_norm_solution
+from htam.offline.backends.triton.conv import conv_solution
 from htam.offline.backends.triton.ew import ew_solution
 from htam.offline.backends.triton.gemm import gemm_solution
 from htam.offline.backends.triton.layout import input_layout
@@ -35,6 +36,7 @@ _FAMILIES: dict[str, Callable[..., Any]] = {
     "scan": scan_solution,
     "pool": lambda ir, p, m: pool_solution(ir, p),  # no SSA program: nothing for Math
     "channel_norm": lambda ir, p, m: channel_norm_solution(ir, p),
+    "conv": lambda ir, p, m: conv_solution(ir, p),
 }
 
 
