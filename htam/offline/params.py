@@ -125,6 +125,30 @@ class ConvParams(Params):
     tf32: bool | None = None
 
 
+@dataclass(frozen=True)
+class LossParams(Params):
+    block: int = 1024  # elements of a row per step
+    warps: int = 4
+
+
+@dataclass(frozen=True)
+class AttentionParams(Params):
+    block_m: int = 64  # queries per program
+    block_n: int = 64  # keys per step
+    block_d: int = 64  # head dims per step of Q K^T (the reduction)
+    warps: int = 4
+    tf32: bool | None = None  # as ConvParams.tf32
+
+
+@dataclass(frozen=True)
+class TriangularParams(Params):
+    block_m: int = 64
+    block_n: int = 64
+    block_k: int = 32
+    warps: int = 4
+    tf32: bool | None = None  # as ConvParams.tf32
+
+
 FAMILY_PARAMS: dict[str, type[Params]] = {
     "elementwise": EwParams,
     "row": RowParams,
@@ -134,6 +158,9 @@ FAMILY_PARAMS: dict[str, type[Params]] = {
     "pool": PoolParams,
     "channel_norm": ChannelNormParams,
     "conv": ConvParams,
+    "loss": LossParams,
+    "attention": AttentionParams,
+    "triangular": TriangularParams,
 }
 
 
@@ -160,8 +187,8 @@ def baseline(match: Match, language: str = "triton") -> Params:
         return PoolParams()
     if match.family == "channel_norm":
         return ChannelNormParams()
-    if match.family == "conv":
-        return ConvParams()
+    if match.family in ("conv", "loss", "attention", "triangular"):
+        return FAMILY_PARAMS[match.family]()
     ir = match.ir_as(GemmIR)
     epilogue = "fused" if not ir.has_epilogue else ("ops" if len(ir.epilogue.ops) > 1 else "kernel")
     # tile, K step and precision chosen per shape (backends/triton/gemm_plan.py); C++: untiled

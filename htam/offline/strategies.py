@@ -25,15 +25,18 @@ from htam.offline.params import (
     ROWS,
     TILES,
     VECS,
+    AttentionParams,
     ChannelNormParams,
     ConvParams,
     EwParams,
     GemmParams,
+    LossParams,
     ModelParams,
     Params,
     PoolParams,
     RowParams,
     ScanParams,
+    TriangularParams,
 )
 
 # The order the offline proposer offers strategies in: by direction, then in the seed's order. The
@@ -58,7 +61,9 @@ class StrategyError(Exception):
 P = TypeVar("P", bound=Params)
 T = TypeVar("T")
 # the families whose kernels tile by ``block`` elements with ``warps`` per program
-Blocked = TypeVar("Blocked", EwParams, RowParams, ScanParams, PoolParams, ChannelNormParams)
+Blocked = TypeVar(
+    "Blocked", EwParams, RowParams, ScanParams, PoolParams, ChannelNormParams, LossParams
+)
 
 
 @dataclass(frozen=True)
@@ -186,6 +191,18 @@ CONV: dict[str, Rule[ConvParams]] = {
     "parallel_mapping.block_size_tuning": Rule(lambda p: replace(p, block_k=_next(BKS, p.block_k))),
     "precision.tensor_core_dot": Rule(lambda p: replace(p, tf32=True)),
 }
+
+
+def _tile(p: AttentionParams | TriangularParams) -> Params:
+    bm, bn = _next([(64, 64), (128, 64), (32, 32)], (p.block_m, p.block_n))
+    return replace(p, block_m=bm, block_n=bn, warps=8 if bm >= 128 else 4)
+
+
+# attention and the triangular product: a tile of BLOCK_M x BLOCK_N and the dot's precision
+TILED: dict[str, Rule[Any]] = {
+    "data_reuse.shared_memory_tiling": Rule(_tile),
+    "precision.tensor_core_dot": Rule(lambda p: replace(p, tf32=True)),
+}
 RULES: dict[str, dict[str, Rule[Any]]] = {
     "elementwise": ELEMENTWISE,
     "row": ROW,
@@ -195,6 +212,9 @@ RULES: dict[str, dict[str, Rule[Any]]] = {
     "pool": POOL,
     "channel_norm": CHANNEL_NORM,
     "conv": CONV,
+    "loss": {"parallel_mapping.block_size_tuning": Rule(_block)},
+    "attention": TILED,
+    "triangular": TILED,
 }
 
 

@@ -400,3 +400,6 @@ CASES.update(NORM_CASES)
 from tests.offline.sources_conv import CONV_CASES  # noqa: E402
 
 CASES.update(CONV_CASES)
+from tests.offline.sources_special import SPECIAL_CASES  # noqa: E402
+
+CASES.update(SPECIAL_CASES)

@@ -1,4 +1,4 @@
-"""The convolution family reads its window, groups, weight and bias from the model's
+"""The convolution family (a convolution whose bias a library prefix would not add) reads its window, groups, weight and bias from the model's
 convolution module at every call: one solution computes the reference for other constructor
 values, on the implicit-GEMM and on the direct (narrow groups) kernel."""
 
@@ -12,7 +12,9 @@ CONV_T_ARGS = kb(
 class Model(nn.Module):
     def __init__(self, c_out, k, s, p, groups):
         super().__init__()
-        self.conv = nn.ConvTranspose2d(4, c_out, k, stride=s, padding=p, groups=groups)
+        self.conv = nn.ConvTranspose2d(
+            4, c_out, k, stride=s, padding=p, groups=groups, bias=False
+        )
 
     def forward(self, x):
         return self.conv(x)
@@ -24,7 +26,7 @@ class Model(nn.Module):
 
 def test_the_window_and_groups_are_read_from_the_module_not_compiled_in():
     code = solution(task_of("conv_t_args", CONV_T_ARGS), "triton")
-    assert "_conv_geometry(m, x, 2, True)" in code
+    assert "_htam_conv(_attr(self, 'conv'), y, 2, True)" in code
     module = load_solution(code)
     ref_ns: dict = {}
     exec(compile(CONV_T_ARGS, "<ref>", "exec"), ref_ns)  # noqa: S102

@@ -36,6 +36,13 @@ FAMILY_ONLY = frozenset(
         "narrow",
         "select",
         "zeros_like",
+        "cross_entropy",
+        "kl_div",
+        "triplet_margin_loss",
+        "scaled_dot_product_attention",
+        "sdpa",
+        "triu",
+        "tril",
     }
 )
 
@@ -140,7 +147,7 @@ class Lowerer:
                 return self._opaque(node)
             if op == "conv" and (len(node.args) > 1 or node.kwargs):  # e.g. an output_size
                 raise NoMatch(f"{type(sub).__name__} called with more than its input ({target})")
-            args = [self._arg(node.args[0])]
+            args = [self._arg(a) for a in node.args[: 3 if op == "triplet_margin_loss" else 1]]
             for attr, path in params.items():
                 attrs[attr] = (
                     None

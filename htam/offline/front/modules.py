@@ -78,6 +78,9 @@ def _with_attributes(m: nn.Module, path: str) -> Lowered | None:
         return _pool(m, path)
     if isinstance(m, nn.modules.conv._ConvNd):
         return _conv(m, path)
+    if type(m) is nn.TripletMarginLoss:  # margin read from the module at every call
+        attrs = {"path": path, "p": m.p, "eps": m.eps, "swap": m.swap, "reduction": m.reduction}
+        return "triplet_margin_loss", attrs, {}
     if isinstance(m, nn.modules.batchnorm._BatchNorm | nn.GroupNorm):
         if type(m) not in (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.GroupNorm):
             return None

@@ -133,6 +133,60 @@ SPECS.update(
         "unsqueeze": ("reshape", ["dim"], {}),
         "squeeze": ("reshape", ["dim"], {"dim": None}),
         "flatten": ("reshape", ["start_dim", "end_dim"], {"start_dim": 0, "end_dim": -1}),
+        # whole-task families of their own (matcher/special.py): a loss, attention, a
+        # triangular part of a matrix product
+        "cross_entropy": (
+            "cross_entropy",
+            [
+                "target",
+                "weight",
+                "size_average",
+                "ignore_index",
+                "reduce",
+                "reduction",
+                "label_smoothing",
+            ],
+            {
+                "weight": None,
+                "size_average": None,
+                "ignore_index": -100,
+                "reduce": None,
+                "reduction": "mean",
+                "label_smoothing": 0.0,
+            },
+        ),
+        "kl_div": (
+            "kl_div",
+            ["target", "size_average", "reduce", "reduction", "log_target"],
+            {"size_average": None, "reduce": None, "reduction": "mean", "log_target": False},
+        ),
+        "triplet_margin_loss": (
+            "triplet_margin_loss",
+            ["positive", "negative", "margin", "p", "eps", "swap", "size_average", "reduce"]
+            + ["reduction"],
+            {
+                "margin": 1.0,
+                "p": 2.0,
+                "eps": 1e-6,
+                "swap": False,
+                "size_average": None,
+                "reduce": None,
+                "reduction": "mean",
+            },
+        ),
+        "scaled_dot_product_attention": (
+            "sdpa",
+            ["key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"],
+            {
+                "attn_mask": None,
+                "dropout_p": 0.0,
+                "is_causal": False,
+                "scale": None,
+                "enable_gqa": False,
+            },
+        ),
+        "triu": ("triu", ["diagonal"], {"diagonal": 0}),
+        "tril": ("tril", ["diagonal"], {"diagonal": 0}),
     }
 )
 OPERATORS = {

@@ -12,6 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from htam.offline.ir.special import AttentionIR, LossIR, TriangularIR
+
+SpecialIR = LossIR | AttentionIR | TriangularIR
+
 Arg = int | str | float
 
 REDUCTIONS = ("rsum", "rmax", "rmin", "rargmax", "rargmin")
@@ -117,14 +121,12 @@ class PoolIR:
 
 @dataclass
 class ConvIR:
-    """A convolution or transposed convolution (1-3 spatial dims, groups) of a forward input by
-    a convolution module of the model, whose window, groups, weight and bias the forward reads
-    at every call."""
+    """A chain of convolutions or transposed convolutions (1-3 spatial dims, groups) of a
+    forward input by convolution modules of the model, whose window, groups, weight and bias
+    the forward reads at every call."""
 
-    nd: int  # spatial dims
-    transposed: bool
-    module: str  # the convolution module's dotted path in the model
-    source: str  # forward expression of the convolved tensor
+    stages: list[tuple[str, int, bool]]  # (module's dotted path, spatial dims, transposed)
+    source: str  # forward expression of the first convolution's input
 
 
 @dataclass
@@ -165,10 +167,12 @@ _IR = TypeVar("_IR")
 
 @dataclass
 class Match:
-    family: str  # "elementwise" | "row" | "gemm" | "scan" | "pool" | "channel_norm" | "conv"
+    # "elementwise" | "row" | "gemm" | "scan" | "pool" | "channel_norm" | "conv" | "loss" |
+    # "attention" | "triangular"
+    family: str
     summary: str
     inputs: list[str]  # forward argument names, in order
-    ir: EwIR | RowIR | GemmIR | ScanIR | PoolIR | ChannelNormIR | ConvIR
+    ir: EwIR | RowIR | GemmIR | ScanIR | PoolIR | ChannelNormIR | ConvIR | SpecialIR
     init_source: str  # ModelNew's __init__ method, copied from the reference
     preamble: str = ""  # imports and module-level helpers that __init__ needs
     features: dict[str, bool] = field(default_factory=dict)  # e.g. online_softmax, welford

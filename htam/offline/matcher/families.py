@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import cast
+from typing import Any, cast
 
 import torch
 
@@ -11,14 +11,9 @@ from htam.offline.front.initsrc import copy_init
 from htam.offline.front.lower import CNode
 from htam.offline.front.trace import NoMatch, Traced
 from htam.offline.ir.model import (
-    ChannelNormIR,
-    ConvIR,
     EwIR,
-    GemmIR,
     Match,
-    PoolIR,
     RowIR,
-    ScanIR,
 )
 from htam.offline.ir.passes import row_features
 from htam.offline.ir.views import per_channel
@@ -29,6 +24,7 @@ from htam.offline.matcher.gemm import match_gemm
 from htam.offline.matcher.pool import POOL_OPS, match_pool
 from htam.offline.matcher.rows import row_spec
 from htam.offline.matcher.scan import SCAN_OPS, match_scan
+from htam.offline.matcher.special import SPECIAL_OPS, match_special
 
 # Functions a channels-last prefix must not hold: a functional convolution (no module weight to
 # convert), pooling, norms other than batch norm, resampling.
@@ -240,9 +236,11 @@ def match_families(out: CNode, traced: Traced, source: str) -> Match:
             f"a {scans[0].op} combined with a {'matrix product' if gemms else 'reduction'}; "
             "the scan family scans an elementwise chain"
         )
-    ir: ConvIR | ChannelNormIR | PoolIR | ScanIR | GemmIR | RowIR | EwIR
-    if convs:
-        ir, summary = match_conv(out, convs)
+    ir: Any
+    if any(n.op in SPECIAL_OPS for n in nodes):
+        family, ir, summary = match_special(out, nodes)
+    elif convs:
+        ir, summary = match_conv(out, convs, traced.model)
         family = "conv"
     elif norms:
         ir, summary = match_channel_norm(out, norms)

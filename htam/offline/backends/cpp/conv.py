@@ -5,7 +5,7 @@ the output through a tap), in the same three-dims index scheme as the Triton ker
 from __future__ import annotations
 
 from htam.offline.backends.cpp.common import HEADER, cpp_names
-from htam.offline.ir.conv import conv_forward
+from htam.offline.ir.conv import conv_calls, conv_helper
 from htam.offline.ir.model import ConvIR
 from htam.offline.params import ConvParams
 
@@ -75,10 +75,15 @@ void HTAM_FN({params}) {{
 
 
 def conv_solution(ir: ConvIR, p: ConvParams) -> tuple[tuple[str, str], list[str]]:
-    fn, src = cpp_names("conv", _kernel(p.block))
-    lines = conv_forward(ir.source, ir.module, ir.nd, ir.transposed)
+    """((function, C++ source), forward lines): each convolution through :func:`conv_helper_cpp`."""
+    return cpp_names("conv", _kernel(p.block)), conv_calls(ir, "_htam_conv")
+
+
+def conv_helper_cpp(p: ConvParams) -> str:
+    """The per-convolution helper calling the extension's function."""
+    fn, _ = cpp_names("conv", _kernel(p.block))
     args = (
         "out.data_ptr(), x.data_ptr(), w.data_ptr(), b_arg.data_ptr(), int(bias is not None), "
-        f"out.numel(), c_in, c_out, cin_g, cout_g, *size, *osz, *k, *s, *p, *d, {int(ir.transposed)}"
+        "out.numel(), c_in, c_out, cin_g, cout_g, *size, *osz, *k, *s, *p, *d, int(transposed)"
     )
-    return (fn, src), [*lines, f"_ext.{fn}({args})", "return out.squeeze(0) if unbatched else out"]
+    return conv_helper("_htam_conv", [f"_ext.{fn}({args})"])

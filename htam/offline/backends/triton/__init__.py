@@ -11,10 +11,12 @@ from htam.offline.backends.triton.conv import conv_solution
 from htam.offline.backends.triton.ew import ew_solution
 from htam.offline.backends.triton.gemm import gemm_solution
 from htam.offline.backends.triton.layout import input_layout
+from htam.offline.backends.triton.loss import loss_solution
 from htam.offline.backends.triton.pool import pool_solution
 from htam.offline.backends.triton.prefix import prefix_gemm
 from htam.offline.backends.triton.row import row_solution
 from htam.offline.backends.triton.scan import scan_solution
+from htam.offline.backends.triton.special import attention_solution, triangular_solution
 from htam.offline.ir.expr import Math
 from htam.offline.ir.model import Match
 from htam.offline.params import Params
@@ -37,6 +39,9 @@ _FAMILIES: dict[str, Callable[..., Any]] = {
     "pool": lambda ir, p, m: pool_solution(ir, p),  # no SSA program: nothing for Math
     "channel_norm": lambda ir, p, m: channel_norm_solution(ir, p),
     "conv": lambda ir, p, m: conv_solution(ir, p),
+    "loss": lambda ir, p, m: loss_solution(ir, p),
+    "attention": lambda ir, p, m: attention_solution(ir, p),
+    "triangular": lambda ir, p, m: triangular_solution(ir, p),
 }
 
 

@@ -9,7 +9,7 @@ run a direct kernel instead, one output element per lane, since ``tl.dot`` tiles
 from __future__ import annotations
 
 from htam.offline.backends.triton.gemm_plan import tf32_max_k
-from htam.offline.ir.conv import GEOMETRY, conv_forward
+from htam.offline.ir.conv import GEOMETRY, conv_calls, conv_helper
 from htam.offline.ir.model import ConvIR
 from htam.offline.params import ConvParams
 
@@ -129,11 +129,10 @@ def _precision(p: ConvParams) -> str:
 def conv_solution(ir: ConvIR, p: ConvParams) -> tuple[list[str], list[str]]:
     """(module-level code, forward lines) for the convolution family."""
     sizes = "*size, *osz, *k, *s, *p, *d"
-    common = f"x, w, b_arg, out, {{n}}, c_in, c_out, cin_g, cout_g, {sizes}, {ir.transposed}, "
+    common = f"x, w, b_arg, out, {{n}}, c_in, c_out, cin_g, cout_g, {sizes}, transposed, "
     common += "bias is not None"
     block_n = str(p.block_n) if p.block_n else "min(64, max(16, triton.next_power_of_2(cout_g)))"
-    lines = conv_forward(ir.source, ir.module, ir.nd, ir.transposed)
-    lines += [
+    launch = [
         f"if cout_g < 16:  # depthwise and other narrow groups: {p.block} outputs a program",
         f"    htam_conv_direct[(triton.cdiv(out.numel(), {p.block}),)]("
         + common.format(n="out.numel()")
@@ -143,6 +142,7 @@ def conv_solution(ir: ConvIR, p: ConvParams) -> tuple[list[str], list[str]]:
         "    grid = (triton.cdiv(n_pos, bm), triton.cdiv(cout_g, bn), groups)",
         "    htam_conv[grid](" + common.format(n="n_pos") + f", {_precision(p)}, BLOCK_M=bm, "
         f"BLOCK_N=bn, BLOCK_K=bk, num_warps={p.warps})",
-        "return out.squeeze(0) if unbatched else out",
     ]
-    return [GEOMETRY.strip(), GEMM_KERNEL.strip(), DIRECT_KERNEL.strip()], lines
+    helper = conv_helper("_htam_conv", launch)
+    kernels = [GEOMETRY.strip(), GEMM_KERNEL.strip(), DIRECT_KERNEL.strip(), helper]
+    return kernels, conv_calls(ir, "_htam_conv")
