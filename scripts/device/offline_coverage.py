@@ -9,7 +9,7 @@ correct / incorrect. A task whose shrunken form no longer builds (sizes tied by 
 a LayerNorm shape equal to a width) says "not checked". ``--evaluator`` runs each candidate through htam's Evaluator
 instead (isolated processes, timing included: minutes per task on a busy 2-core machine).
 
-    python3 scripts/device/offline_coverage.py [--root KernelBench] [--levels 1,2] [--pattern GLOB]
+    python3 scripts/device/offline_coverage.py [--root KernelBench] [--levels 1,2] [--pattern GLOB[,GLOB]]
                                         [--check [--evaluator]] [--language triton|cpp|both]
 """
 
@@ -109,7 +109,10 @@ def task_paths(root: Path, levels: list[int], pattern: str | None) -> list[tuple
         files = sorted(
             (root / f"level{level}").glob("*.py"), key=lambda p: int(p.name.split("_")[0])
         )
-        out += [(level, p) for p in files if not pattern or fnmatch.fnmatch(p.stem, pattern)]
+        globs = pattern.split(",") if pattern else []
+        out += [
+            (level, p) for p in files if not globs or any(fnmatch.fnmatch(p.stem, g) for g in globs)
+        ]
     return out
 
 
@@ -117,7 +120,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", type=Path, default=DEFAULT_ROOT)
     ap.add_argument("--levels", default="1,2")
-    ap.add_argument("--pattern", default=None, help="fnmatch glob on the task file's stem")
+    ap.add_argument(
+        "--pattern", default=None, help="fnmatch globs on the task file's stem, comma-separated"
+    )
     ap.add_argument("--start", type=int, default=0, help="skip tasks numbered below this")
     ap.add_argument("--check", action="store_true", help="evaluate each baseline on the CPU")
     ap.add_argument("--evaluator", action="store_true", help="--check through htam's Evaluator")
@@ -159,7 +164,9 @@ def main() -> None:
         families[kind] += 1
         line = f"L{level} {path.stem[:58]:58s} match     {kind:18s} {m.summary[:150]}"
         if args.check:
-            small = Task(id=task.id + "-small", name=path.stem, source=shrink(task.source, args.cap))
+            small = Task(
+                id=task.id + "-small", name=path.stem, source=shrink(task.source, args.cap)
+            )
             verdicts = []
             try:
                 ms = analyze(small)

@@ -4,8 +4,7 @@ arrive in a small float tensor: the binding passes pointers and ints only)."""
 from __future__ import annotations
 
 from htam.offline.backends.cpp.common import HEADER, cpp_names
-from htam.offline.backends.triton.loss import KINDS, loss_forward
-from htam.offline.ir.special import AttentionIR, LossIR, TriangularIR
+from htam.offline.ir.special import KINDS, AttentionIR, LossIR, TriangularIR, loss_forward
 from htam.offline.params import AttentionParams, LossParams, TriangularParams
 
 _LOSS = (

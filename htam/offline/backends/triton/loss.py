@@ -5,7 +5,7 @@ program sums the rows and divides by the reduction's count."""
 
 from __future__ import annotations
 
-from htam.offline.ir.special import LossIR
+from htam.offline.ir.special import KINDS, LossIR, loss_forward
 from htam.offline.params import LossParams
 
 ROW_KERNEL = """
@@ -74,28 +74,6 @@ def htam_loss_sum(rows_ptr, out_ptr, R, den, COUNTED: tl.constexpr, BLOCK: tl.co
         den = tl.sum(cnt, 0)
     tl.store(out_ptr, tl.sum(acc, 0) / den)
 """
-
-KINDS = {"cross_entropy": 0, "kl_div": 1, "triplet": 2}
-
-
-def loss_forward(ir: LossIR) -> list[str]:
-    """Forward lines up to the launches: the inputs as rows (``a``, ``b``, ``c``), the row
-    count ``R`` and length ``L``, ``rows`` (each row's value; cross-entropy's counted flags
-    after them) and ``den`` (what the rows' sum is divided by)."""
-    srcs = list(ir.sources) + [ir.sources[0]] * (3 - len(ir.sources))
-    lines = [f"x0 = {srcs[0]}", "L = x0.shape[-1] if x0.dim() else 1", "R = x0.numel() // L"]
-    lines += [
-        f"a = {srcs[0]}.reshape(R, -1).contiguous()",
-        f"b = {srcs[1]}.reshape(-1).contiguous()",
-        f"c = {srcs[2]}.reshape(R, -1).contiguous()",
-    ]
-    flags = ir.kind == "cross_entropy"  # the kernel stores each row's flag after the values
-    lines.append(f"rows = torch.empty({'2 * R' if flags else 'R'}, dtype=torch.float32, "
-                 "device=x0.device)")  # fmt: skip
-    den = {"sum": "1.0", "none": "1.0", "batchmean": "float(x0.shape[0])"}.get(
-        ir.reduction, "float(x0.numel())" if ir.kind == "kl_div" else "float(R)"
-    )
-    return [*lines, f"den = {den}"]
 
 
 def loss_solution(ir: LossIR, p: LossParams) -> tuple[list[str], list[str]]:
