@@ -27,7 +27,9 @@ def htam_attention(q_ptr, k_ptr, v_ptr, out_ptr, S, D, scale, CAUSAL: tl.constex
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_DV], tl.float32)
-    hi = tl.minimum(S, (tl.program_id(0) + 1) * BLOCK_M) if CAUSAL else S
+    hi = S
+    if CAUSAL:  # keys after the block's last query are masked for every query of it
+        hi = tl.minimum(S, (tl.program_id(0) + 1) * BLOCK_M)
     for n0 in range(0, hi, BLOCK_N):
         rn = n0 + tl.arange(0, BLOCK_N)
         s = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
