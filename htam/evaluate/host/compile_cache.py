@@ -18,6 +18,8 @@ from pathlib import Path
 
 import torch
 
+from htam.evaluate.host import pch
+
 
 class CompileError(Exception):
     """The candidate's extension failed to build."""
@@ -104,8 +106,14 @@ def install_compile_cache(root: str | Path) -> Callable[[], float]:
         if _prebuilt(bound.arguments, build_dir):
             return cpp_extension._import_module_from_library(name, str(build_dir), True)
         bound.arguments["build_directory"] = str(build_dir)
-        # A precompiled header would be written into the installed torch package.
+        # torch's own precompiled header is written into the installed torch package: the host's
+        # (pch.py), read-only here, is used instead where one was built for these flags.
         bound.arguments["use_pch"] = False
+        if with_pch := pch.use_flags(bound.arguments):
+            bound.arguments["extra_cflags"] = [
+                *(bound.arguments.get("extra_cflags") or []),
+                *with_pch,
+            ]
         t0 = time.perf_counter()
         try:
             return original(*bound.args, **bound.kwargs)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from htam.evaluate import footprint, roofline
 from htam.evaluate.eval_config import EvalConfig
-from htam.evaluate.host import build_stage, folders, integrity
+from htam.evaluate.host import build_stage, folders, integrity, pch
 from htam.evaluate.host.forkserver import ForkServer, ForkServerError
 from htam.evaluate.host.gpu_queue import GpuQueue
 from htam.evaluate.host.static import check_source
@@ -97,7 +97,8 @@ class Evaluator:
         # that preloads Triton must already see the variable.
         self.server = ForkServer(
             self._workroot,
-            env={"TRITON_INTERPRET": "1"} if self.device == "cpu" else None,
+            env={isolation.PCH_ENV: str(pch.root(self.cache_dir))}
+            | ({"TRITON_INTERPRET": "1"} if self.device == "cpu" else {}),
             warm_cuda=self.device == "cuda",
             limits=isolation.Limits(
                 address_space_bytes=None if self.device == "cuda" else self.config.address_space(),
