@@ -5,20 +5,16 @@ compile errors too."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import inspect
 import os
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-import torch
-
 from htam.evaluate.host import pch
+from htam.evaluate.host.pch import toolchain_key
 
 
 class CompileError(Exception):
@@ -58,18 +54,6 @@ def build_failure(exc: BaseException) -> str:
         f"the build failed with {count} error{'s' * (count != 1)}; the first, in {name} line "
         f"{line}:\n{body}\n({_FILES})\n\n... the end of the build log:\n{text[-_TAIL:]}"
     )
-
-
-@functools.cache
-def toolchain_key() -> str:
-    try:
-        cxx = subprocess.run(
-            [os.environ.get("CXX", "c++"), "--version"], capture_output=True, text=True, timeout=30
-        ).stdout.splitlines()[0]
-    except (OSError, IndexError, subprocess.TimeoutExpired):
-        cxx = "no-c++"
-    parts = [torch.__version__, str(torch.version.cuda), cxx, sys.version.split()[0]]
-    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
 
 
 def extension_key(arguments: dict) -> str:

@@ -28,8 +28,11 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
+
+import torch
 
 from htam.evaluate.sandbox.isolation import PCH_ENV
 
@@ -92,9 +95,19 @@ def _torch_cflags(extra: tuple[str, ...], with_cuda: bool) -> list[str] | None:
     return [t for t in tokens if t != f"-DTORCH_EXTENSION_NAME={_PLACEHOLDER}"]
 
 
-def variant(flags: list[str]) -> str:
-    from htam.evaluate.host.compile_cache import toolchain_key
+@functools.cache
+def toolchain_key() -> str:
+    try:
+        cxx = subprocess.run(
+            [os.environ.get("CXX", "c++"), "--version"], capture_output=True, text=True, timeout=30
+        ).stdout.splitlines()[0]
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        cxx = "no-c++"
+    parts = [torch.__version__, str(torch.version.cuda), cxx, sys.version.split()[0]]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
 
+
+def variant(flags: list[str]) -> str:
     digest = hashlib.sha256("\0".join(flags).encode()).hexdigest()[:16]
     return f"{toolchain_key()}/{digest}"
 
