@@ -7,7 +7,8 @@ inside it; medians of ``--reps``.
     PYTHONPATH=$PWD python3 scripts/experiments/pch_builds.py [--reps 3] [--cuda]
 
 ``--cuda`` adds a CUDA source (nvcc compiles cuda.cu; the PCH applies to main.cpp only) and
-times main.cpp and cuda.cu apart from ninja's log.
+times main.cpp and cuda.cu apart from ninja's log (``steps_*``); it needs a CUDA build of torch
+(a CPU-only torch builds no CUDA extension, CUDA_HOME or not).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -74,14 +76,28 @@ def arguments(variant: int, cuda: bool) -> dict:
     }
 
 
-def build(cache: Path, args: dict, pch_root: Path | None) -> float:
+def _cpu() -> float:
+    """CPU seconds of this process's waited-for descendants (the compilers included): unlike
+    wall time, hardly changed by other work on a shared machine."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+CPU: dict[str, list[float]] = {}
+
+
+def build(cache: Path, args: dict, pch_root: Path | None, label: str = "") -> float:
     env = {k: v for k, v in os.environ.items() if k != PCH_ENV}
     if pch_root is not None:
         env[PCH_ENV] = str(pch_root)
+    cpu0 = _cpu()
     done = subprocess.run(
         [sys.executable, "-c", CHILD, str(cache), json.dumps(args)],
-        capture_output=True, text=True, env=env, check=True,
+        capture_output=True, text=True, env=env,
     )  # fmt: skip
+    if done.returncode != 0:
+        sys.exit(done.stderr[-3000:])
+    CPU.setdefault(label, []).append(_cpu() - cpu0)
     return json.loads(done.stdout.strip().splitlines()[-1])["s"]
 
 
@@ -122,42 +138,51 @@ def main() -> None:
 
     cold, steps = [], []
     for _ in range(opts.reps):
-        cold.append(build(work / "cold", arguments(next(variants), opts.cuda), None))
+        cold.append(build(work / "cold", arguments(next(variants), opts.cuda), None, "cold"))
         steps.append(step_times(work / "cold"))
     report["cold_s"] = cold
+    print("cold", cold, file=sys.stderr, flush=True)
 
     flags = pch.host_flags(arguments(0, opts.cuda))
     if flags is None:
         sys.exit("no PCH applies to these arguments here (no CUDA home or not gcc?)")
     root = work / "pch"
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), _cpu()
     if pch.build(root / pch.variant(flags), flags) is None:
-        sys.exit("the header did not precompile: " + (root / pch.variant(flags) / "failed").read_text())
+        sys.exit(
+            "the header did not precompile: " + (root / pch.variant(flags) / "failed").read_text()
+        )
     report["pch_build_once_s"] = time.perf_counter() - t0
+    report["pch_build_once_cpu_s"] = _cpu() - cpu0
 
     warm, pch_steps = [], []
     for _ in range(opts.reps):
-        warm.append(build(work / "pch-builds", arguments(next(variants), opts.cuda), root))
+        warm.append(
+            build(work / "pch-builds", arguments(next(variants), opts.cuda), root, "with_pch")
+        )
         pch_steps.append(step_times(work / "pch-builds"))
     report["with_pch_s"] = warm
+    print("with pch", warm, file=sys.stderr, flush=True)
 
     # a second candidate with the same extension: the compile cache loads the first one's build
     same = arguments(next(variants), opts.cuda)
     build(work / "reuse", same, root)
     report["second_candidate_same_extension_s"] = [
-        build(work / "reuse", same, root) for _ in range(opts.reps)
+        build(work / "reuse", same, root, "second_candidate") for _ in range(opts.reps)
     ]
 
     # a TU-keyed object cache: two candidates whose main.cpp text is the same (a CUDA solution
     # whose kernel changed, or a C++ one whose comment did) still differ in the TU by the
     # extension's name, which the compile cache derives from all of its arguments
-    first, second = sorted((work / "pch-builds").iterdir())[:2]
+    first, second = sorted((work / "pch-builds").glob("*/*"))[:2]
     digests = [preprocessed_digest(d) for d in (first, second)]
     report["tu_digests_differ"] = digests[0][0] != digests[1][0]
     report["preprocess_s"] = [d[1] for d in digests]
 
     for key in ("cold_s", "with_pch_s", "second_candidate_same_extension_s", "preprocess_s"):
         report[key.replace("_s", "_median_s")] = round(statistics.median(report[key]), 2)
+    report["cpu_s"] = CPU
+    report["cpu_median_s"] = {k: round(statistics.median(v), 2) for k, v in CPU.items()}
     report["steps_cold"] = steps
     report["steps_with_pch"] = pch_steps
     report["pch_bytes"] = sum(f.stat().st_size for f in root.rglob("*.gch"))

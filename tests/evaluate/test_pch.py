@@ -3,12 +3,14 @@ seen again, used by a candidate's C++ compile (gcc says so with -H), never writa
 candidate, and a build whose flags differ from the header's is a plain build that works."""
 
 import subprocess
+import time
+from pathlib import Path
 
 import pytest
 
 from htam.evaluate import Evaluator
-from htam.evaluate.host import pch
-from htam.evaluate.sandbox.isolation import PCH_ENV
+from htam.evaluate.host import inline_calls, integrity, pch
+from htam.evaluate.sandbox.isolation import PCH_ENV, PCH_MOUNT
 from tests.evaluate.conftest import fast_config, task_for
 
 ARGS = {"name": "e", "cpp_sources": "int f();", "functions": ["f"]}
@@ -107,17 +109,21 @@ def test_a_candidate_reads_the_header_but_cannot_write_it(tmp_path):
 
 
 MAIN = "#include <torch/extension.h>\nint answer() { return 42; }\n"
+FIXTURE = (Path(__file__).parent / "fixtures" / "honest_relu_cpp.py").read_text()
+(RELU_ARGS,) = inline_calls.calls(FIXTURE)  # extra_cflags -O3 -fopenmp
 
 
 @pytest.fixture(scope="module")
-def built_pch(tmp_path_factory):
-    root = tmp_path_factory.mktemp("pch")
-    flags = pch.host_flags(ARGS)
+def pch_cache(tmp_path_factory):
+    """An evaluator's cache holding the header precompiled for the fixture's flags."""
     if not pch.compiler_is_gcc():
         pytest.skip("gcc is not the C++ compiler here")
-    gch = pch.build(root / pch.variant(flags), flags)
-    assert gch is not None, (root / pch.variant(flags) / "failed").read_text()
-    return root, flags, gch
+    cache = tmp_path_factory.mktemp("cache")
+    flags = pch.host_flags(RELU_ARGS)
+    folder = pch.root(cache) / pch.variant(flags)
+    gch = pch.build(folder, flags)
+    assert gch is not None, (folder / "failed").read_text()
+    return cache, flags, gch
 
 
 def _compile(tmp_path, flags: list[str]) -> subprocess.CompletedProcess:
@@ -130,10 +136,10 @@ def _compile(tmp_path, flags: list[str]) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
-def test_a_candidate_compile_reads_the_precompiled_header(built_pch, tmp_path, monkeypatch):
-    root, flags, gch = built_pch
-    monkeypatch.setenv(PCH_ENV, str(root))
-    done = _compile(tmp_path, flags + pch.use_flags(ARGS))
+def test_a_candidate_compile_reads_the_precompiled_header(pch_cache, tmp_path, monkeypatch):
+    cache, flags, gch = pch_cache
+    monkeypatch.setenv(PCH_ENV, str(pch.root(cache)))
+    done = _compile(tmp_path, flags + pch.use_flags(RELU_ARGS))
     assert done.returncode == 0, done.stderr[-3000:]
     # gcc's -H marks a precompiled header it used with "!" (one it could not use with "x")
     assert f"! {gch}" in done.stderr.splitlines()
@@ -141,12 +147,32 @@ def test_a_candidate_compile_reads_the_precompiled_header(built_pch, tmp_path, m
 
 
 @pytest.mark.slow
-def test_a_changed_flag_falls_back_to_a_plain_build(built_pch, tmp_path, monkeypatch):
-    root, flags, gch = built_pch
-    monkeypatch.setenv(PCH_ENV, str(root))
-    # the candidate's flags differ from the header's (an -O the header was not built with)
-    done = _compile(tmp_path, [*flags, "-O1", *pch.use_flags(ARGS)])
+def test_a_changed_flag_falls_back_to_a_plain_build(pch_cache, tmp_path, monkeypatch):
+    cache, flags, gch = pch_cache
+    monkeypatch.setenv(PCH_ENV, str(pch.root(cache)))
+    # the candidate's flags differ from the header's (-O0: __OPTIMIZE__ is not defined)
+    done = _compile(tmp_path, [*flags, "-O0", *pch.use_flags(RELU_ARGS)])
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"! {gch}" not in done.stderr.splitlines()
     assert "not used because" in done.stderr  # -Winvalid-pch: the plain header was read
     assert (tmp_path / "main.o").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_a_prebuild_in_the_sandbox_reads_the_hosts_header(pch_cache):
+    cache, _, _ = pch_cache
+    code = FIXTURE.replace("return y;", f"return y;  // {time.time_ns()}", 1)
+    (arguments,) = inline_calls.calls(code)
+    with Evaluator("cpu", fast_config(cache_dir=cache)) as evaluator:
+        evaluator.prebuild(code, "cpp")
+    built = integrity.verified(cache, f"ext-{inline_calls.key(arguments)}")
+    assert built is not None
+    variant = pch.variant(pch.host_flags(arguments))
+    wrapper = f"{PCH_MOUNT}/{variant}/torch/extension.h"  # the candidate's read-only view
+    (ninja,) = built.rglob("build.ninja")
+    assert f"-include {wrapper} -Winvalid-pch" in ninja.read_text()
+    # what gcc read for main.o (its depfile, kept by ninja): the wrapper header would be listed
+    # had it been included as text (the .gch refused); a .gch that gcc used is not listed
+    (deps,) = built.rglob(".ninja_deps")
+    assert b"main.cpp" in deps.read_bytes()
+    assert wrapper.encode() not in deps.read_bytes()

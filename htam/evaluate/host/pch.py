@@ -24,6 +24,7 @@ import contextlib
 import fcntl
 import functools
 import hashlib
+import inspect
 import os
 import re
 import shlex
@@ -79,14 +80,26 @@ def host_flags(arguments: dict) -> list[str] | None:
 def _torch_cflags(extra: tuple[str, ...], with_cuda: bool) -> list[str] | None:
     from torch.utils import cpp_extension
 
+    writer = cpp_extension._write_ninja_file_to_build_library
     with tempfile.TemporaryDirectory(prefix="htam-pch-") as folder:
         ninja = os.path.join(folder, "build.ninja")
+        given = {
+            "path": ninja,
+            "name": _PLACEHOLDER,
+            "sources": [os.path.join(folder, "main.cpp")],
+            "extra_cflags": list(extra),
+            "extra_cuda_cflags": ["-arch=sm_90"],  # an explicit arch: torch asks no device
+            "extra_sycl_cflags": [],
+            "extra_ldflags": [],
+            "extra_include_paths": [],
+            "with_cuda": with_cuda,
+            "with_sycl": False,
+            "is_standalone": False,
+        }
+        # by name, and only those this torch's writer takes (SYCL came in a late version)
+        taken = inspect.signature(writer).parameters
         try:
-            # an explicit arch keeps torch from asking the device for one
-            cpp_extension._write_ninja_file_to_build_library(
-                ninja, _PLACEHOLDER, [os.path.join(folder, "main.cpp")], list(extra),
-                ["-arch=sm_90"], [], [], [], with_cuda, False, False,
-            )  # fmt: skip
+            writer(**{k: v for k, v in given.items() if k in taken})
         except (OSError, RuntimeError, TypeError, ValueError):
             return None  # another torch, or no CUDA home: plain builds
         lines = Path(ninja).read_text().splitlines()
