@@ -298,7 +298,12 @@ class Evaluator:
         # The reference runs in a process isolated exactly like the candidate's, through the
         # same harness: the two are timed alike, and the reference never shares a process with
         # the candidate.
-        runner = {**candidate, "code": f"{task.source}\n\nModelNew = Model\n", "preload": None}
+        runner = {
+            **candidate,
+            "code": f"{task.source}\n\nModelNew = Model\n",
+            "preload": None,
+            "hold_outputs": False,
+        }
         try:
             outcome = self._run(job, candidate, runner)
             self.queue.candidate(task.id, language, build_s, outcome, preload is not None)
