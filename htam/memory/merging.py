@@ -16,6 +16,7 @@ import sqlite3
 from typing import Any
 
 from htam.memory import codec
+from htam.memory.export_format import EXPORT_FORMAT, EXPORT_VERSION, check_export, upgrade
 from htam.memory.model import EdgeStats, NodeStats
 from htam.memory.schema import SCHEMA_VERSION
 from htam.memory.scopes import add_edge_stats, add_node_stats
@@ -52,8 +53,6 @@ def merge(a: dict[str, Any], b: dict[str, Any], rule: UpdateRule) -> dict[str, A
     """Merge two exports: statistics add per scope (shared steps once), evidence and ledgers
     union. ``rule`` is the policy's update rule (a ``PolicyConfig``): its ``evidence_keep``
     bounds the merged evidence."""
-    from htam.memory.transfer import EXPORT_FORMAT, EXPORT_VERSION, check_export, upgrade
-
     check_export(a)
     check_export(b)
     a, b = upgrade(a), upgrade(b)

@@ -17,6 +17,7 @@ import time
 from collections import Counter
 
 from htam.memory.model import EdgeStats, NodeStats
+from htam.memory.updates import prune_evidence
 from htam.vocab import Target
 
 DEFAULT_SCOPE = str(Target.CPU)  # a run's target defaults to the CPU (OptimizeConfig)
@@ -194,8 +195,6 @@ def merge_scope(conn: sqlite3.Connection, source: str, into: str, keep: int) -> 
     edges = _merge_edges(conn, source, into)
     evidence = _copy_rows(conn, "evidence", source, into)
     flat = _copy_rows(conn, "flat_experiences", source, into)
-    from htam.memory.updates import prune_evidence
-
     groups = conn.execute(
         "SELECT DISTINCT local_id, polarity FROM evidence WHERE scope = ?", (into,)
     ).fetchall()

@@ -15,12 +15,11 @@ from collections import Counter
 from typing import Any
 
 from htam.memory import codec, scopes
+from htam.memory.export_format import EXPORT_FORMAT, EXPORT_VERSION, check_export, upgrade
 from htam.memory.merging import merge
 from htam.memory.model import EdgeStats, NodeStats
-from htam.memory.schema import SCHEMA_VERSION, MemoryBankError
+from htam.memory.schema import SCHEMA_VERSION
 
-EXPORT_FORMAT = "htam-memory-export"
-EXPORT_VERSION = 2
 STEP_FIELDS = (
     "run_id, task_id, step, task_signature, direction, local_id, status, reward, prefix, "
     "weights, speedup_before, speedup_after, recorded_at, context, scope"
@@ -28,7 +27,9 @@ STEP_FIELDS = (
 _JSON_STEP_FIELDS = ("prefix", "weights", "context")
 MERGE_FIELDS = ("from_scope", "into_scope", "merged_at")
 
-__all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "check_export", "export_bank", "load_into", "merge"]
+__all__ = [
+    "EXPORT_FORMAT", "EXPORT_VERSION", "check_export", "export_bank", "load_into", "merge", "upgrade"
+]  # fmt: skip
 
 
 def export_bank(conn: sqlite3.Connection) -> dict[str, Any]:
@@ -106,61 +107,6 @@ def _step_from_row(row: dict[str, Any]) -> dict[str, Any]:
     for name in _JSON_STEP_FIELDS:
         row[name] = json.loads(row[name])
     return row
-
-
-def check_export(data: dict[str, Any]) -> None:
-    if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
-        raise MemoryBankError(f"not an HTAM memory export (format {data.get('format')!r})")
-    if data.get("version", 0) > EXPORT_VERSION:
-        raise MemoryBankError(
-            f"memory export version {data['version']} is newer than this HTAM "
-            f"({EXPORT_VERSION}); upgrade htam"
-        )
-
-
-def upgrade(data: dict[str, Any]) -> dict[str, Any]:
-    """An export (or a seed) in the current layout: one without scopes has its statistics, which
-    its nodes and edges carry, moved to the scope its steps name (as the bank migration does)."""
-    if "scopes" in data:
-        return data
-    steps = [dict(s) for s in data.get("steps", [])]
-    legacy = scopes.legacy_scope([s.get("context", {}).get("target", "") for s in steps])
-    for step in steps:
-        step.setdefault("context", {})
-        step["scope"] = legacy
-    section: dict[str, Any] = {"nodes": {}, "edges": []}
-    for node in [*data.get("globals", []), *data.get("locals", [])]:
-        stats = NodeStats.from_dict(node.get("stats"))
-        if stats.tries:
-            section["nodes"][node["id"]] = stats.to_dict()
-    for edge in data.get("edges", []):
-        if not edge.get("stats"):
-            continue  # a seed's edge: not taken, its fit is its prior
-        stats = EdgeStats.from_dict(edge["stats"])
-        if stats.count or stats.fit != edge.get("prior_utility", 0.0):
-            section["edges"].append(
-                {"src": edge["src"], "dst": edge["dst"], "stats": stats.to_dict()}
-            )
-    evidence = [
-        {**e, "scope": e.get("context", {}).get("target") or legacy}
-        for e in data.get("evidence", [])
-    ]
-    flat = [{**f, "scope": _flat_scope(f, legacy)} for f in data.get("flat", [])]
-    return {
-        **data,
-        "version": EXPORT_VERSION,
-        "scopes": {legacy: section} if section["nodes"] or section["edges"] else {},
-        "steps": steps,
-        "evidence": evidence,
-        "flat": flat,
-        "merges": [],
-    }
-
-
-def _flat_scope(item: dict[str, Any], legacy: str) -> str:
-    if item["run_id"] == "seed":
-        return scopes.SHARED
-    return item["record"].get("context", {}).get("target") or legacy
 
 
 def load_into(conn: sqlite3.Connection, data: dict[str, Any]) -> None:
