@@ -42,20 +42,40 @@ LOCAL_SELECT = (
     f"n.triggers, n.risks, {_STATS}, n.patterns "
     "FROM local_nodes n LEFT JOIN node_stats s ON s.node = n.id AND s.scope = :scope"
 )
-# Seed edges with the scope's statistics (a seed edge not yet taken fits its prior), and the
-# edges the scope learned that the seed does not have.
-EDGE_SELECT = (
-    "SELECT * FROM (SELECT e.src AS src, e.dst AS dst, e.applies_when AS applies_when, "
-    "e.rationale AS rationale, e.risks AS risks, e.prior_utility AS prior, "
-    "coalesce(s.count, 0) AS count, coalesce(s.weight_sum, 0) AS weight_sum, "
-    "coalesce(s.reward_wsum, 0) AS reward_wsum, coalesce(s.fit, e.prior_utility) AS fit, "
-    "coalesce(s.status_counts, '{}') AS status_counts, e.condition AS condition "
-    "FROM edges e LEFT JOIN edge_stats s "
-    "ON s.src = e.src AND s.dst = e.dst AND s.scope = :scope "
-    "UNION ALL SELECT s.src, s.dst, '', '', '[]', 0, s.count, s.weight_sum, s.reward_wsum, "
-    "s.fit, s.status_counts, '{}' FROM edge_stats s WHERE s.scope = :scope AND NOT EXISTS "
-    "(SELECT 1 FROM edges e WHERE e.src = s.src AND e.dst = s.dst))"
+
+
+# What edge_select reads of a seed edge (e) with the scope's statistics (s), and of an edge only
+# the scope has: every column (edge_from_row), or the numbers the policy scores (EdgeView).
+_EDGE_FULL = (
+    "e.src, e.dst, e.applies_when, e.rationale, e.risks, e.prior_utility, "
+    "coalesce(s.count, 0), coalesce(s.weight_sum, 0), coalesce(s.reward_wsum, 0), "
+    "coalesce(s.fit, e.prior_utility), coalesce(s.status_counts, '{}'), e.condition",
+    "s.src, s.dst, '', '', '[]', 0, s.count, s.weight_sum, s.reward_wsum, s.fit, "
+    "s.status_counts, '{}'",
 )
+_EDGE_VIEW = (
+    "e.src, e.dst, coalesce(s.fit, e.prior_utility), coalesce(s.count, 0), "
+    "coalesce(s.weight_sum, 0), coalesce(s.reward_wsum, 0), e.prior_utility",
+    "s.src, s.dst, s.fit, s.count, s.weight_sum, s.reward_wsum, 0",
+)
+
+
+def edge_select(where: str = "1", view: bool = False) -> str:
+    """Seed edges with the scope's statistics (a seed edge not yet taken fits its prior), then
+    the edges the scope learned that the seed does not have. Rows as ``edge_from_row`` reads
+    them, or with ``view`` (src, dst, then EdgeView's fields). ``where`` is a condition on
+    ``{t}.src`` and ``{t}.dst``, applied inside both branches so that the keys serve it."""
+    seeded, learned = _EDGE_VIEW if view else _EDGE_FULL
+    return (
+        f"SELECT {seeded} FROM edges e LEFT JOIN edge_stats s "
+        f"ON s.src = e.src AND s.dst = e.dst AND s.scope = :scope WHERE {where.format(t='e')} "
+        f"UNION ALL SELECT {learned} FROM edge_stats s "
+        f"WHERE s.scope = :scope AND {where.format(t='s')} "
+        "AND NOT EXISTS (SELECT 1 FROM edges e WHERE e.src = s.src AND e.dst = s.dst)"
+    )
+
+
+SOURCES_IN = "{t}.src IN (SELECT value FROM json_each(:srcs))"  # :srcs a JSON list
 
 
 def _triggers(data: list[dict[str, Any]]) -> list[Trigger]:

@@ -128,19 +128,17 @@ class MemoryBank:
         return codec.local_from_row(row)
 
     def edge(self, src: str, dst: str) -> Edge | None:
-        row = self._query(
-            f"{codec.EDGE_SELECT} WHERE src = :src AND dst = :dst", src=src, dst=dst
-        ).fetchone()
+        where = "{t}.src = :src AND {t}.dst = :dst"
+        row = self._query(codec.edge_select(where), src=src, dst=dst).fetchone()
         return codec.edge_from_row(row) if row else None
 
     def edges(self, sources: list[str] | None = None) -> list[Edge]:
         """All edges, or those leaving ``sources``."""
         if sources is None:
-            rows = self._query(f"{codec.EDGE_SELECT} ORDER BY src, dst")
+            rows = self._query(f"{codec.edge_select()} ORDER BY 1, 2")
         else:
             rows = self._query(
-                f"{codec.EDGE_SELECT} WHERE src IN (SELECT value FROM json_each(:srcs)) "
-                "ORDER BY src, dst",
+                f"{codec.edge_select(codec.SOURCES_IN)} ORDER BY 1, 2",
                 srcs=json.dumps(list(sources)),
             )
         return [codec.edge_from_row(row) for row in rows]
@@ -158,9 +156,7 @@ class MemoryBank:
         if not sources:
             return {}
         rows = self._query(
-            "SELECT src, dst, fit, count, weight_sum, reward_wsum, prior FROM "
-            f"({codec.EDGE_SELECT}) WHERE src IN (SELECT value FROM json_each(:srcs))",
-            srcs=json.dumps(list(sources)),
+            codec.edge_select(codec.SOURCES_IN, view=True), srcs=json.dumps(list(sources))
         )
         return {(row[0], row[1]): EdgeView(*row[2:]) for row in rows}
 

@@ -20,7 +20,7 @@ import json
 import sqlite3
 from typing import Protocol
 
-from htam.memory.codec import EDGE_SELECT
+from htam.memory.codec import SOURCES_IN, edge_select
 from htam.memory.model import StepRecord
 from htam.status import Status
 
@@ -182,13 +182,12 @@ def _prediction_error(
         (scope, record.direction),
     ).fetchone()
     tries, reward_sum = row if row else (0, 0.0)
-    fits = dict(
-        conn.execute(
-            f"SELECT src, fit FROM ({EDGE_SELECT}) WHERE dst = :dst "
-            "AND src IN (SELECT value FROM json_each(:srcs))",
-            {"scope": scope, "dst": record.direction, "srcs": json.dumps(record.prefix)},
-        ).fetchall()
+    where = SOURCES_IN + " AND {t}.dst = :dst"
+    rows = conn.execute(
+        edge_select(where, view=True),
+        {"scope": scope, "dst": record.direction, "srcs": json.dumps(record.prefix)},
     )
+    fits = {row[0]: row[2] for row in rows}  # src -> fit
     weighted_fits = [(w, fits.get(src, 0.0)) for src, w in zip(record.prefix, weights, strict=True)]
     return rule.prediction_error(record.reward, tries, reward_sum, weighted_fits)
 
