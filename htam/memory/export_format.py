@@ -35,9 +35,9 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
         step["scope"] = legacy
     section: dict[str, Any] = {"nodes": {}, "edges": []}
     for node in [*data.get("globals", []), *data.get("locals", [])]:
-        stats = NodeStats.from_dict(node.get("stats"))
-        if stats.tries:
-            section["nodes"][node["id"]] = stats.to_dict()
+        node_stats = NodeStats.from_dict(node.get("stats"))
+        if node_stats.tries:
+            section["nodes"][node["id"]] = node_stats.to_dict()
     for edge in data.get("edges", []):
         if not edge.get("stats"):
             continue  # a seed's edge: not taken, its fit is its prior

@@ -87,8 +87,8 @@ def _export_scopes(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
         f"SELECT scope, node, {scopes.STATS_COLUMNS} FROM node_stats ORDER BY scope, node"
     )
     for scope, node, *s in rows:
-        stats = NodeStats(s[0], s[1], s[2], s[3], json.loads(s[4]))
-        _scope(out, scope)["nodes"][node] = stats.to_dict()
+        node_stats = NodeStats(s[0], s[1], s[2], s[3], json.loads(s[4]))
+        _scope(out, scope)["nodes"][node] = node_stats.to_dict()
     rows = conn.execute(
         f"SELECT scope, src, dst, {scopes.EDGE_STATS_COLUMNS} FROM edge_stats "
         "ORDER BY scope, src, dst"
@@ -131,7 +131,7 @@ def load_into(conn: sqlite3.Connection, data: dict[str, Any]) -> None:
         codec.insert_local(conn, local, ord_)
     for edge in edges:
         codec.insert_edge(conn, edge)
-    _load_scopes(conn, data["scopes"])
+    _load_scopes(conn, data["scopes"], {*ids, *(n.id for n in locals_)})
     for item in data.get("evidence", []):
         codec.insert_evidence(conn, codec.Evidence(**item))
     names = [name.strip() for name in STEP_FIELDS.split(",")]
@@ -161,8 +161,13 @@ def _unique(kind: str, keys: list) -> None:
         raise ValueError(f"duplicate {kind} ids: {repeated}")
 
 
-def _load_scopes(conn: sqlite3.Connection, sections: dict[str, dict[str, Any]]) -> None:
+def _load_scopes(
+    conn: sqlite3.Connection, sections: dict[str, dict[str, Any]], nodes: set[str]
+) -> None:
     for scope, section in sections.items():
+        unknown = sorted(set(section["nodes"]) - nodes)
+        if unknown:
+            raise ValueError(f"scope {scope!r}: statistics of unknown nodes {unknown}")
         for node, stats in section["nodes"].items():
             codec.insert_node_stats(conn, scope, node, NodeStats.from_dict(stats))
         for edge in section["edges"]:

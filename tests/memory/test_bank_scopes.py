@@ -197,3 +197,12 @@ def test_a_version_1_export_loads_into_the_scope_its_steps_name(tmp_path, bank, 
         assert copy.scope == LEGACY_SCOPE
         assert copy.direction("fusion").stats.tries == 2
         assert copy.edge("precision", "fusion").stats.count == 2
+
+
+def test_an_export_with_statistics_of_unknown_nodes_is_refused(tmp_path, bank, make_step):
+    bank.record_step(make_step(0), config=RULE)
+    export = bank.export_json()
+    export["scopes"]["cpu"]["nodes"]["teleportation"] = {"tries": 1}
+    with pytest.raises(ValueError, match="unknown nodes"):
+        MemoryBank.import_json(export, tmp_path / "x.db")
+    assert not (tmp_path / "x.db").exists()
