@@ -15,7 +15,8 @@ The flags are torch's own for the C++ compile (its ninja file's ``cflags`` and `
 the extension's name aside, so a PCH is valid for every build with the same extra flags. Only
 flags that cannot read or run anything are taken into a host compile (``_SAFE``); a flag set is
 precompiled when it is seen a second time (a header costs about 1.3 plain builds and ~0.8 GB), and
-at most ``MAX_VARIANTS`` flag sets per toolchain are kept.
+at most ``MAX_VARIANTS`` flag sets per toolchain are kept. A CUDA extension's cuda.cu gains
+nothing: nvcc hands the host compiler a file it generated, already preprocessed.
 """
 
 from __future__ import annotations
