@@ -194,9 +194,11 @@ class Server:
             del self.groups[pid]
 
     def serve(self) -> None:
-        send_frame(self.sock, {"op": "ready", "plan": self.plan})
         released: set[int] = set()
         try:
+            # inside the cleanup: a client gone before "ready" left the standbys' sized job
+            # directories mounted on the host (a test's closed channel leaked two a run)
+            send_frame(self.sock, {"op": "ready", "plan": self.plan})
             while True:
                 try:
                     request, fds = recv_frame(self.sock, with_fds=True)
