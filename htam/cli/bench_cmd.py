@@ -117,15 +117,13 @@ def bench_command(
 
     ray_spec = check_ray(ray, ray_address, ray_slots)
     _check_memory(memory)
-    if ray_spec is not None and workers is not None and ray_slots is not None:
-        fail("--workers and --ray-slots both give the number of Ray workers: give one of them")
+    _check_worker_count(ray_spec, workers, ray_slots)
     llm_options = LlmOptions(llm, base_url, model, llm_timeout, factory=proposer)
     settings = resolve_run(llm_options, target, language, memory_limit_mb, timeout_s)
     the_tasks = load_tasks(suites, parse_levels(levels), tasks)
     bench_size = default_size(settings.target, size)
-    the_tasks = fitting_tasks(
-        the_tasks, suites, settings.target, bench_size, memory_limit_mb, ray_spec
-    )
+    the_tasks = fitting_tasks(the_tasks, suites, settings.target, bench_size, memory_limit_mb,
+                              ray_spec)  # fmt: skip
     units = len(the_tasks) * len(csv(methods)) * seeds
     plan = plan_workers(settings.target, workers, units, "unit", " (tasks x methods x seeds)",
                         gpus=gpus, ray=ray_spec, lanes=lanes)  # fmt: skip
@@ -146,12 +144,7 @@ def bench_command(
         outcome = run_bench(config, the_tasks, resume=resume, on_event=print_progress)
     except BenchError as exc:
         fail(str(exc))
-    console.print(
-        f"{len(outcome.done)} done, {len(outcome.failed)} failed, {len(outcome.retried)} "
-        f"retried, {len(outcome.skipped)} already finished · {outcome.wall_s:.1f} s"
-    )
-    print_metrics(outcome.report.metrics)
-    console.print(f"report: {outcome.report.markdown} · {outcome.report.html}")
+    _print_outcome(outcome)
 
 
 def _check_memory(memory: Path | None) -> None:
@@ -161,6 +154,21 @@ def _check_memory(memory: Path | None) -> None:
     if not memory.exists():
         fail(f"--memory {memory}: no such memory bank (`htam memory init` creates one)")
     check_bank(memory)
+
+
+def _check_worker_count(ray: str | None, workers: int | None, ray_slots: int | None) -> None:
+    if ray is not None and workers is not None and ray_slots is not None:
+        fail("--workers and --ray-slots both give the number of Ray workers: give one of them")
+
+
+def _print_outcome(outcome) -> None:
+    """The units done, failed, retried and skipped, the metrics and where the report is."""
+    console.print(
+        f"{len(outcome.done)} done, {len(outcome.failed)} failed, {len(outcome.retried)} "
+        f"retried, {len(outcome.skipped)} already finished · {outcome.wall_s:.1f} s"
+    )
+    print_metrics(outcome.report.metrics)
+    console.print(f"report: {outcome.report.markdown} · {outcome.report.html}")
 
 
 def _plan_line(config, settings: RunSettings, tasks: int) -> str:
