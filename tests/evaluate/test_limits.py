@@ -164,8 +164,9 @@ def test_what_a_job_directory_holds_unseen_counts_against_its_limits(
     [
         ("honest_hinge_triton.py", "ok", ""),
         ("cheat_input_distribution.py", "incorrect", "the trial on scaled and shifted inputs"),
-        ("cheat_count_calls.py", "incorrect", "timed call "),
-        ("cheat_detect_shift.py", "ok", ""),
+        # each is a whole evaluation: one cheat of each kind stays in the fast tier
+        pytest.param("cheat_count_calls.py", "incorrect", "timed call ", marks=pytest.mark.slow),
+        pytest.param("cheat_detect_shift.py", "ok", "", marks=pytest.mark.slow),
     ],
 )
 def test_a_shortcut_from_the_inputs_distribution_fails_on_shifted_inputs(fixture, status, where):

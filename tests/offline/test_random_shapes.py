@@ -64,6 +64,7 @@ def test_generated_tasks_are_correct_in_triton(start):
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.slow  # the evaluator on generated tasks; the loop tests run it on the offline code
 def test_a_handful_pass_the_htam_evaluator():
     from htam.evaluate.eval_config import EvalConfig
     from htam.evaluate.host.evaluator import Evaluator
