@@ -229,7 +229,10 @@ class Evaluator:
             ref = Reference(**cached)
             self._references[task.digest] = ref
             return ref
-        job = self._job("reference", task, time=timed, time_compile=timed and self._time_compile())
+        compile_too = timed and self._time_compile()
+        if compile_too and self.device == "cuda":
+            self._warm(task)
+        job = self._job("reference", task, time=timed, time_compile=compile_too)
         outcome = self._trusted(job)
         frames = {f.get("type"): f for f in outcome.frames}
         res = frames.get("result")
@@ -243,6 +246,12 @@ class Evaluator:
             integrity.write_sealed(self.cache_dir, path, asdict(ref))
         self._references[task.digest] = ref
         return ref
+
+    def _warm(self, task: Task) -> None:
+        """Compile the reference off the device's queue (trusted_jobs._warm); its failure only
+        leaves the compile to the timed job (a lost server was restarted by _run)."""
+        with contextlib.suppress(ForkServerError):
+            self._run(self._job("warm", task), gpu=False)
 
     # ------------------------------------------------------------------ candidates
 
@@ -289,7 +298,12 @@ class Evaluator:
         # The reference runs in a process isolated exactly like the candidate's, through the
         # same harness: the two are timed alike, and the reference never shares a process with
         # the candidate.
-        runner = {**candidate, "code": f"{task.source}\n\nModelNew = Model\n", "preload": None}
+        runner = {
+            **candidate,
+            "code": f"{task.source}\n\nModelNew = Model\n",
+            "preload": None,
+            "hold_outputs": False,
+        }
         try:
             outcome = self._run(job, candidate, runner)
             self.queue.candidate(task.id, language, build_s, outcome, preload is not None)
