@@ -7,7 +7,7 @@ which must not pay for the loop's imports (torch through the evaluator and the t
 from htam.lazy import lazy_exports
 
 _EXPORTS = {
-    "OptimizeConfig": "htam.agent.loop",
+    "OptimizeConfig": "htam.agent.config",
     "Optimizer": "htam.agent.loop",
     "Step": "htam.agent.step",
     "InfrastructureError": "htam.agent.propose",

@@ -7,11 +7,10 @@ four steps and nothing else.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from htam.agent.config import OptimizeConfig
 from htam.agent.guides import Context, make_guide
 from htam.agent.outcomes import (
     after_retry,
@@ -24,56 +23,28 @@ from htam.agent.outcomes import (
 )
 from htam.agent.ports import EvaluatorPort
 from htam.agent.propose import Asker, EvaluationError, InfrastructureError
+from htam.agent.records import learned_record
 from htam.agent.run_summary import RunSummary
 from htam.agent.rundir import RunDir, new_run_id
 from htam.agent.state import (
     Progress,
     features,
-    normalized,
     outcome_text,
     step_status,
     summary_text,
 )
 from htam.agent.step import ChoiceRecord, ProposalRecord, Step
-from htam.agent.summary import is_faster, lesson, summary
+from htam.agent.summary import is_faster, summary
 from htam.agent.view import PathStep
 from htam.evaluate import roofline
 from htam.evaluate.host.verdict import EVALUATOR_FAILED
 from htam.evaluate.result import EvalResult
-from htam.memory import MemoryBank, StepRecord
+from htam.memory import MemoryBank
 from htam.policy import PolicyConfig
 from htam.proposer import Proposer, Usage
 from htam.status import Fault
 from htam.tasks import Task, signature
 from htam.vocab import Direction, method_spec
-
-
-@dataclass
-class OptimizeConfig:
-    method: str = "htam"
-    steps: int = 6
-    seed: int = 0
-    target: str = "cpu"
-    language: str = "cpp"
-    flat_k: int = 4  # experiences retrieved by the flat-memory baseline
-    # The memory's id of the run. Default: method, task, seed and a part unique to the run
-    # (htam.agent.rundir.new_run_id), kept in run.json and reused by a resume.
-    run_id: str | None = None
-    # Consecutive steps lost to the endpoint (each after the client's own retries) before the
-    # run stops: one more try rides out a blip, more would only burn backoff time.
-    infra_patience: int = 2
-    duplicate_retries: int = 2  # asks for different code when a proposal repeats evaluated code
-    # Fresh decisions a step may take when its strategy only repeated evaluated code (each
-    # leaves out what was found exhausted); after them the step is spent as a repeat.
-    redecisions: int = 3
-
-    def __post_init__(self) -> None:
-        self.steps = method_spec(self.method).steps_for(self.steps)
-        if self.steps < 1:
-            raise ValueError("steps must be at least 1")
-        if self.redecisions < 0:
-            raise ValueError("redecisions must be at least 0")
-
 
 StepCallback = Callable[[Step], None]
 
@@ -222,28 +193,11 @@ class Optimizer:
             ),
             band=self._band(result, progress),
         )
-        memory_record = StepRecord(
-            run_id=run_id,
-            task_id=task.id,
-            task_signature=sig.text,
-            step=ctx.step,
-            prefix=ctx.prefix,
-            direction=direction,
-            local_id=strategy_id,
-            status=result.status,
-            speedup_before=speedup_before,
-            speedup_after=result.speedup,
-            reward=value,
-            error_excerpt="" if result.correct else " ".join(result.messages)[:300],
-            lesson=lesson(result, strategy_id),
-            code_digest=self._digest(task, proposal.code),
-            context={
-                "target": self.config.target,
-                "language": self.config.language,
-                "device": result.device or self.config.target,
-                "size": self.evaluator.config.size,
-            },
-        )
+        memory_record = learned_record(
+            task, sig, ctx, run_id, self.config, self.evaluator.config.size,
+            direction=direction, strategy_id=strategy_id, result=result,
+            speedup_before=speedup_before, reward=value, code=proposal.code,
+        )  # fmt: skip
         # Only the kernel's doing is learned (htam.status): not a repeat (the memory learned
         # from that code once already), not a proposal the proposer could not write, not an
         # endpoint's reply without code, not an evaluation the evaluator or the machine lost.
@@ -291,16 +245,6 @@ class Optimizer:
             cause = result.messages[0] if result.messages else "no cause given"
             raise EvaluationError(cause.removeprefix(f"{EVALUATOR_FAILED}: "))
         return result
-
-    def _digest(self, task: Task, code: str | None) -> str:
-        """The candidate's identity for the memory: the same code on the same task, target,
-        language and size is learned from once (a rerun served from the cache is not news)."""
-        if code is None:
-            return ""
-        cfg = self.config
-        parts = [task.digest, normalized(code), cfg.target, cfg.language]
-        parts.append(str(self.evaluator.config.size))
-        return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
 
     def _judged(self, task: Task, code: str) -> EvalResult:
         return self.evaluator.evaluate(task, code, self.config.language)

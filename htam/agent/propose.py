@@ -13,7 +13,7 @@ from htam.proposer import Choice, Proposal, ProposalRequest, Proposer, Strategy,
 from htam.vocab import Direction
 
 if TYPE_CHECKING:
-    from htam.agent.loop import OptimizeConfig
+    from htam.agent.config import OptimizeConfig
     from htam.tasks import Task
 
 

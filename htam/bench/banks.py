@@ -95,8 +95,8 @@ def learn_into(path: Path, method: str, run_dirs: list[Path]) -> int:
     task's ``optimize`` does (seen: it left the user's bank as it was)."""
     import json
 
+    from htam.agent.config import OptimizeConfig
     from htam.agent.guides import make_guide
-    from htam.agent.loop import OptimizeConfig
     from htam.agent.step import Step
     from htam.memory import MemoryBank
     from htam.policy import PolicyConfig

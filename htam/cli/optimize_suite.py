@@ -13,13 +13,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from htam.agent.rundir import RunDir
-from htam.cli.bench_cmd import fitting_tasks, load_tasks, print_progress
 from htam.cli.common import USAGE_EXIT, console, err_console, fail, writable_dir
 from htam.cli.fmt import plural
 from htam.cli.json_errors import echo_json, print_json_error
 from htam.cli.optimize_runs import resume_on_interrupt
 from htam.cli.report_cmd import fmt
 from htam.cli.sizes import default_size
+from htam.cli.suites import fitting_tasks, load_tasks, print_progress
 from htam.cli.workers import parse_levels, plan_workers
 
 

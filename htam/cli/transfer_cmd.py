@@ -9,11 +9,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from htam.cli.bench_cmd import (
-    check_suites,
-    load_tasks,
-    print_progress,
-)
 from htam.cli.common import (
     LANGUAGE_HELP,
     TARGET_HELP,
@@ -36,6 +31,7 @@ from htam.cli.optimize_runs import resume_on_interrupt
 from htam.cli.sizes import (
     default_size,
 )
+from htam.cli.suites import check_suites, load_tasks, print_progress
 from htam.cli.workers import LOCAL_WORKERS_HELP, plan_workers
 
 

@@ -8,6 +8,8 @@ import os
 import signal
 import time
 
+import pytest
+
 from tests.cli.conftest import start_htam
 
 ARGS = ["optimize", "level2/5_Elementwise_Chain", "--target", "cpu", "--steps", "1"]
@@ -71,6 +73,7 @@ def test_ctrl_c_while_htam_imports_is_exit_130_without_a_traceback(tmp_path):
     assert not (tmp_path / "runs").exists()  # nothing had started
 
 
+@pytest.mark.slow  # a whole step under a signal; SIGTERM mid-step stays fast
 def test_ctrl_c_while_the_fork_server_starts_is_exit_130_without_a_traceback(tmp_path):
     """SIGINT as soon as the fork server exists (it then imports torch for seconds), and again
     half a second later: both used to print the server's traceback (4 times in 6)."""
@@ -139,6 +142,7 @@ def _mid_step(tmp_path, group: bool = False):
     return proc, ours | (_serve_pids(proc.pid) - before)
 
 
+@pytest.mark.slow  # a whole step under a signal; SIGTERM mid-step stays fast
 def test_sigkill_mid_step_leaves_no_evaluator_process(tmp_path):
     """Newcomer round 8: `timeout -s KILL 25 htam optimize ...` left two runners, stopped
     between their calls, re-parented to init, 590 and 720 MB, for good. Each child of the fork

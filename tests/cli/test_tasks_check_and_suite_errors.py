@@ -87,6 +87,7 @@ def test_tasks_configs_with_no_match_is_a_usage_error():
     assert "no task in builtin matches" in result.output
 
 
+@pytest.mark.slow  # a suite's whole loop; a suite's Ctrl-C (test_last_line) stays fast
 def test_a_suite_run_with_quiet_prints_its_last_line_alone(tmp_path):
     out = tmp_path / "batch"
     args = ["optimize", "builtin", "--tasks", "1_ReLU", "--target", "cpu", "--steps", "1"]

@@ -46,6 +46,7 @@ def test_doctor_reports_each_protection():
     assert report["job_directory"] or any("no sized job" in m for m in report["missing"])
 
 
+@pytest.mark.slow  # torch.compile on the CPU: a minute or more
 def test_compile_reference_on_the_cpu_gives_a_speedup_vs_torch_compile(tmp_path):
     """On the CPU torch.compile is off by default (it costs minutes once); asked for, the
     result carries the compiled reference's time and the speedup against it."""
@@ -73,6 +74,7 @@ def test_a_rejection_names_its_rule_in_the_table(tmp_path):
     assert "line 0" not in result.output
 
 
+@pytest.mark.slow  # two evaluations; eval to a verdict stays fast (test_optimize_cli)
 def test_quiet_prints_the_verdict_alone_on_one_line(tmp_path):
     """--quiet: one line a script can read, "ok · 1.2x vs eager · ..." or "incorrect: cause";
     with --json it is a usage error."""

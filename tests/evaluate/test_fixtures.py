@@ -84,7 +84,16 @@ def steady_evaluator():
         yield evaluator
 
 
-@pytest.mark.parametrize("task", [RELU, "level2/5_Elementwise_Chain.py", "level1/14_Matmul.py"])
+# Each task is timed against itself for tens of seconds on 2 cores: ReLU keeps it in the fast
+# tier, the chain and the matmul run with the slow tests.
+@pytest.mark.parametrize(
+    "task",
+    [
+        RELU,
+        pytest.param("level2/5_Elementwise_Chain.py", marks=pytest.mark.slow),
+        pytest.param("level1/14_Matmul.py", marks=pytest.mark.slow),
+    ],
+)
 def test_reference_against_itself_is_even(steady_evaluator, task):
     """The reference timed beside a copy of itself: two isolated processes through the same
     harness, calls interleaved, each stopped while the other runs."""

@@ -70,7 +70,11 @@ def test_a_dead_standby_is_replaced_and_jobs_still_run(server, tmp_path):
         assert outcome.result["device"] == "cpu"
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP])
+# A stopped server is found only when its wait runs out (a minute under load): SIGKILL keeps the
+# report in the fast tier.
+@pytest.mark.parametrize(
+    "sig", [signal.SIGKILL, pytest.param(signal.SIGSTOP, marks=pytest.mark.slow)]
+)
 def test_a_dead_or_stopped_server_is_reported_not_waited_for(tmp_path, sig):
     server = ForkServer(tmp_path)
     try:

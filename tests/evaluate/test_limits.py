@@ -164,8 +164,9 @@ def test_what_a_job_directory_holds_unseen_counts_against_its_limits(
     [
         ("honest_hinge_triton.py", "ok", ""),
         ("cheat_input_distribution.py", "incorrect", "the trial on scaled and shifted inputs"),
-        ("cheat_count_calls.py", "incorrect", "timed call "),
-        ("cheat_detect_shift.py", "ok", ""),
+        # each is a whole evaluation: one cheat of each kind stays in the fast tier
+        pytest.param("cheat_count_calls.py", "incorrect", "timed call ", marks=pytest.mark.slow),
+        pytest.param("cheat_detect_shift.py", "ok", "", marks=pytest.mark.slow),
     ],
 )
 def test_a_shortcut_from_the_inputs_distribution_fails_on_shifted_inputs(fixture, status, where):
@@ -197,7 +198,11 @@ def test_a_large_output_gets_the_shifted_inputs_too(fixture, status):
 
 @pytest.mark.parametrize(
     ("fixture", "status"),
-    [("honest_hinge_triton.py", "ok"), ("cheat_subsample_loss.py", "incorrect")],
+    # the honest hinge is a minute and more of the interpreter on 2 cores: the cheat stays fast
+    [
+        pytest.param("honest_hinge_triton.py", "ok", marks=pytest.mark.slow),
+        ("cheat_subsample_loss.py", "incorrect"),
+    ],
 )
 def test_a_loss_over_a_sample_misses_the_planted_outliers(fixture, status):
     """Red team 6: the mean over every other row is inside the tolerance on every input, shifted
@@ -213,6 +218,7 @@ def test_a_loss_over_a_sample_misses_the_planted_outliers(fixture, status):
     ("fixture", "status"),
     [("honest_backward_mean.py", "ok"), ("cheat_backward_distribution.py", "incorrect")],
 )
+@pytest.mark.slow  # over a minute each on 2 cores; forward shifted inputs stay fast
 def test_a_backward_task_gets_the_shifted_inputs_too(fixture, status):
     """Red team 7: a backward task had no shifted inputs, so a forward returning the inputs'
     mean as a constant passed with an exact gradient (1.5x against the honest 1.1x)."""
@@ -231,6 +237,7 @@ def test_a_backward_task_gets_the_shifted_inputs_too(fixture, status):
         ("hinge_count_task.py", "cheat_mixed_output_hinge.py"),
     ],
 )
+@pytest.mark.slow  # over a minute each on 2 cores; forward shifted inputs stay fast
 def test_integer_inputs_and_outputs_do_not_spare_a_task_the_shifted_inputs(task, fixture):
     """Red team 8: a task whose inputs were all integers had nothing shifted (the uniform prior
     of its labels passed at 534x), and one with an integer output beside its loss had no

@@ -42,6 +42,7 @@ def check(*args: str):
     return runner.invoke(app, ["tasks", "check", *args], env={"COLUMNS": "200"})
 
 
+@pytest.mark.slow  # references timed in the evaluator; a failing one stays fast
 def test_builtin_references_are_measured_and_resumed(tmp_path):
     out = tmp_path / "check"
     args = ["builtin", "--target", "cpu", "--size", "small", "--levels", "1"]
@@ -148,6 +149,7 @@ def test_torch_compile_is_warmed_then_timed_beside_eager(tmp_path):
     assert record["warm_s"] > 0 and record["warm_cause"] is None
 
 
+@pytest.mark.slow  # references timed in the evaluator; a failing one stays fast
 def test_a_bad_task_file_is_a_usage_error_after_the_others_are_checked(tmp_path):
     """Newcomer round 8: exit 1 with no line saying why (the README says 2, as optimize)."""
     from tests.cli.tasks_src import write_suite

@@ -119,6 +119,7 @@ def evaluated_backward(tmp_path_factory):
                           ("wrong_weight_grad", "incorrect", "output 2"),
                           ("ignores_grad_output", "incorrect", "output 1"),
                           ("detached", "runtime_error", "not connected")])  # fmt: skip
+@pytest.mark.slow  # builds and times four backward candidates; the forward configs stay fast
 def test_backward_candidates_are_judged_by_their_gradients(evaluated_backward, name, status, says):
     """Outputs are (forward output, d/dx, d/dweight): each gradient is compared like an output."""
     result = evaluated_backward[0][name]
@@ -128,6 +129,7 @@ def test_backward_candidates_are_judged_by_their_gradients(evaluated_backward, n
         assert result.speedup is not None and result.speedup > 0
 
 
+@pytest.mark.slow  # builds and times four backward candidates; the forward configs stay fast
 def test_backward_reference_is_timed_and_costed_as_a_training_step(evaluated_backward):
     reference = evaluated_backward[1]
     assert reference.timing and reference.timing["median_ms"] > 0

@@ -165,6 +165,7 @@ def get_init_inputs():
 """
 
 
+@pytest.mark.slow  # the isolated fallback; a failing reference on real data stays fast
 def test_a_reference_without_meta_kernels_runs_isolated(tmp_path):
     """The fallback on real data is user code: it runs in a child process under the evaluator's
     isolation, never in the caller's (no environment change here, no file written outside)."""

@@ -27,19 +27,24 @@ def test_size_labels_name_the_source_of_the_shapes():
             GOOD.replace("return [torch.randn(ROWS, COLS)]", "raise ValueError('no data')"),
             "get_inputs() failed at the reduced size (HTAM_SMALL): ValueError: no data",
         ),
-        (
+        # Each failure loads the task in an isolated process (seconds each): the first case
+        # keeps the path in the fast tier, the others run with the slow tests.
+        pytest.param(
             NO_SMALL.replace("return [torch.randn(ROWS, COLS)]", "raise ValueError('no data')"),
             "get_inputs() failed at the KernelBench size (the file's own shapes; it has no "
             "HTAM_SMALL): ValueError: no data",
+            marks=pytest.mark.slow,
         ),
-        (
+        pytest.param(
             GOOD.replace("return []", "raise KeyError('weights')"),
             "building the model (get_init_inputs(), Model(...)) failed at the reduced size "
             "(HTAM_SMALL): KeyError: 'weights'",
+            marks=pytest.mark.slow,
         ),
-        (
+        pytest.param(
             GOOD.replace("return torch.relu(x) * 2.0", "raise RuntimeError('forward')"),
             "the reference failed at the reduced size (HTAM_SMALL): RuntimeError: forward",
+            marks=pytest.mark.slow,
         ),
     ],
 )
