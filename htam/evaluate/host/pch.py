@@ -141,7 +141,7 @@ def use_flags(arguments: dict) -> list[str]:
     host built for these arguments, or none (no header for them, or none in view)."""
     base = os.environ.get(PCH_ENV)
     flags = host_flags(arguments) if base else None
-    if not flags or not compiler_is_gcc():
+    if not base or not flags or not compiler_is_gcc():
         return []
     wrapper = Path(base) / variant(flags) / HEADER
     if not Path(f"{wrapper}.gch").is_file():

@@ -17,7 +17,8 @@ def match_conv(out: CNode, convs: list[CNode], model: torch.nn.Module) -> tuple[
     before, e.g. depthwise then pointwise) of a float32 forward input. One convolution whose
     bias folds stays a library prefix (cuDNN's convolution without the bias, a kernel adding
     it), the path measured before this family."""
-    chain, node = [], out
+    chain: list[CNode] = []
+    node = out
     while isinstance(node, CNode) and node.op == "conv":
         chain.insert(0, node)
         node = node.args[0]
