@@ -1,9 +1,9 @@
 """Seeded random tasks of the offline families beyond rows, elementwise chains and GEMMs
 (:mod:`htam.tasks.random_shapes` asks for them by name): scans, pooling, losses, ``einsum``
 products, a float forward argument, BatchNorm / GroupNorm, convolutions (plain and transposed),
-cross-entropy / KL / triplet losses, attention and triangular matrix products. Each generator returns the input shape, the
-``__init__`` line, the forward expression, the inputs, the forward's arguments and the family
-the offline matcher should put the task in."""
+cross-entropy / KL / triplet losses, attention and triangular matrix products. Each generator
+returns the input shape, the ``__init__`` line, the forward expression, the inputs, the
+forward's arguments and the family the offline matcher should put the task in."""
 
 from __future__ import annotations
 

@@ -7,9 +7,9 @@ inputs (a transposed view or every other column), and (family ``conv``, asked fo
 convolution of any kind with an activation after it: the library path's channels-last epilogue,
 with channel counts on both sides of its 32-channel tile; the families of
 :mod:`htam.tasks.random_families` (scan, pool, loss, einsum, scalar, norm, convolution,
-special_loss, attention, triangular) are asked for by name too. At a tiny size for CPU tests or up to
-KernelBench's sizes for the GPU. It lives under ``htam.tasks`` because it makes tasks, like the
-suites do: the CPU test, ``scripts/experiments/random_shapes.py`` and any proposer can use it.
+special_loss, attention, triangular) are asked for by name too. At a tiny size for CPU tests
+or up to KernelBench's sizes for the GPU. It lives under ``htam.tasks`` because it makes tasks,
+like the suites do: the CPU test, ``scripts/experiments/random_shapes.py`` and any proposer can use it.
 
 ``random_tasks(n, seed, size)`` returns ``n`` :class:`GeneratedTask` (a :class:`Task` plus the
 family the offline matcher should put it in); the same seed gives the same tasks.
