@@ -1,8 +1,9 @@
 """Seeded random tasks of the offline families beyond rows, elementwise chains and GEMMs
 (:mod:`htam.tasks.random_shapes` asks for them by name): scans, pooling, losses, ``einsum``
-products and a float forward argument. Each generator returns the input shape, the
-``__init__`` line, the forward expression, the inputs, the forward's arguments and the family
-the offline matcher should put the task in."""
+products, a float forward argument, BatchNorm / GroupNorm, convolutions (plain and transposed),
+cross-entropy / KL / triplet losses, attention and triangular matrix products. Each generator
+returns the input shape, the ``__init__`` line, the forward expression, the inputs, the
+forward's arguments and the family the offline matcher should put the task in."""
 
 from __future__ import annotations
 
@@ -142,4 +143,129 @@ def norm(rng: random.Random, size: str) -> Drawn:
     return Drawn(shape, init, "self.norm(x)", [x], "x", "channel_norm")
 
 
-FAMILIES = ("scan", "pool", "loss", "einsum", "scalar", "norm")
+def _conv_sizes(rng: random.Random, transposed: bool) -> tuple[int, int, int, int, int]:
+    """(kernel, stride, padding, dilation, output padding) of one spatial dim."""
+    k, s, d = rng.randint(1, 3), rng.randint(1, 2), rng.choice([1, 1, 2])
+    p = rng.randint(0, d * (k - 1) // 2)
+    out_pad = rng.randint(0, max(s, d) - 1) if transposed else 0
+    return k, s, p, d, out_pad
+
+
+def convolution(rng: random.Random, size: str) -> Drawn:
+    """A 1-3 d convolution or transposed convolution module (stride, padding, dilation,
+    groups, depthwise) of an input, batched or not, its bias off or out of a library prefix's
+    reach (in a Sequential); sometimes depthwise then pointwise."""
+    nd, transposed = rng.randint(1, 3), rng.random() < 0.4
+    cap = 8 if size == "small" else 64
+    c_in = rng.randint(1, cap)
+    groups = rng.choice([g for g in range(1, c_in + 1) if c_in % g == 0])
+    c_out = groups * rng.randint(1, max(1, cap // groups))
+    dims = [_conv_sizes(rng, transposed) for _ in range(nd)]
+    side = ({1: 9, 2: 9, 3: 5} if size == "small" else {1: 4096, 2: 128, 3: 24})[nd]
+    # the smallest input giving one output: conv needs the dilated window inside the padded input
+    spatial = tuple(
+        rng.randint(max(1, d * (k - 1) + 1 - 2 * p), max(1, side)) for k, _, p, d, _ in dims
+    )
+    batch = () if rng.random() < 0.15 else (rng.randint(1, 2 if size == "small" else 16),)
+    shape = (*batch, c_in, *spatial)
+
+    def spell(i: int) -> str:
+        values = [dim[i] for dim in dims]
+        return (
+            str(values[0]) if len(set(values)) == 1 and rng.random() < 0.5 else str(tuple(values))
+        )
+
+    kind = f"{'ConvTranspose' if transposed else 'Conv'}{nd}d"
+    extra = f", output_padding={spell(4)}" if transposed else ""
+    bias = rng.random() < 0.4
+    module = (
+        f"nn.{kind}({c_in}, {c_out}, {spell(0)}, stride={spell(1)}, padding={spell(2)}, "
+        f"dilation={spell(3)}{extra}, groups={groups}, bias={bias})"
+    )
+    init = f"self.conv = nn.Sequential({module})" if bias else f"self.conv = {module}"
+    forward = "self.conv(x)"
+    if not transposed and batch and rng.random() < 0.2:
+        # depthwise then pointwise: the second convolution's bias stays in the chain
+        init = (
+            f"self.depthwise = nn.{kind}({c_in}, {c_in}, 3, padding=1, groups={c_in}, bias=False)"
+        )
+        init += f"\n        self.pointwise = nn.{kind}({c_in}, {c_out}, 1)"
+        forward = "self.pointwise(self.depthwise(x))"
+    return Drawn(shape, init, forward, [f"torch.randn({_names(shape)})"], "x", "conv")
+
+
+def special_loss(rng: random.Random, size: str) -> Drawn:
+    """Cross-entropy of logits and class indices (ignored class or not), KL divergence (of a
+    log or of log targets) or a triplet margin loss (the module or the function), each with a
+    drawn reduction."""
+    n = rng.randint(1, 16 if size == "small" else 4096)
+    c = rng.randint(2, 64 if size == "small" else 8192)
+    shape, x = (n, c), "torch.randn(S0, S1)"
+    kind = rng.choice(["cross_entropy", "kl_div", "triplet"])
+    if kind == "cross_entropy":
+        reduction = rng.choice(["mean", "sum", "none"])
+        ignore = f", ignore_index={rng.randrange(c)}" if rng.random() < 0.3 else ""
+        forward = f"F.cross_entropy(x, t{ignore}, reduction={reduction!r})"
+        return Drawn(
+            shape, "", forward, [f"{x} * 3", "torch.randint(0, S1, (S0,))"], "x, t", "loss"
+        )
+    if kind == "kl_div":
+        reduction = rng.choice(["batchmean", "batchmean", "sum", "mean"])
+        if rng.random() < 0.5:
+            forward = f"F.kl_div(torch.log(p), q, reduction={reduction!r})"
+            inputs = ["torch.rand(S0, S1).softmax(-1)"] * 2
+        else:
+            forward = f"F.kl_div(p, q, reduction={reduction!r}, log_target=True)"
+            inputs = [x, x]
+        return Drawn(shape, "", forward, inputs, "p, q", "loss")
+    reduction = rng.choice(["mean", "sum", "none"])
+    margin = round(rng.uniform(0.1, 2.0), 2)
+    init, forward = "", f"F.triplet_margin_loss(a, p, n, margin={margin}, reduction={reduction!r})"
+    if rng.random() < 0.5:
+        init = f"self.loss_fn = nn.TripletMarginLoss(margin={margin}, reduction={reduction!r})"
+        forward = "self.loss_fn(a, p, n)"
+    inputs = ["torch.rand(S0, S1) * 0.5", "torch.rand(S0, S1)", "torch.rand(S0, S1)"]
+    return Drawn(shape, init, forward, inputs, "a, p, n", "loss")
+
+
+def attention(rng: random.Random, size: str) -> Drawn:
+    """Scaled-dot-product attention of query, key and value of one shape (with heads or
+    without), causal or not, its scale the default or drawn."""
+    small = size == "small"
+    seq = rng.randint(1, 16 if small else 4096)
+    head = rng.randint(8, 16) if small else rng.choice([32, 64, 128])
+    heads = (rng.randint(1, 2 if small else 16),) if rng.random() < 0.7 else ()
+    shape = (rng.randint(1, 1 if small else 8), *heads, seq, head)
+    causal = f", is_causal={rng.random() < 0.5}"
+    scale = f", scale={round(rng.uniform(0.05, 0.5), 3)}" if rng.random() < 0.3 else ""
+    forward = f"F.scaled_dot_product_attention(q, k, v{causal}{scale})"
+    inputs = [f"torch.randn({_names(shape)})"] * 3
+    return Drawn(shape, "", forward, inputs, "q, k, v", "attention")
+
+
+def triangular(rng: random.Random, size: str) -> Drawn:
+    """The upper or lower triangle (diagonal drawn) of a product of two matrices."""
+    cap = 48 if size == "small" else 4096
+    shape = tuple(rng.randint(1, cap) for _ in range(3))
+    op = rng.choice(["triu", "tril"])
+    product = rng.choice(["torch.matmul(a, b)", "a @ b"])
+    diagonal = rng.choice([0, 0, rng.randint(-4, 4)])
+    forward = f"torch.{op}({product}{f', diagonal={diagonal}' if diagonal else ''})"
+    inputs = ["torch.randn(S0, S1)", "torch.randn(S1, S2)"]
+    return Drawn(shape, "", forward, inputs, "a, b", "triangular")
+
+
+FAMILIES = (
+    "scan",
+    "pool",
+    "loss",
+    "einsum",
+    "scalar",
+    "norm",
+    "convolution",
+    "special_loss",
+    "attention",
+    "triangular",
+)
+# the generators drawing their own shapes from the size alone
+SIZED = ("pool", "norm", "einsum", "convolution", "special_loss", "attention", "triangular")

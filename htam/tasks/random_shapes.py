@@ -6,9 +6,10 @@ row, one column, odd and prime sizes, rows longer than one block, a handful of v
 inputs (a transposed view or every other column), and (family ``conv``, asked for by name) a
 convolution of any kind with an activation after it: the library path's channels-last epilogue,
 with channel counts on both sides of its 32-channel tile; the families of
-:mod:`htam.tasks.random_families` (scan, pool, loss, einsum, scalar, norm) are asked for by name too. At a tiny size for CPU tests or up to
-KernelBench's sizes for the GPU. It lives under ``htam.tasks`` because it makes tasks, like the
-suites do: the CPU test, ``scripts/experiments/random_shapes.py`` and any proposer can use it.
+:mod:`htam.tasks.random_families` (scan, pool, loss, einsum, scalar, norm, convolution,
+special_loss, attention, triangular) are asked for by name too. At a tiny size for CPU tests
+or up to KernelBench's sizes for the GPU. It lives under ``htam.tasks`` because it makes tasks,
+like the suites do: the CPU test, ``scripts/experiments/random_shapes.py`` and any proposer can use it.
 
 ``random_tasks(n, seed, size)`` returns ``n`` :class:`GeneratedTask` (a :class:`Task` plus the
 family the offline matcher should put it in); the same seed gives the same tasks.
@@ -190,10 +191,8 @@ def _conv(rng: random.Random, size: str) -> tuple[tuple[int, ...], str, str]:
 
 def _other_family(rng: random.Random, family: str, size: str, layout: str) -> Drawn:
     """A task of one of the families of :mod:`htam.tasks.random_families`."""
-    if family in ("pool", "norm"):
+    if family in random_families.SIZED:
         return getattr(random_families, family)(rng, size)
-    if family == "einsum":
-        return random_families.einsum(rng, size)
     shape = random_shape(rng, size)
     return getattr(random_families, family)(rng, shape, _input(shape, layout))
 
