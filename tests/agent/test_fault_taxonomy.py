@@ -92,20 +92,16 @@ def test_code_repeating_an_earlier_step_is_a_repeat_not_a_rejection(tmp_path, pr
     assert bank_steps == ["ok"]
 
 
-POOL = """import torch
+SORT = """import torch
 
 
 class Model(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = torch.nn.Conv2d(3, 4, 3, bias=False)
-
     def forward(self, x):
-        return self.conv(x)
+        return torch.sort(x, dim=1).values
 
 
 def get_inputs():
-    return [torch.randn(2, 3, 8, 8)]
+    return [torch.randn(8, 32)]
 
 
 def get_init_inputs():
@@ -114,17 +110,17 @@ def get_init_inputs():
 
 
 def test_no_applicable_strategy_names_the_missing_family_and_teaches_nothing(tmp_path):
-    (tmp_path / "pool.py").write_text(POOL)
+    (tmp_path / "sort.py").write_text(SORT)
     cfg = OptimizeConfig(method="htam", steps=3, seed=0, target="cpu", language="cpp")
     evaluator = ScriptedEvaluator(lambda n, code: 2.0)
     with MemoryBank.in_memory() as bank:
         before = bank.step_count()
         optimizer = Optimizer(OfflineProposer("cpu"), evaluator, bank, cfg)
-        summary = optimizer.run(task_for(tmp_path / "pool.py"), tmp_path / "run")
+        summary = optimizer.run(task_for(tmp_path / "sort.py"), tmp_path / "run")
         assert bank.step_count() == before
     assert summary.statuses == ["no_strategy"]
     step = json.loads((tmp_path / "run/steps/step_00.json").read_text())
-    assert "missing family: convolution" in step["feedback"]["messages"][0]
+    assert "missing family: sorting and selection" in step["feedback"]["messages"][0]
     assert evaluator.evaluated == []
 
 

@@ -106,20 +106,16 @@ def test_existing_run_needs_resume(tmp_path, evaluator, prices):
         assert len(server.chat_requests) == requests and bank.step_count() == 2
 
 
-BIASLESS_CONV = """import torch
+SORT = """import torch
 
 
 class Model(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = torch.nn.Conv2d(3, 4, 3, bias=False)
-
     def forward(self, x):
-        return self.conv(x)
+        return torch.sort(x, dim=1).values
 
 
 def get_inputs():
-    return [torch.randn(2, 3, 8, 8)]
+    return [torch.randn(8, 32)]
 
 
 def get_init_inputs():
@@ -130,16 +126,16 @@ def get_init_inputs():
 def test_offline_run_on_an_unmatched_task_spares_the_reference_timing(tmp_path, evaluator):
     from htam.offline import OfflineProposer
 
-    # a bias-free convolution alone: no template covers it (every built-in task has one now)
-    (tmp_path / "conv.py").write_text(BIASLESS_CONV)
-    conv = task_for(tmp_path / "conv.py")
+    # a sort: no template covers it (every built-in task has one now)
+    (tmp_path / "sort.py").write_text(SORT)
+    unmatched = task_for(tmp_path / "sort.py")
     relu = task_for("level1/1_ReLU.py")
     proposer = OfflineProposer("cpu")
-    assert not proposer.can_propose(conv) and proposer.can_propose(relu)
+    assert not proposer.can_propose(unmatched) and proposer.can_propose(relu)
     config = OptimizeConfig(method="htam", steps=3, seed=0, target="cpu", language="cpp")
     with MemoryBank.open(tmp_path / "m.db", create=True) as bank:
         summary = Optimizer(proposer, CachedEvaluator(evaluator), bank, config).run(
-            conv, tmp_path / "run"
+            unmatched, tmp_path / "run"
         )
         # one step says why, and the bank learns nothing from it (no template is no evidence
         # about a direction: newcomer, three such steps taught "fusion failed")
@@ -152,8 +148,8 @@ def test_offline_run_on_an_unmatched_task_spares_the_reference_timing(tmp_path, 
     assert step["proposal"]["wrote_code"] is False
     assert step["memory_updated"] is False
     # a later timed request for the same task still gets its times
-    assert evaluator.reference(conv).timing["median_ms"] > 0
-    assert evaluator.reference(conv, timed=False).timing is not None
+    assert evaluator.reference(unmatched).timing["median_ms"] > 0
+    assert evaluator.reference(unmatched, timed=False).timing is not None
 
 
 class _SelfChoosingProposer:
