@@ -143,6 +143,8 @@ def _redteam_processes() -> list[str]:
 def _cache_files(a: Arena) -> dict[str, str]:
     out = {}
     for p in a.cache.rglob("*"):
+        if p.name == "seen" and p.relative_to(a.cache).parts[0] == "pch":
+            continue  # the host's count of a flag set's builds (host/pch.py), not the candidate's
         if p.is_file() and not p.is_symlink():
             out[str(p.relative_to(a.cache))] = hashlib.sha256(p.read_bytes()).hexdigest()
     return out
