@@ -141,7 +141,7 @@ def test_killed_driver_resumes_on_the_local_pool(cluster, tmp_path):
     out = tmp_path / "out"
     args = ["bench", "builtin", "--levels", "1", "--tasks", "[134]_*", "--methods",
             "htam,no-prefix", "--steps", "2", "--target", "cpu", "--language", "triton",
-            "--memory-mode", "accumulate", "--proposer", "tests.bench.helpers:FixedProposer"]
+            "--memory-mode", "accumulate", "--proposer", "tests.bench.helpers:StaggeredProposer"]
     env = cli_env() | {"RAY_ADDRESS": cluster.address}
     driver = subprocess.Popen(htam_cli() + args + ["--out", str(out), "--ray", "--ray-address",
                                                    "auto"], env=env, stdout=subprocess.PIPE,
