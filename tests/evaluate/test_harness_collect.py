@@ -5,10 +5,13 @@ import socket
 import torch
 
 from htam.evaluate.candidate.harness import Harness
+from htam.evaluate.frames import CandidateJob
 
 
 def _harness(slot: torch.Tensor, x: torch.Tensor) -> tuple[Harness, list]:
-    harness = Harness(socket.socket(), {"device": "cpu", "l2_flush_mb": 0})  # never used
+    harness = Harness(
+        socket.socket(), CandidateJob(code="", language="cpp", device="cpu")
+    )  # never used
     harness.sock.close()
     harness.inputs[0], harness.slots[0], harness.grads[0] = [x], [slot], 0
     sent: list = []
@@ -27,7 +30,7 @@ def test_collect_keeps_no_autograd_history_of_the_calls():
         harness.pending = [model(x)]
         assert harness.pending[0].requires_grad
         harness.collect()
-    assert sent[-1] == {"type": "done", "ms": 0.0, "problem": None}
+    assert sent[-1].model_dump() == {"type": "done", "ms": 0.0, "seals": [], "problem": None}
     assert not slot.requires_grad and slot.grad_fn is None
     with torch.no_grad():
         torch.testing.assert_close(slot, model(x))
@@ -74,8 +77,8 @@ def test_a_slot_written_after_the_call_returned_breaks_its_seal():
 
     def call(key: int) -> list[int]:
         harness.call(key)
-        assert sent[-1]["type"] == "done" and len(sent[-1]["seals"]) == 1
-        return sent[-1]["seals"]
+        assert sent[-1].type == "done" and len(sent[-1].seals) == 1
+        return sent[-1].seals
 
     seals = call(987654321)
     harness.collect()  # handed over as returned: the seal holds
