@@ -37,7 +37,7 @@ class ChannelTimeout(ChannelError):
     """No frame within the time allowed."""
 
 
-def send(sock: socket.socket, message: BaseModel, fds: list[int] | None = None) -> None:
+def send(sock: socket.socket, message: BaseModel | dict, fds: list[int] | None = None) -> None:
     data = frames.encode(message)
     if fds:
         socket.send_fds(sock, [data[:1]], fds)
@@ -199,9 +199,13 @@ class Probed(_Msg):
     raised: str | None = Field(default=None, max_length=2000)
 
 
+# what a runner may say of its own failure
+FailStatus = Literal[Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.REJECTED]
+
+
 class Failed(_Msg):
     type: Literal["failed"] = "failed"
-    status: Literal[Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.REJECTED]
+    status: FailStatus
     message: str = Field(max_length=8000)
 
 

@@ -19,6 +19,7 @@ nothing but its channel's replies, which the judge checks, so no candidate can s
 
 from __future__ import annotations
 
+import json
 import struct
 from typing import Annotated, Literal, TypeVar
 
@@ -44,9 +45,19 @@ class Record(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    def get(self, name: str, default: object = None) -> object:
+        """A field by name: the bridge for the one reader still written against dict frames
+        (``host/build_stage.py``, ``res.get("status")``), until it reads the attribute."""
+        return getattr(self, name, default) if name in type(self).model_fields else default
 
-def encode(record: BaseModel, limit: int = MAX_TRUSTED_FRAME) -> bytes:
-    payload = record.model_dump_json().encode()
+
+def encode(record: BaseModel | dict, limit: int = MAX_TRUSTED_FRAME) -> bytes:
+    """A record framed; or a plain JSON object, which is what a candidate's process sends (its
+    replies are typed where they are trusted: on the judge's side, by ``decode``)."""
+    if isinstance(record, BaseModel):
+        payload = record.model_dump_json().encode()
+    else:
+        payload = json.dumps(record, separators=(",", ":")).encode()
     if len(payload) > limit:
         raise FrameError(f"a frame of {len(payload)} bytes; at most {limit} allowed")
     return HEADER.pack(len(payload)) + payload
@@ -108,7 +119,7 @@ class TimingSettings(Record):
 class RunnerInfo(Record):
     """Which processes a runner is: the judge stops them by user id where they have their own."""
 
-    uid: int | None
+    uid: int
     pid: int
     by_uid: bool
 
@@ -120,7 +131,7 @@ class Job(Record):
     kind: Literal["probe", "peaks", "reference", "build", "judge"]
     device: Literal["cpu", "cuda"]
     env: dict[str, str] = {}
-    size: str = "small"
+    size: Literal["small", "large"] = "small"
     seeds: list[int] = [0]
     init_seed: int = 0
     timing: TimingSettings
@@ -222,8 +233,10 @@ class Probed(Record):
 
 
 class Peaks(Record):
+    """The device's copy bandwidth and matmul rates (``measure.measure_peaks``), by name."""
+
     type: Literal["peaks"] = "peaks"
-    peaks: dict[str, float]
+    peaks: dict[str, float | str]
 
 
 class ReferenceRan(Record):

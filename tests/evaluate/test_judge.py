@@ -45,7 +45,7 @@ class _Recorder:
         self.log.append(f"{self.name} {'stopped' if stop else 'thawed'}")
         self.stopped = stop
 
-    def ask(self, message, timeout_s: float):
+    def ask(self, message, expect, timeout_s: float):
         self.log.append(f"{self.name} {message.op}")
         return types.SimpleNamespace(ms=0.0, seals=[0], problem=None)
 

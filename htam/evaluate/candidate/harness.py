@@ -19,7 +19,6 @@ import time
 import traceback
 
 import torch
-from pydantic import BaseModel
 
 from htam.evaluate import buffers, channel, measure
 from htam.evaluate.candidate import kernels
@@ -74,13 +73,14 @@ class Harness:
         self.held: list[torch.Tensor] = []
         self.kernels: kernels.Observer | None = None
 
-    def send(self, message: BaseModel) -> None:
-        """A reply, built without validation (``model_construct``): the judge validates what it
-        receives, so what the harness could not send is the judge's to refuse, as it was."""
+    def send(self, message: dict) -> None:
+        """A reply as a plain JSON object: code of the candidate's may stand in for any of this
+        process's (attacks patch this method), so nothing here is trusted; the judge decodes
+        each reply into one of ``channel``'s typed messages, or refuses it."""
         channel.send(self.sock, message)
 
-    def fail(self, status: Status, message: str) -> None:
-        self.send(channel.Failed.model_construct(status=status, message=message[-7000:]))
+    def fail(self, status: channel.FailStatus, message: str) -> None:
+        self.send({"type": "failed", "status": status, "message": message[-7000:]})
 
     # ------------------------------------------------------------------ stages
 
@@ -98,7 +98,7 @@ class Harness:
             self.fail(Status.COMPILE_ERROR, "the solution defines no class ModelNew")
             return False
         self.cls = cls
-        self.send(channel.Built.model_construct(import_s=_perf() - t0, compile_s=compile_s()))
+        self.send({"type": "built", "import_s": _perf() - t0, "compile_s": compile_s()})
         return True
 
     def model(self, msg: channel.Model) -> None:
@@ -110,7 +110,7 @@ class Harness:
             model = model.to(self.device)
         self.models[msg.config] = model
         self.active = msg.config
-        self.send(channel.Ready.model_construct())
+        self.send({"type": "ready"})
 
     def lend(self, msg: channel.Buffers, fds: list[int]) -> None:
         fds = list(fds)
@@ -122,7 +122,7 @@ class Harness:
         self.inputs[k] = [take(a["tensor"]) if "tensor" in a else a["value"] for a in msg.inputs]
         self.slots[k] = [take(d) for d in msg.outputs]
         self.grads[k] = msg.grad_outputs
-        self.send(channel.Ready.model_construct())
+        self.send({"type": "ready"})
 
     def call(self, key: int | None = None) -> None:
         """One timed call, answered at once: the judge's clock around it holds only the flush,
@@ -141,7 +141,7 @@ class Harness:
             if key is not None
             else []  # a null call returned nothing to seal
         )
-        self.send(channel.Done.model_construct(ms=float(ms), seals=seals if result else []))
+        self.send({"type": "done", "ms": float(ms), "seals": seals if result else []})
 
     def _forward(self, result: list):
         model, inputs = self.models[self.active], self.inputs[self.active]
@@ -185,7 +185,7 @@ class Harness:
         self.pending = []
         if self.device == "cuda":
             torch.cuda.synchronize()
-        self.send(channel.Probed.model_construct(**seen, raised=raised))
+        self.send({"type": "probed", **seen, "raised": raised})
 
     def collect(self) -> None:
         """Check the last call's outputs and copy them into the judge's slots."""
@@ -203,7 +203,7 @@ class Harness:
             if self.device == "cuda":
                 torch.cuda.synchronize()
             self.held = list(outs)  # the call before's are freed: an allocator reuses them
-        self.send(channel.Done.model_construct(ms=0.0, problem=problem))
+        self.send({"type": "done", "ms": 0.0, "problem": problem})
 
     def _check(self, outs: list, inputs: list, slots: list) -> str | None:
         if _active_threads() > self.threads0:
@@ -266,7 +266,7 @@ class Harness:
             self.lend(msg, fds)
         elif isinstance(msg, channel.Use):
             self.active = msg.config
-            self.send(channel.Ready.model_construct())
+            self.send({"type": "ready"})
         elif isinstance(msg, channel.Call):
             self.call(msg.key)
         elif isinstance(msg, channel.Collect):

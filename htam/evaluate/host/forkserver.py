@@ -211,8 +211,10 @@ class Runner:
     directory, control group) and the descriptor of its output log, opened before it ran."""
 
     def __init__(self, info: sf.Started, log_fd: int):
-        if info.pid is None or info.dir is None:
-            raise ForkServerError("the fork server started a runner without its pid or folder")
+        if info.pid is None or info.dir is None or info.uid is None:
+            raise ForkServerError(
+                "the fork server started a runner without its pid, user or folder"
+            )
         self.info, self.log_fd = info, log_fd
         self.pid, self.uid, self.dir, self.by_uid = info.pid, info.uid, info.dir, info.by_uid
         self.group = info.group

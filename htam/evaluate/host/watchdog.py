@@ -15,7 +15,17 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from htam.evaluate import frames
+from htam.evaluate.frames import (
+    REPORT,
+    RESULTS,
+    CandidateJob,
+    Cost,
+    Job,
+    Result,
+    Stage,
+    Verdict,
+    split,
+)
 from htam.evaluate.host import folders
 from htam.evaluate.host.forkserver import ForkServer, Runner
 from htam.evaluate.logs import read_file_tail, read_tail
@@ -36,7 +46,7 @@ class Limits:
 
 @dataclass
 class JobOutcome:
-    frames: list[frames.Stage | frames.Cost | frames.Result] = field(default_factory=list)
+    frames: list[Stage | Cost | Result] = field(default_factory=list)
     killed: str | None = None  # why the watchdog ended the job, with figures
     kill_kind: str | None = None  # "timeout", "memory", "output"; "reference": not the candidate
     log: str = ""  # the candidate's (or a trusted job's) captured output, truncated
@@ -49,16 +59,16 @@ class JobOutcome:
     runner_dir: str | None = None
 
     @property
-    def result(self) -> frames.Result | None:
+    def result(self) -> Result | None:
         """The job's result: the judge's verdict, or what a trusted job found."""
         for frame in reversed(self.frames):
-            if isinstance(frame, frames.RESULTS):
+            if isinstance(frame, RESULTS):
                 return frame
         return None
 
     @property
-    def verdict(self) -> frames.Verdict | None:
-        return self.result if isinstance(self.result, frames.Verdict) else None
+    def verdict(self) -> Verdict | None:
+        return self.result if isinstance(self.result, Verdict) else None
 
 
 class _Watch:
@@ -208,11 +218,11 @@ def _killpg(pid: int) -> None:
 
 def run_job(
     server: ForkServer,
-    job: frames.Job,
+    job: Job,
     workdir: Path,
     limits: Limits,
-    candidate: frames.CandidateJob | None = None,
-    runner: frames.CandidateJob | None = None,
+    candidate: CandidateJob | None = None,
+    runner: CandidateJob | None = None,
 ) -> JobOutcome:
     """Run a trusted job, or (``candidate`` and the reference's ``runner`` given) a judged
     evaluation."""
@@ -311,14 +321,14 @@ def _loop(watch: _Watch, read_fd: int, start: float) -> None:
             if not chunk:
                 return  # the judge ended
             buffer.extend(chunk)
-            for frame in frames.split(buffer, frames.REPORT):
+            for frame in split(buffer, REPORT):
                 outcome.frames.append(frame)
-                if isinstance(frame, frames.Stage):  # the build is over: the run's limit from now
+                if isinstance(frame, Stage):  # the build is over: the run's limit from now
                     run_s = max(limits.run_timeout_s, frame.run_s)
                     deadline = time.monotonic() + run_s
                     built = True
                     phase = _PHASES.get(frame.stage, phase)
-                if isinstance(frame, frames.RESULTS):
+                if isinstance(frame, RESULTS):
                     outcome.result_at = time.monotonic()
                     return
         if now >= next_check:

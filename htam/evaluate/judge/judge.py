@@ -72,7 +72,7 @@ class Judge:
 
     def both(self, request: channel.Request, timeout_s: float) -> None:
         for runner in (self.ref, self.cand):
-            runner.ask(request, timeout_s)
+            runner.ask(request, channel.Ready, timeout_s)
 
     # ------------------------------------------------------------------ per configuration
 
@@ -157,11 +157,11 @@ class Judge:
             # on the inputs already in place before the call arrives (a C++
             # candidate reported 13.7x for work done between the thaw and the clock).
             runner.freeze(False, checked=True)
-        done = runner.ask(channel.Call(key=key), timeout_s)
+        done = runner.ask(channel.Call(key=key), channel.Done, timeout_s)
         t1 = _perf()
         probe = 0.0 if runner.trusted else self._probe_ms()  # device work left running
         t2 = _perf()
-        collected = runner.ask(channel.Collect(), self.call_timeout_s)
+        collected = runner.ask(channel.Collect(), channel.Done, self.call_timeout_s)
         t3 = _perf()
         runner.freeze(True)
         if collected.problem:

@@ -35,7 +35,7 @@ def calibrate(runner: Runner, timeout_s: float) -> float:
     over = []
     for _ in range(NULL_CALLS):
         t0 = _perf()
-        done = runner.ask(channel.Null(), timeout_s)
+        done = runner.ask(channel.Null(), channel.Done, timeout_s)
         over.append((_perf() - t0) * 1e3 - done.ms)
     return min(over[3:])
 

@@ -30,7 +30,7 @@ def check(judge, module) -> None:
         if buf is not None:
             buf.copy_(v)
     judge.sync()
-    seen = cand.ask(channel.Probe(), judge.call_timeout_s)
+    seen = cand.ask(channel.Probe(), channel.Probed, judge.call_timeout_s)
     if seen.calls == 0:
         raise Verdict(
             Status.REJECTED,

@@ -42,7 +42,7 @@ def lend_to(
         desc_out.append(buf.descriptor)
         fds += [buf.fd] if buf.fd is not None else []
     request = channel.Buffers(config=index, inputs=desc_in, outputs=desc_out, grad_outputs=grads)
-    runner.ask(request, timeout_s, fds)
+    runner.ask(request, channel.Ready, timeout_s, fds)
 
 
 def _lend(shape: list[int], dtype: torch.dtype, device: str, what: str) -> buffers.Lent:

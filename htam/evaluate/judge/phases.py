@@ -29,8 +29,8 @@ def run(judge: Judge) -> frames.Verdict:
     # which a shared baseline cancels exactly. Two separate calibrations differed by up to
     # 0.12 ms on the H200, enough to reject a reference against itself.
     ref.baseline_ms = cand.baseline_ms = min(ref.baseline_ms, cand.baseline_ms)
-    ref.ask(channel.Build(), judge.first_call_timeout_s)
-    built = cand.ask(channel.Build(), judge.first_call_timeout_s)
+    ref.ask(channel.Build(), channel.Built, judge.first_call_timeout_s)
+    built = cand.ask(channel.Build(), channel.Built, judge.first_call_timeout_s)
     judge.marks["built"] = _clock()
     judge.emit(frames.Stage(stage="built"))
     module = trials(judge)

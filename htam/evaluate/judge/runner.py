@@ -8,6 +8,7 @@ from __future__ import annotations
 import signal
 import socket
 import time
+from typing import TypeVar
 
 from htam.evaluate import channel, frames
 from htam.evaluate.sandbox import candidate_user
@@ -19,6 +20,7 @@ _STOPPED = "tTZX"  # stopped, traced, or gone
 # had not been counted when the judge read the times (microseconds); a self-resumed helper ran
 # 60-80 ms.
 TAIL_NS = 200_000
+M = TypeVar("M", channel.Built, channel.Ready, channel.Done, channel.Probed)
 
 
 # What a runner was doing when it did not answer in time, by the request it had been sent.
@@ -84,8 +86,13 @@ class Runner:
         return Verdict(status, message)
 
     def ask(
-        self, request: channel.Request, timeout_s: float, fds: list[int] | None = None
-    ) -> channel.CandidateMessage:
+        self,
+        request: channel.Request,
+        expect: type[M],
+        timeout_s: float,
+        fds: list[int] | None = None,
+    ) -> M:
+        """Send ``request`` and return its answer, which must be an ``expect``."""
         if self.stopped:
             self.freeze(False)
         try:
@@ -94,7 +101,7 @@ class Runner:
             raise self._fail(Status.RUNTIME_ERROR, f"{self.name}'s process ended") from None
         reply = self.answer(timeout_s, request.op)
         expected = channel.REPLIES[request.op]
-        if reply.type != expected:
+        if reply.type != expected or not isinstance(reply, expect):
             raise self._fail(
                 Status.REJECTED,
                 f"result channel tampered: a {reply.type!r} message in answer to "
