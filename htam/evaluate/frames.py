@@ -176,8 +176,9 @@ class CandidateJob(Record):
 
 
 class TimingFigures(Record):
-    """Runtime statistics of one implementation, in milliseconds (``result.Timing``'s fields;
-    ``elapsed_s``: how long the reference's timing took, where it was timed alone)."""
+    """Runtime statistics of one implementation, in milliseconds (``result.Timing``'s fields).
+    The reference timed alone adds ``elapsed_s`` (how long its timing took) and, on a GPU,
+    ``wall_median_ms`` (host time to the synchronize after each call, ``measure.time_fns``)."""
 
     median_ms: float
     min_ms: float
@@ -187,6 +188,7 @@ class TimingFigures(Record):
     method: str
     meaningful: bool = True
     elapsed_s: float | None = None
+    wall_median_ms: float | None = None
 
 
 class Escape(Record):

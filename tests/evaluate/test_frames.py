@@ -58,7 +58,10 @@ REPORTS = [
     frames.Cost(flops=10, bytes=20, dtypes=["float32"]),
     frames.Probed(device="cpu", torch="2.11"),
     frames.Peaks(peaks={"device": "cpu", "bandwidth_gbs": 10.0}),
-    frames.ReferenceRan(status=Status.OK, timing=FIGURES.model_copy(update={"elapsed_s": 3.0})),
+    frames.ReferenceRan(
+        status=Status.OK,
+        timing=FIGURES.model_copy(update={"elapsed_s": 3.0, "wall_median_ms": 1.6}),
+    ),
     frames.Built(status=Status.COMPILE_ERROR, message="no compiler"),
     VERDICT,
     frames.Verdict(status=Status.RUNTIME_ERROR, message="the task", infrastructure=True),

@@ -76,8 +76,8 @@ def load(ev: Evaluator, task: Task, timed: bool) -> Reference:
 
 
 def _figures(timing: frames.TimingFigures | None) -> dict | None:
-    """A time as the cache has always kept it (a ``measure.summary`` with ``elapsed_s``)."""
-    return None if timing is None else timing.model_dump()
+    """A time as the cache has always kept it (``measure.time_fns``'s, with ``elapsed_s``)."""
+    return None if timing is None else timing.model_dump(exclude_none=True)
 
 
 def runs_alone(ev: Evaluator, task: Task) -> bool:
