@@ -90,6 +90,8 @@ class Optimizer:
     ):
         self.proposer, self.evaluator, self.bank, self.config = proposer, evaluator, bank, config
         self.policy_config = policy_config or PolicyConfig()
+        if bank is not None:  # a run reads and learns only its target's scope (memory.scopes)
+            bank.scope = config.target
         self.on_step = on_step
         self.guide = make_guide(method_spec(config.method), bank, self.policy_config, config.flat_k)
         self.asker = Asker(proposer, self.guide, config)

@@ -24,7 +24,7 @@ from typing import Any
 
 from htam.memory import MemoryBank
 
-FLAT_COLUMNS = "run_id, task_id, step, text, record, added_at"
+FLAT_COLUMNS = "scope, run_id, task_id, step, text, record, added_at"  # scope: htam.memory.scopes
 
 
 class BankOwner:
@@ -59,7 +59,7 @@ class BankOwner:
             return sum(
                 conn.execute(
                     f"INSERT OR IGNORE INTO flat_experiences ({FLAT_COLUMNS}) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
                     row,
                 ).rowcount
                 for row in rows

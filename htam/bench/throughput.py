@@ -91,7 +91,18 @@ def throughput(events: list[dict]) -> dict[str, Any] | None:
         "build_s": distribution(build),
         "timed_s": distribution(timed),
         "wall_per_candidate_s": wall * len(devices) / len(cands) if cands else None,
+        "held_s_by_kind": _held_by_kind(gpu),
     }
+
+
+def _held_by_kind(gpu: list[dict]) -> dict[str, float]:
+    """Seconds the GPU's queue was held, by the kind of job that held it (reference, judge,
+    peaks): where the GPU's time went."""
+    held: dict[str, float] = {}
+    for e in gpu:
+        kind = e.get("kind", "?")
+        held[kind] = held.get(kind, 0.0) + e["end"] - e["start"]
+    return held
 
 
 def _num(value: float | None, unit: str = "") -> str:
@@ -105,6 +116,8 @@ def throughput_table(figures: dict[str, Any]) -> Table:
         ["GPU busy", _num(100 * (figures["gpu_busy_fraction"] or 0), "%"), "", "", ""],
         ["wall per candidate", _num(figures["wall_per_candidate_s"], " s"), "", "", ""],
     ]
+    for kind, seconds in sorted((figures.get("held_s_by_kind") or {}).items()):
+        rows.append([f"GPU held by {kind} jobs", _num(seconds, " s"), "", "", ""])
     for name, key in (("build per candidate", "build_s"), ("timed per candidate", "timed_s")):
         d = figures[key]
         if d:

@@ -36,6 +36,7 @@ COMMAND_MODULES: list[str] = [
     "tasks_cmd",
     "eval_cmd",
     "memory_cmd",
+    "memory_scope_cmd",  # adds its commands to memory_cmd's group: after it
     "optimize_cmd",
     "bench_cmd",
     "report_cmd",

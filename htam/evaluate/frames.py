@@ -126,9 +126,10 @@ class RunnerInfo(Record):
 
 class Job(Record):
     """What a trusted child is asked to do: probe the device, measure its peaks, run the
-    reference alone, drive a build, or judge a candidate (the fields of its kind)."""
+    reference alone (or compile it ahead: ``warm``), drive a build, or judge a candidate (the
+    fields of its kind)."""
 
-    kind: Literal["probe", "peaks", "reference", "build", "judge"]
+    kind: Literal["probe", "peaks", "reference", "warm", "build", "judge"]
     device: Literal["cpu", "cuda"]
     env: dict[str, str] = {}
     size: Literal["small", "large"] = "small"
@@ -168,6 +169,9 @@ class CandidateJob(Record):
     env: dict[str, str] = {}
     preload: str | None = None  # verified builds copied into the job directory first
     nice: int = 0
+    # keep each call's outputs until the next (a caller that holds its last result): a kept
+    # buffer is then seen; the reference's runner (trusted torch) holds none
+    hold_outputs: bool = True
     code_path: str = ""  # set inside the isolated process
     extension_dir: str = ""
 

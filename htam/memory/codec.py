@@ -18,21 +18,64 @@ from htam.memory.model import (
 )
 from htam.memory.triggers import Trigger
 
-GLOBAL_COLUMNS = "id, title, intent, objectives, triggers, risks, " + (
-    "tries, successes, reward_sum, ema, status_counts"
-)
+# The seed's columns of each table; a node's or edge's statistics are those of one scope
+# (htam.memory.scopes), joined in by the *_SELECT queries (":scope" names it).
+GLOBAL_COLUMNS = "id, title, intent, objectives, triggers, risks"
 LOCAL_COLUMNS = (
-    "id, direction, title, description, pattern, checks, op_families, triggers, risks, "
-    "tries, successes, reward_sum, ema, status_counts, patterns"
+    "id, direction, title, description, pattern, checks, op_families, triggers, risks, patterns"
 )
-EDGE_COLUMNS = (
-    "src, dst, applies_when, rationale, risks, prior_utility, "
-    "count, weight_sum, reward_wsum, fit, status_counts, condition"
-)
+EDGE_COLUMNS = "src, dst, applies_when, rationale, risks, prior_utility, condition"
 EVIDENCE_COLUMNS = (
     "run_id, task_id, step, local_id, polarity, task_signature, status, "
-    "speedup_before, speedup_after, reward, error_excerpt, lesson, recorded_at, context"
+    "speedup_before, speedup_after, reward, error_excerpt, lesson, recorded_at, context, scope"
 )
+_STATS = (
+    "coalesce(s.tries, 0), coalesce(s.successes, 0), coalesce(s.reward_sum, 0), "
+    "coalesce(s.ema, 0), coalesce(s.status_counts, '{}')"
+)
+GLOBAL_SELECT = (
+    f"SELECT n.id, n.title, n.intent, n.objectives, n.triggers, n.risks, {_STATS} "
+    "FROM global_nodes n LEFT JOIN node_stats s ON s.node = n.id AND s.scope = :scope"
+)
+LOCAL_SELECT = (
+    "SELECT n.id, n.direction, n.title, n.description, n.pattern, n.checks, n.op_families, "
+    f"n.triggers, n.risks, {_STATS}, n.patterns "
+    "FROM local_nodes n LEFT JOIN node_stats s ON s.node = n.id AND s.scope = :scope"
+)
+
+
+# What edge_select reads of a seed edge (e) with the scope's statistics (s), and of an edge only
+# the scope has: every column (edge_from_row), or the numbers the policy scores (EdgeView).
+_EDGE_FULL = (
+    "e.src, e.dst, e.applies_when, e.rationale, e.risks, e.prior_utility, "
+    "coalesce(s.count, 0), coalesce(s.weight_sum, 0), coalesce(s.reward_wsum, 0), "
+    "coalesce(s.fit, e.prior_utility), coalesce(s.status_counts, '{}'), e.condition",
+    "s.src, s.dst, '', '', '[]', 0, s.count, s.weight_sum, s.reward_wsum, s.fit, "
+    "s.status_counts, '{}'",
+)
+_EDGE_VIEW = (
+    "e.src, e.dst, coalesce(s.fit, e.prior_utility), coalesce(s.count, 0), "
+    "coalesce(s.weight_sum, 0), coalesce(s.reward_wsum, 0), e.prior_utility",
+    "s.src, s.dst, s.fit, s.count, s.weight_sum, s.reward_wsum, 0",
+)
+
+
+def edge_select(where: str = "1", view: bool = False) -> str:
+    """Seed edges with the scope's statistics (a seed edge not yet taken fits its prior), then
+    the edges the scope learned that the seed does not have. Rows as ``edge_from_row`` reads
+    them, or with ``view`` (src, dst, then EdgeView's fields). ``where`` is a condition on
+    ``{t}.src`` and ``{t}.dst``, applied inside both branches so that the keys serve it."""
+    seeded, learned = _EDGE_VIEW if view else _EDGE_FULL
+    return (
+        f"SELECT {seeded} FROM edges e LEFT JOIN edge_stats s "
+        f"ON s.src = e.src AND s.dst = e.dst AND s.scope = :scope WHERE {where.format(t='e')} "
+        f"UNION ALL SELECT {learned} FROM edge_stats s "
+        f"WHERE s.scope = :scope AND {where.format(t='s')} "
+        "AND NOT EXISTS (SELECT 1 FROM edges e WHERE e.src = s.src AND e.dst = s.dst)"
+    )
+
+
+SOURCES_IN = "{t}.src IN (SELECT value FROM json_each(:srcs))"  # :srcs a JSON list
 
 
 def _triggers(data: list[dict[str, Any]]) -> list[Trigger]:
@@ -92,7 +135,7 @@ def edge_from_row(row: sqlite3.Row) -> Edge:
 
 
 def evidence_from_row(row: sqlite3.Row) -> Evidence:
-    # the columns in the fields' order, the context (JSON) last
+    # the columns in the fields' order, the context (JSON) and the scope last
     data = dict(zip([f.name for f in fields(Evidence)], row, strict=True))
     data["context"] = json.loads(data["context"] or "{}")
     return Evidence(**data)
@@ -106,7 +149,6 @@ def global_to_dict(node: GlobalNode) -> dict[str, Any]:
         "objectives": node.objectives,
         "triggers": [t.to_dict() for t in node.triggers],
         "risks": node.risks,
-        "stats": node.stats.to_dict(),
     }
 
 
@@ -134,7 +176,6 @@ def local_to_dict(node: LocalNode) -> dict[str, Any]:
         "op_families": node.op_families,
         "triggers": [t.to_dict() for t in node.triggers],
         "risks": node.risks,
-        "stats": node.stats.to_dict(),
     }
 
 
@@ -165,7 +206,6 @@ def edge_to_dict(edge: Edge) -> dict[str, Any]:
         "risks": edge.risks,
         "prior_utility": edge.prior_utility,
         "when": edge.when,
-        "stats": edge.stats.to_dict(),
     }
 
 
@@ -186,10 +226,8 @@ def edge_from_dict(data: dict[str, Any]) -> Edge:
 
 
 def insert_global(conn: sqlite3.Connection, node: GlobalNode, ord_: int) -> None:
-    s = node.stats
     conn.execute(
-        "INSERT INTO global_nodes (ord, " + GLOBAL_COLUMNS + ") "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO global_nodes (ord, {GLOBAL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
         (
             ord_,
             node.id,
@@ -198,20 +236,13 @@ def insert_global(conn: sqlite3.Connection, node: GlobalNode, ord_: int) -> None
             json.dumps(node.objectives),
             json.dumps([t.to_dict() for t in node.triggers]),
             json.dumps(node.risks),
-            s.tries,
-            s.successes,
-            s.reward_sum,
-            s.ema,
-            json.dumps(s.status_counts, sort_keys=True),
         ),
     )
 
 
 def insert_local(conn: sqlite3.Connection, node: LocalNode, ord_: int) -> None:
-    s = node.stats
     conn.execute(
-        "INSERT INTO local_nodes (ord, " + LOCAL_COLUMNS + ") "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO local_nodes (ord, {LOCAL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             ord_,
             node.id,
@@ -223,20 +254,14 @@ def insert_local(conn: sqlite3.Connection, node: LocalNode, ord_: int) -> None:
             json.dumps(node.op_families),
             json.dumps([t.to_dict() for t in node.triggers]),
             json.dumps(node.risks),
-            s.tries,
-            s.successes,
-            s.reward_sum,
-            s.ema,
-            json.dumps(s.status_counts, sort_keys=True),
             json.dumps(node.patterns, sort_keys=True),
         ),
     )
 
 
 def insert_edge(conn: sqlite3.Connection, edge: Edge) -> None:
-    s = edge.stats
     conn.execute(
-        "INSERT INTO edges (" + EDGE_COLUMNS + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO edges ({EDGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
         (
             edge.src,
             edge.dst,
@@ -244,20 +269,35 @@ def insert_edge(conn: sqlite3.Connection, edge: Edge) -> None:
             edge.rationale,
             json.dumps(edge.risks),
             edge.prior_utility,
-            s.count,
-            s.weight_sum,
-            s.reward_wsum,
-            s.fit,
-            json.dumps(s.status_counts, sort_keys=True),
             json.dumps(edge.when, sort_keys=True),
         ),
     )
 
 
+def insert_node_stats(conn: sqlite3.Connection, scope: str, node: str, s: NodeStats) -> None:
+    conn.execute(
+        "INSERT INTO node_stats (scope, node, tries, successes, reward_sum, ema, status_counts) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (scope, node, s.tries, s.successes, s.reward_sum, s.ema,
+         json.dumps(s.status_counts, sort_keys=True)),
+    )  # fmt: skip
+
+
+def insert_edge_stats(
+    conn: sqlite3.Connection, scope: str, src: str, dst: str, s: EdgeStats
+) -> None:
+    conn.execute(
+        "INSERT INTO edge_stats (scope, src, dst, count, weight_sum, reward_wsum, fit, "
+        "status_counts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (scope, src, dst, s.count, s.weight_sum, s.reward_wsum, s.fit,
+         json.dumps(s.status_counts, sort_keys=True)),
+    )  # fmt: skip
+
+
 def insert_evidence(conn: sqlite3.Connection, ev: Evidence) -> None:
     conn.execute(
         "INSERT OR IGNORE INTO evidence (" + EVIDENCE_COLUMNS + ") "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             ev.run_id,
             ev.task_id,
@@ -273,5 +313,6 @@ def insert_evidence(conn: sqlite3.Connection, ev: Evidence) -> None:
             ev.lesson,
             ev.recorded_at,
             json.dumps(ev.context, sort_keys=True),
+            ev.scope,
         ),
     )

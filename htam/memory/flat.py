@@ -1,7 +1,9 @@
 """The flat-memory baseline: top-k similar past experiences by BM25, no hierarchy, no transitions.
 
 Experiences live in the bank file's ``flat_experiences`` table, so the flat method shares the
-bank's concurrency and transfer machinery. Ranking is ``rank_bm25.BM25Okapi``.
+bank's concurrency and transfer machinery, and its scopes (htam.memory.scopes): an experience
+is stored in the scope of the target it was measured on and retrieved only in that scope; the
+curated strategies (seed records) are shared. Ranking is ``rank_bm25.BM25Okapi``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from typing import TYPE_CHECKING
 from rank_bm25 import BM25Okapi
 
 from htam.memory.model import StepRecord
-from htam.memory.updates import claim
+from htam.memory.scopes import SHARED
+from htam.memory.updates import claim, scope_of
 from htam.status import Status
 
 SEED_RUN = "seed"  # the run id of the curated strategies stored as flat records
@@ -24,6 +27,7 @@ if TYPE_CHECKING:
     from htam.memory.store import MemoryBank
 
 _TOKEN = re.compile(r"[a-z0-9]+")
+_VISIBLE = f"scope IN ('{SHARED}', ?)"  # the seed records and the bank's scope
 
 
 def tokenize(text: str) -> list[str]:
@@ -47,18 +51,23 @@ class FlatMemory:
         self._index: BM25Okapi | None = None
         self._docs: list[tuple[str, str]] = []  # (text, record json) aligned with the index
         self._words: list[set[str]] = []
-        self._version: tuple[int, int] | None = None
+        self._version: tuple[str, int, float] | None = None
 
-    def add(self, experience_text: str, record: StepRecord) -> bool:
-        """Store one experience; False if its (run, task, step) is already stored, or if its
-        candidate was learned from under another key."""
+    def add(self, experience_text: str, record: StepRecord, scope: str | None = None) -> bool:
+        """Store one experience (in ``scope``, else that of the target it was measured on);
+        False if its (run, task, step) is already stored there, or if its candidate was learned
+        from under another key."""
+        if scope is None:
+            scope = scope_of(record, self._bank.scope)
         with self._bank.transaction() as conn:
             if not claim(conn, record, "flat"):
                 return False  # its candidate was learned from already (a cached rerun)
             cursor = conn.execute(
                 "INSERT OR IGNORE INTO flat_experiences "
-                "(run_id, task_id, step, text, record, added_at) VALUES (?, ?, ?, ?, ?, ?)",
+                "(scope, run_id, task_id, step, text, record, added_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
+                    scope,
                     record.run_id,
                     record.task_id,
                     record.step,
@@ -85,11 +94,13 @@ class FlatMemory:
                 speedup_before=None, speedup_after=None, reward=0.0,
                 lesson=f"{node.id}: seed knowledge, not a measured step",
             )  # fmt: skip
-            added += self.add(text, record)
+            added += self.add(text, record, SHARED)
         return added
 
     def __len__(self) -> int:
-        return self._conn.execute("SELECT count(*) FROM flat_experiences").fetchone()[0]
+        return self._conn.execute(
+            f"SELECT count(*) FROM flat_experiences WHERE {_VISIBLE}", (self._bank.scope,)
+        ).fetchone()[0]
 
     def retrieve(self, query: str, k: int) -> list[FlatHit]:
         """The ``k`` experiences most similar to ``query`` (only those sharing a term with it)."""
@@ -114,12 +125,17 @@ class FlatMemory:
 
     def _current_index(self) -> BM25Okapi | None:
         # Other processes may add experiences: rebuild when the table changed.
-        version = self._conn.execute(
-            "SELECT count(*), coalesce(max(added_at), 0) FROM flat_experiences"
+        scope = self._bank.scope
+        count, latest = self._conn.execute(
+            f"SELECT count(*), coalesce(max(added_at), 0) FROM flat_experiences WHERE {_VISIBLE}",
+            (scope,),
         ).fetchone()
+        version = (scope, count, latest)
         if version != self._version:
             rows = self._conn.execute(
-                "SELECT text, record FROM flat_experiences ORDER BY run_id, task_id, step"
+                f"SELECT text, record FROM flat_experiences WHERE {_VISIBLE} "
+                "ORDER BY run_id, task_id, step, scope",
+                (scope,),
             ).fetchall()
             # A text without words can never match; BM25 also divides by the mean length.
             rows = [(text, record) for text, record in rows if tokenize(text)]

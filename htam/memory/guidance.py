@@ -68,12 +68,16 @@ def _speedups(ev: Evidence) -> str:
     return f"{ev.speedup_before:.2f}x -> {ev.speedup_after:.2f}x"
 
 
-def _evidence_line(ev: Evidence, limit: int) -> str:
+def _evidence_line(ev: Evidence, limit: int, target: str | None = None) -> str:
     if ev.polarity == "positive":
         head = "Worked"
     else:  # a correct step within the timing noise or slower is no failure
         head = "No gain" if ev.status == "ok" else "Failed"
-    parts = [f"{head} on {ev.task_signature}: {_speedups(ev)} (reward {ev.reward:+.2f})"]
+    measured = ev.context.get("target")
+    # evidence merged in from another target's scope says so: a CPU C++ failure is a hint,
+    # not a verdict, for a GPU kernel
+    where = f" (measured on {measured})" if target and measured and measured != target else ""
+    parts = [f"{head} on {ev.task_signature}{where}: {_speedups(ev)} (reward {ev.reward:+.2f})"]
     if ev.error_excerpt:
         parts.append(f"error: {_cut(ev.error_excerpt, limit)}")
     if ev.lesson:
@@ -125,15 +129,12 @@ def _local_lines(
         lines.append("Risks: " + "; ".join(node.risks) + ".")
     lines.append(_record(node.stats))
     if detail.evidence:
-        # evidence measured on another target is not offered (a CPU C++ failure says nothing
-        # of a GPU kernel); records from before evidence carried its target are
-        evidence = [
-            ev for ev in bank.evidence(node.id)
-            if not target or ev.context.get("target", target) == target
-        ]  # fmt: skip
+        # the bank's scope's evidence only (htam.memory.scopes): another target's is offered
+        # after the user merged it in, never before
+        evidence = bank.evidence(node.id)
         best = [ev for ev in evidence if ev.polarity == "positive"][: detail.evidence]
         recent = [ev for ev in evidence if ev.polarity == "negative"][: detail.evidence]
-        lines.extend(_evidence_line(ev, detail.excerpt) for ev in best + recent)
+        lines.extend(_evidence_line(ev, detail.excerpt, target) for ev in best + recent)
     return lines
 
 

@@ -142,6 +142,7 @@ class Evidence:
     lesson: str
     recorded_at: float
     context: dict[str, str] = field(default_factory=dict)  # target, language, device, size
+    scope: str = ""  # whose learning it is (htam.memory.scopes): the target measured on
 
 
 @dataclass

@@ -8,7 +8,10 @@ corrupt, or comes from a newer HTAM raises :class:`MemoryBankError` and is left 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+
+from htam.memory.scopes import to_scopes
 
 APPLICATION_ID = 0x4854414D  # "HTAM"
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -63,7 +66,7 @@ CREATE INDEX evidence_by_local ON evidence(local_id, polarity);
 
 # MIGRATIONS[v] upgrades a bank from version v - 1 to v. New banks are built by SCHEMA_V1 and
 # then every migration, so the upgrade path is the path every bank takes.
-MIGRATIONS: dict[int, str] = {
+MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {
     # Version 2: the flat-memory baseline keeps its experiences in the same file.
     2: """
     CREATE TABLE flat_experiences (
@@ -89,6 +92,9 @@ MIGRATIONS: dict[int, str] = {
     ALTER TABLE steps ADD COLUMN context TEXT NOT NULL DEFAULT '{}';
     ALTER TABLE evidence ADD COLUMN context TEXT NOT NULL DEFAULT '{}';
     """,
+    # Version 5: what runs learned is kept per scope (the target measured on): statistics move
+    # to node_stats and edge_stats, evidence, ledger and flat experiences get a scope column.
+    5: to_scopes,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
@@ -162,8 +168,12 @@ def migrate(conn: sqlite3.Connection) -> int:
     """Apply the missing migrations (inside the caller's transaction); return the new version."""
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     for target in sorted(v for v in MIGRATIONS if v > version):
-        for statement in _statements(MIGRATIONS[target]):
-            conn.execute(statement)
+        step = MIGRATIONS[target]
+        if callable(step):
+            step(conn)
+        else:
+            for statement in _statements(step):
+                conn.execute(statement)
         conn.execute(f"PRAGMA user_version = {target}")
         version = target
     return version

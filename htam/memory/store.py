@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
 
-from htam.memory import codec, schema, updates
+from htam.memory import codec, schema, scopes, updates
 from htam.memory.model import Edge, EdgeView, Evidence, GlobalNode, LocalNode, StepRecord
 from htam.memory.schema import MemoryBankError
 from htam.memory.seed import load_seed
@@ -29,11 +29,17 @@ class MemoryBank:
 
     Several processes may open the same file and record steps at once: every write is one
     ``BEGIN IMMEDIATE`` transaction and the file runs in WAL mode.
+
+    What runs learned is kept per scope (htam.memory.scopes): ``scope`` is the one read (a
+    run sets it to its target); a step is learned into the scope of the target its record says
+    it was measured on, else into ``scope``. Without one given, the scope holding the most
+    steps is read.
     """
 
-    def __init__(self, conn: sqlite3.Connection, path: Path | None):
+    def __init__(self, conn: sqlite3.Connection, path: Path | None, scope: str | None = None):
         self._conn = conn
         self.path = path
+        self.scope: str = scope or scopes.home_scope(conn)
         # Nodes never change after creation (import and merge build new banks), so their ids
         # and parents are cached for validation and for the policy's hot path.
         rows = conn.execute("SELECT id FROM global_nodes ORDER BY ord").fetchall()
@@ -44,8 +50,9 @@ class MemoryBank:
     # -- opening ---------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | Path, create: bool = False) -> Self:
-        """Open the bank at ``path``; with ``create`` a missing file is built from the seed."""
+    def open(cls, path: str | Path, create: bool = False, scope: str | None = None) -> Self:
+        """Open the bank at ``path``; with ``create`` a missing file is built from the seed.
+        ``scope``: the scope read (default: the one holding the most steps)."""
         path = Path(path)
         if not path.exists():
             if not create:
@@ -58,7 +65,7 @@ class MemoryBank:
         if version < schema.SCHEMA_VERSION:
             with _transaction(conn):
                 schema.migrate(conn)
-        return cls(conn, path)
+        return cls(conn, path, scope)
 
     @classmethod
     def create(cls, path: str | Path, data: dict[str, Any] | None = None) -> Self:
@@ -89,14 +96,15 @@ class MemoryBank:
 
     # -- reading ---------------------------------------------------------------------------
 
+    def _query(self, sql: str, **params: object) -> sqlite3.Cursor:
+        return self._conn.execute(sql, {"scope": self.scope, **params})
+
     def directions(self) -> list[GlobalNode]:
-        rows = self._conn.execute(f"SELECT {codec.GLOBAL_COLUMNS} FROM global_nodes ORDER BY ord")
+        rows = self._query(f"{codec.GLOBAL_SELECT} ORDER BY n.ord")
         return [codec.global_from_row(row) for row in rows]
 
     def direction(self, direction_id: str) -> GlobalNode:
-        row = self._conn.execute(
-            f"SELECT {codec.GLOBAL_COLUMNS} FROM global_nodes WHERE id = ?", (direction_id,)
-        ).fetchone()
+        row = self._query(f"{codec.GLOBAL_SELECT} WHERE n.id = :id", id=direction_id).fetchone()
         if row is None:
             raise KeyError(f"unknown direction {direction_id!r}")
         return codec.global_from_row(row)
@@ -104,68 +112,81 @@ class MemoryBank:
     def locals_of(self, direction_id: str) -> list[LocalNode]:
         if direction_id not in self.direction_ids:
             raise KeyError(f"unknown direction {direction_id!r}")
-        rows = self._conn.execute(
-            f"SELECT {codec.LOCAL_COLUMNS} FROM local_nodes WHERE direction = ? ORDER BY ord",
-            (direction_id,),
+        rows = self._query(
+            f"{codec.LOCAL_SELECT} WHERE n.direction = :d ORDER BY n.ord", d=direction_id
         )
         return [codec.local_from_row(row) for row in rows]
 
     def all_locals(self) -> list[LocalNode]:
-        rows = self._conn.execute(f"SELECT {codec.LOCAL_COLUMNS} FROM local_nodes ORDER BY ord")
+        rows = self._query(f"{codec.LOCAL_SELECT} ORDER BY n.ord")
         return [codec.local_from_row(row) for row in rows]
 
     def local(self, local_id: str) -> LocalNode:
-        row = self._conn.execute(
-            f"SELECT {codec.LOCAL_COLUMNS} FROM local_nodes WHERE id = ?", (local_id,)
-        ).fetchone()
+        row = self._query(f"{codec.LOCAL_SELECT} WHERE n.id = :id", id=local_id).fetchone()
         if row is None:
             raise KeyError(f"unknown local strategy {local_id!r}")
         return codec.local_from_row(row)
 
     def edge(self, src: str, dst: str) -> Edge | None:
-        row = self._conn.execute(
-            f"SELECT {codec.EDGE_COLUMNS} FROM edges WHERE src = ? AND dst = ?", (src, dst)
-        ).fetchone()
+        where = "{t}.src = :src AND {t}.dst = :dst"
+        row = self._query(codec.edge_select(where), src=src, dst=dst).fetchone()
         return codec.edge_from_row(row) if row else None
 
     def edges(self, sources: list[str] | None = None) -> list[Edge]:
         """All edges, or those leaving ``sources``."""
         if sources is None:
-            rows = self._conn.execute(f"SELECT {codec.EDGE_COLUMNS} FROM edges ORDER BY src, dst")
+            rows = self._query(f"{codec.edge_select()} ORDER BY 1, 2")
         else:
-            marks = ", ".join("?" * len(sources))
-            rows = self._conn.execute(
-                f"SELECT {codec.EDGE_COLUMNS} FROM edges WHERE src IN ({marks})", list(sources)
+            rows = self._query(
+                f"{codec.edge_select(codec.SOURCES_IN)} ORDER BY 1, 2",
+                srcs=json.dumps(list(sources)),
             )
         return [codec.edge_from_row(row) for row in rows]
 
     def direction_stats(self) -> dict[str, tuple[int, float]]:
         """(tries, reward_sum) of every direction: the policy's hot path, one query."""
-        rows = self._conn.execute("SELECT id, tries, reward_sum FROM global_nodes")
+        rows = self._query(
+            "SELECT n.id, coalesce(s.tries, 0), coalesce(s.reward_sum, 0) FROM global_nodes n "
+            "LEFT JOIN node_stats s ON s.node = n.id AND s.scope = :scope"
+        )
         return {row[0]: (row[1], row[2]) for row in rows}
 
     def edge_views(self, sources: list[str]) -> dict[tuple[str, str], EdgeView]:
         """The numbers of every edge leaving ``sources`` (the policy's hot path, one query)."""
         if not sources:
             return {}
-        marks = ", ".join("?" * len(sources))
-        rows = self._conn.execute(
-            "SELECT src, dst, fit, count, weight_sum, reward_wsum, prior_utility FROM edges "
-            f"WHERE src IN ({marks})",
-            list(sources),
+        rows = self._query(
+            codec.edge_select(codec.SOURCES_IN, view=True), srcs=json.dumps(list(sources))
         )
         return {(row[0], row[1]): EdgeView(*row[2:]) for row in rows}
 
     def evidence(self, local_id: str) -> list[Evidence]:
-        rows = self._conn.execute(
-            f"SELECT {codec.EVIDENCE_COLUMNS} FROM evidence WHERE local_id = ? "
-            "ORDER BY polarity DESC, reward DESC, recorded_at DESC",
-            (local_id,),
+        """The scope's evidence of one strategy: a record of another scope is not offered."""
+        rows = self._query(
+            f"SELECT {codec.EVIDENCE_COLUMNS} FROM evidence WHERE scope = :scope "
+            "AND local_id = :id ORDER BY polarity DESC, reward DESC, recorded_at DESC",
+            id=local_id,
         )
         return [codec.evidence_from_row(row) for row in rows]
 
-    def step_count(self) -> int:
-        return self._conn.execute("SELECT count(*) FROM steps").fetchone()[0]
+    def step_count(self, scope: str | None = None) -> int:
+        """Steps recorded in every scope, or in ``scope``."""
+        if scope is None:
+            return self._conn.execute("SELECT count(*) FROM steps").fetchone()[0]
+        return self._conn.execute(
+            "SELECT count(*) FROM steps WHERE scope = ?", (scope,)
+        ).fetchone()[0]
+
+    def scopes(self) -> dict[str, tuple[int, int, int]]:
+        """(steps, node tries, evidence records) of every scope that holds something."""
+        return scopes.scope_counts(self._conn)
+
+    def merge_scope(self, source: str, into: str, *, config: UpdateRule | None) -> dict[str, int]:
+        """Add scope ``source``'s learning to scope ``into`` (htam.memory.scopes.merge_scope);
+        ``config`` (the policy's update rule) bounds the evidence kept."""
+        rule = _required(config)
+        with self.transaction() as conn:
+            return scopes.merge_scope(conn, source, into, rule.evidence_keep)
 
     def has_step(self, run_id: str, task_id: str, step: int) -> bool:
         row = self._conn.execute(
@@ -192,7 +213,7 @@ class MemoryBank:
         rule = _required(config)
         record, weights = self._prepare(record, weights, rule)
         with self.transaction() as conn:
-            return updates.apply_step(conn, record, weights, rule, time.time())
+            return updates.apply_step(conn, record, weights, rule, time.time(), self.scope)
 
     def record_steps(self, records: list[StepRecord], *, config: UpdateRule | None) -> int:
         """Record many steps in one transaction (bulk loads); return how many were new."""
@@ -200,7 +221,7 @@ class MemoryBank:
         prepared = [self._prepare(record, None, rule) for record in records]
         now = time.time()
         with self.transaction() as conn:
-            return sum(updates.apply_step(conn, r, w, rule, now) for r, w in prepared)
+            return sum(updates.apply_step(conn, r, w, rule, now, self.scope) for r, w in prepared)
 
     def _prepare(
         self, record: StepRecord, weights: list[float] | None, rule: UpdateRule

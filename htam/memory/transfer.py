@@ -1,10 +1,10 @@
-"""Versioned JSON export and import of a bank, and the merge of two exports.
+"""Versioned JSON export and import of a bank.
 
-Merging adds the statistics of both sides and unions their ledgers and evidence; a step present
-in both ledgers (the two banks share history) is counted once, by subtracting its contribution
-from the sum. The EMA trend is the tries-weighted mean of both trends and an edge's fitted
-advantage the weight-weighted mean of both fits: neither can be added, and for shared steps
-neither can be un-added, so these two are approximations.
+An export holds the seed knowledge once (``globals``, ``locals``, ``edges``) and what runs
+learned per scope (``scopes``: node and edge statistics; evidence, steps and flat experiences
+carry their scope). An export of version 1 (statistics inside the nodes, no scopes) is read
+as a bank of schema 4 is migrated: its statistics go to the scope its steps name
+(htam.memory.scopes.legacy_scope). The merge of two exports is :mod:`htam.memory.merging`.
 """
 
 from __future__ import annotations
@@ -14,81 +14,107 @@ import sqlite3
 from collections import Counter
 from typing import Any
 
-from htam.memory import codec
-from htam.memory.model import Edge, EdgeStats, NodeStats
-from htam.memory.schema import SCHEMA_VERSION, MemoryBankError
-from htam.memory.updates import UpdateRule, prune_evidence
-from htam.status import Status
+from htam.memory import codec, scopes
+from htam.memory.export_format import EXPORT_FORMAT, EXPORT_VERSION, check_export, upgrade
+from htam.memory.merging import merge
+from htam.memory.model import EdgeStats, NodeStats
+from htam.memory.schema import SCHEMA_VERSION
 
-EXPORT_FORMAT = "htam-memory-export"
-EXPORT_VERSION = 1
 STEP_FIELDS = (
     "run_id, task_id, step, task_signature, direction, local_id, status, reward, prefix, "
-    "weights, speedup_before, speedup_after, recorded_at"
+    "weights, speedup_before, speedup_after, recorded_at, context, scope"
 )
+_JSON_STEP_FIELDS = ("prefix", "weights", "context")
+MERGE_FIELDS = ("from_scope", "into_scope", "merged_at")
+
+__all__ = [
+    "EXPORT_FORMAT", "EXPORT_VERSION", "check_export", "export_bank", "load_into", "merge", "upgrade"
+]  # fmt: skip
 
 
 def export_bank(conn: sqlite3.Connection) -> dict[str, Any]:
     """Everything in a bank as one JSON-serialisable dict."""
-    globals_ = conn.execute(f"SELECT {codec.GLOBAL_COLUMNS} FROM global_nodes ORDER BY ord")
-    locals_ = conn.execute(f"SELECT {codec.LOCAL_COLUMNS} FROM local_nodes ORDER BY ord")
-    edges = conn.execute(f"SELECT {codec.EDGE_COLUMNS} FROM edges ORDER BY src, dst")
+    none = {"scope": None}  # the seed's columns only: no scope is named None
+    globals_ = conn.execute(f"{codec.GLOBAL_SELECT} ORDER BY n.ord", none)
+    locals_ = conn.execute(f"{codec.LOCAL_SELECT} ORDER BY n.ord", none)
+    edges = conn.execute(f"SELECT {codec.EDGE_COLUMNS} FROM edges ORDER BY src, dst").fetchall()
     evidence = conn.execute(
-        f"SELECT {codec.EVIDENCE_COLUMNS} FROM evidence ORDER BY run_id, task_id, step"
+        f"SELECT {codec.EVIDENCE_COLUMNS} FROM evidence ORDER BY scope, run_id, task_id, step"
     )
     steps = conn.execute(f"SELECT {STEP_FIELDS} FROM steps ORDER BY run_id, task_id, step")
     flat = conn.execute(
-        "SELECT run_id, task_id, step, text, record, added_at FROM flat_experiences "
-        "ORDER BY run_id, task_id, step"
+        "SELECT scope, run_id, task_id, step, text, record, added_at FROM flat_experiences "
+        "ORDER BY scope, run_id, task_id, step"
+    )
+    merges = conn.execute(
+        "SELECT from_scope, into_scope, merged_at FROM scope_merges ORDER BY merged_at"
     )
     step_names = [name.strip() for name in STEP_FIELDS.split(",")]
+    flat_names = ("scope", "run_id", "task_id", "step", "text", "record", "added_at")
     return {
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
         "schema_version": SCHEMA_VERSION,
         "globals": [codec.global_to_dict(codec.global_from_row(r)) for r in globals_],
         "locals": [codec.local_to_dict(codec.local_from_row(r)) for r in locals_],
-        "edges": [codec.edge_to_dict(codec.edge_from_row(r)) for r in edges],
+        "edges": [_static_edge(r) for r in edges],
+        "scopes": _export_scopes(conn),
         "evidence": [codec.evidence_from_row(r).__dict__ for r in evidence],
         "steps": [_step_from_row(dict(zip(step_names, r, strict=True))) for r in steps],
         "flat": [
-            {
-                "run_id": r[0],
-                "task_id": r[1],
-                "step": r[2],
-                "text": r[3],
-                "record": json.loads(r[4]),
-                "added_at": r[5],
-            }
-            for r in flat
+            {**dict(zip(flat_names, r, strict=True)), "record": json.loads(r[5])} for r in flat
         ],
+        "merges": [dict(zip(MERGE_FIELDS, r, strict=True)) for r in merges],
     }
 
 
+def _static_edge(row: tuple) -> dict[str, Any]:
+    src, dst, applies_when, rationale, risks, prior, condition = row
+    return {
+        "src": src,
+        "dst": dst,
+        "applies_when": applies_when,
+        "rationale": rationale,
+        "risks": json.loads(risks),
+        "prior_utility": prior,
+        "when": json.loads(condition),
+    }
+
+
+def _export_scopes(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    rows = conn.execute(
+        f"SELECT scope, node, {scopes.STATS_COLUMNS} FROM node_stats ORDER BY scope, node"
+    )
+    for scope, node, *s in rows:
+        node_stats = NodeStats(s[0], s[1], s[2], s[3], json.loads(s[4]))
+        _scope(out, scope)["nodes"][node] = node_stats.to_dict()
+    rows = conn.execute(
+        f"SELECT scope, src, dst, {scopes.EDGE_STATS_COLUMNS} FROM edge_stats "
+        "ORDER BY scope, src, dst"
+    )
+    for scope, src, dst, *s in rows:
+        stats = EdgeStats(s[0], s[1], s[2], s[3], json.loads(s[4]))
+        _scope(out, scope)["edges"].append({"src": src, "dst": dst, "stats": stats.to_dict()})
+    return out
+
+
+def _scope(out: dict[str, dict[str, Any]], scope: str) -> dict[str, Any]:
+    return out.setdefault(scope, {"nodes": {}, "edges": []})
+
+
 def _step_from_row(row: dict[str, Any]) -> dict[str, Any]:
-    row["prefix"] = json.loads(row["prefix"])
-    row["weights"] = json.loads(row["weights"])
+    for name in _JSON_STEP_FIELDS:
+        row[name] = json.loads(row[name])
     return row
-
-
-def check_export(data: dict[str, Any]) -> None:
-    if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
-        raise MemoryBankError(f"not an HTAM memory export (format {data.get('format')!r})")
-    if data.get("version", 0) > EXPORT_VERSION:
-        raise MemoryBankError(
-            f"memory export version {data['version']} is newer than this HTAM "
-            f"({EXPORT_VERSION}); upgrade htam"
-        )
 
 
 def load_into(conn: sqlite3.Connection, data: dict[str, Any]) -> None:
     """Insert a seed or an export into an empty schema (inside the caller's transaction)."""
+    data = upgrade(data)
     globals_ = [codec.global_from_dict(item) for item in data["globals"]]
     ids = [node.id for node in globals_]
-    if len(set(ids)) != len(ids):
-        raise ValueError(
-            f"duplicate direction ids: {sorted(k for k, n in Counter(ids).items() if n > 1)}"
-        )
+    _unique("direction", ids)
     locals_ = [codec.local_from_dict(item) for item in data["locals"]]
     orphans = [node.id for node in locals_ if node.direction not in ids]
     if orphans:
@@ -97,177 +123,53 @@ def load_into(conn: sqlite3.Connection, data: dict[str, Any]) -> None:
     loose = [(e.src, e.dst) for e in edges if e.src not in ids or e.dst not in ids]
     if loose:
         raise ValueError(f"edges between unknown directions: {loose}")
-    keyed: tuple[tuple[str, list[str] | list[tuple[str, str]]], ...] = (
-        ("local", [n.id for n in locals_]),
-        ("edge", [(e.src, e.dst) for e in edges]),
-    )
-    for kind, keys in keyed:
-        repeated = sorted((k for k, n in Counter(keys).items() if n > 1), key=str)
-        if repeated:
-            raise ValueError(f"duplicate {kind} ids: {repeated}")
+    _unique("local", [n.id for n in locals_])
+    _unique("edge", [(e.src, e.dst) for e in edges])
     for ord_, node in enumerate(globals_):
         codec.insert_global(conn, node, ord_)
     for ord_, local in enumerate(locals_):
         codec.insert_local(conn, local, ord_)
     for edge in edges:
         codec.insert_edge(conn, edge)
+    _load_scopes(conn, data["scopes"], {*ids, *(n.id for n in locals_)})
     for item in data.get("evidence", []):
         codec.insert_evidence(conn, codec.Evidence(**item))
+    names = [name.strip() for name in STEP_FIELDS.split(",")]
     for item in data.get("steps", []):
-        row = {**item, "prefix": json.dumps(item["prefix"]), "weights": json.dumps(item["weights"])}
+        row = {**item, **{k: json.dumps(item[k]) for k in _JSON_STEP_FIELDS}}
         conn.execute(
-            f"INSERT INTO steps ({STEP_FIELDS}) VALUES ({', '.join('?' * 13)})",
-            [row[name.strip()] for name in STEP_FIELDS.split(",")],
+            f"INSERT INTO steps ({STEP_FIELDS}) VALUES ({', '.join('?' * len(names))})",
+            [row[name] for name in names],
         )
     for item in data.get("flat", []):
         conn.execute(
-            "INSERT INTO flat_experiences (run_id, task_id, step, text, record, added_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (
-                item["run_id"],
-                item["task_id"],
-                item["step"],
-                item["text"],
-                json.dumps(item["record"]),
-                item["added_at"],
-            ),
+            "INSERT INTO flat_experiences (scope, run_id, task_id, step, text, record, added_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (item["scope"], item["run_id"], item["task_id"], item["step"], item["text"],
+             json.dumps(item["record"]), item["added_at"]),
+        )  # fmt: skip
+    for item in data.get("merges", []):
+        conn.execute(
+            "INSERT INTO scope_merges (from_scope, into_scope, merged_at) VALUES (?, ?, ?)",
+            (item["from_scope"], item["into_scope"], item["merged_at"]),
         )
 
 
-def _key(item: dict[str, Any]) -> tuple[str, str, int]:
-    return (item["run_id"], item["task_id"], item["step"])
+def _unique(kind: str, keys: list) -> None:
+    repeated = sorted((k for k, n in Counter(keys).items() if n > 1), key=str)
+    if repeated:
+        raise ValueError(f"duplicate {kind} ids: {repeated}")
 
 
-def _add_node_stats(a: NodeStats, b: NodeStats) -> NodeStats:
-    tries = a.tries + b.tries
-    ema = (a.tries * a.ema + b.tries * b.ema) / tries if tries else 0.0
-    counts = Counter(a.status_counts) + Counter(b.status_counts)
-    return NodeStats(
-        tries, a.successes + b.successes, a.reward_sum + b.reward_sum, ema, dict(counts)
-    )
-
-
-def _add_edge_stats(a: EdgeStats, b: EdgeStats) -> EdgeStats:
-    """Sums add; the fitted advantage is the evidence-weighted mean of both fits."""
-    counts = Counter(a.status_counts) + Counter(b.status_counts)
-    weight = a.weight_sum + b.weight_sum
-    fit = (a.fit * a.weight_sum + b.fit * b.weight_sum) / weight if weight > 0 else a.fit
-    return EdgeStats(
-        a.count + b.count,
-        weight,
-        a.reward_wsum + b.reward_wsum,
-        fit,
-        dict(counts),
-    )
-
-
-def _union(a: list[dict], b: list[dict], stamp: str) -> list[dict]:
-    """Union by (run, task, step), sorted by key; of two copies the earlier-recorded one wins,
-    so merge(a, b) and merge(b, a) keep the same records."""
-    merged: dict[tuple, dict] = {}
-    for item in [*a, *b]:
-        key = _key(item)
-        kept = merged.get(key)
-        if kept is None or (item[stamp], json.dumps(item, sort_keys=True)) < (
-            kept[stamp],
-            json.dumps(kept, sort_keys=True),
-        ):
-            merged[key] = item
-    return [merged[key] for key in sorted(merged)]
-
-
-def merge(a: dict[str, Any], b: dict[str, Any], rule: UpdateRule) -> dict[str, Any]:
-    """Merge two exports: statistics add (shared steps once), evidence and ledgers union.
-
-    ``rule`` is the policy's update rule (a ``PolicyConfig``): its ``evidence_keep`` bounds
-    the merged evidence.
-    """
-    check_export(a)
-    check_export(b)
-    overlap = sorted(set(map(_key, a["steps"])) & set(map(_key, b["steps"])))
-    steps = _union(a["steps"], b["steps"], "recorded_at")
-    chosen = {_key(step): step for step in steps}  # the copy that stays is the one subtracted
-    globals_ = _merge_nodes(
-        a["globals"], b["globals"], codec.global_from_dict, codec.global_to_dict
-    )
-    locals_ = _merge_nodes(a["locals"], b["locals"], codec.local_from_dict, codec.local_to_dict)
-    edges = _merge_edges(a["edges"], b["edges"])
-    for key in overlap:
-        _subtract_step(chosen[key], globals_, locals_, edges)
-    evidence = _bound_evidence(
-        _union(a["evidence"], b["evidence"], "recorded_at"), rule.evidence_keep
-    )
-    return {
-        "format": EXPORT_FORMAT,
-        "version": EXPORT_VERSION,
-        "schema_version": SCHEMA_VERSION,
-        "globals": [codec.global_to_dict(n) for n in globals_.values()],
-        "locals": [codec.local_to_dict(n) for n in locals_.values()],
-        "edges": [codec.edge_to_dict(e) for _, e in sorted(edges.items())],
-        "evidence": evidence,
-        "steps": steps,
-        "flat": _union(a["flat"], b["flat"], "added_at"),
-    }
-
-
-def _merge_nodes(a: list[dict], b: list[dict], parse, dump) -> dict[str, Any]:
-    """Static fields from ``a`` (then ``b`` for nodes only ``b`` has), statistics added."""
-    nodes = {item["id"]: parse(item) for item in a}
-    for item in b:
-        other = parse(item)
-        if other.id in nodes:
-            nodes[other.id].stats = _add_node_stats(nodes[other.id].stats, other.stats)
-        else:
-            nodes[other.id] = other
-    return nodes
-
-
-def _merge_edges(a: list[dict], b: list[dict]) -> dict[tuple[str, str], Edge]:
-    edges = {(item["src"], item["dst"]): codec.edge_from_dict(item) for item in a}
-    for item in b:
-        other = codec.edge_from_dict(item)
-        mine = edges.get((other.src, other.dst))
-        if mine is None:
-            edges[(other.src, other.dst)] = other
-        else:
-            mine.stats = _add_edge_stats(mine.stats, other.stats)
-    return edges
-
-
-def _subtract_step(step: dict[str, Any], globals_, locals_, edges) -> None:
-    """Remove one step's contribution (it was counted by both sides)."""
-    status, reward = step["status"], step["reward"]
-    success = int(Status(status).correct and reward > 0)
-    nodes = [globals_[step["direction"]]]
-    if step["local_id"] is not None:
-        nodes.append(locals_[step["local_id"]])
-    for node in nodes:
-        s = node.stats
-        s.tries -= 1
-        s.successes -= success
-        s.reward_sum -= reward
-        s.status_counts[status] -= 1
-    for src, weight in zip(step["prefix"], step["weights"], strict=True):
-        if weight > 0:
-            e = edges[(src, step["direction"])].stats
-            e.count -= 1
-            e.weight_sum -= weight
-            e.reward_wsum -= weight * reward
-            e.status_counts[status] -= 1
-
-
-def _bound_evidence(items: list[dict[str, Any]], keep: int) -> list[dict[str, Any]]:
-    """The evidence a bank would keep, computed by the bank's own pruning (one ranking only)."""
-    conn = sqlite3.connect(":memory:")
-    conn.execute(f"CREATE TABLE evidence ({codec.EVIDENCE_COLUMNS})")
-    for item in items:
-        codec.insert_evidence(conn, codec.Evidence(**item))
-    groups = conn.execute("SELECT DISTINCT local_id, polarity FROM evidence").fetchall()
-    for local_id, polarity in groups:
-        prune_evidence(conn, local_id, polarity, keep)
-    rows = conn.execute(
-        f"SELECT {codec.EVIDENCE_COLUMNS} FROM evidence ORDER BY run_id, task_id, step"
-    )
-    result = [codec.evidence_from_row(r).__dict__ for r in rows]
-    conn.close()
-    return result
+def _load_scopes(
+    conn: sqlite3.Connection, sections: dict[str, dict[str, Any]], nodes: set[str]
+) -> None:
+    for scope, section in sections.items():
+        unknown = sorted(set(section["nodes"]) - nodes)
+        if unknown:
+            raise ValueError(f"scope {scope!r}: statistics of unknown nodes {unknown}")
+        for node, stats in section["nodes"].items():
+            codec.insert_node_stats(conn, scope, node, NodeStats.from_dict(stats))
+        for edge in section["edges"]:
+            stats = EdgeStats.from_dict(edge["stats"])
+            codec.insert_edge_stats(conn, scope, edge["src"], edge["dst"], stats)

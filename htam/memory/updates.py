@@ -6,6 +6,9 @@ of htam.policy.fitting), and the constants of the EMA trend and of the evidence 
 module reads the numbers the rule needs from the bank and writes what it returns; it holds no
 constant and no formula of the rule.
 
+Every statistic, evidence record and ledger line goes to the scope of the target the step was
+measured on (htam.memory.scopes); the seed's nodes and edges are never written.
+
 Everything here runs inside the caller's write transaction, so a step is recorded entirely or
 not at all, and the ``steps`` ledger's primary key makes recording idempotent per
 (run, task, step).
@@ -17,6 +20,7 @@ import json
 import sqlite3
 from typing import Protocol
 
+from htam.memory.codec import SOURCES_IN, edge_select
 from htam.memory.model import StepRecord
 from htam.status import Status
 
@@ -79,22 +83,29 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def scope_of(record: StepRecord, default: str) -> str:
+    """The scope a step is learned into: the target it was measured on, else ``default``."""
+    return record.context.get("target") or default
+
+
 def apply_step(
     conn: sqlite3.Connection,
     record: StepRecord,
     weights: list[float],
     rule: UpdateRule,
     now: float,
+    default_scope: str,
 ) -> bool:
     """Record ``record``; False (and no change) when its key is already in the ledger, or when
     its candidate was learned from under another key (a rerun served from the cache)."""
     status = str(Status(record.status))
+    scope = scope_of(record, default_scope)
     if not claim(conn, record, "graph"):
         return False
     cursor = conn.execute(
         "INSERT OR IGNORE INTO steps (run_id, task_id, step, task_signature, direction, "
         "local_id, status, reward, prefix, weights, speedup_before, speedup_after, recorded_at, "
-        "context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "context, scope) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             record.run_id,
             record.task_id,
@@ -110,29 +121,31 @@ def apply_step(
             record.speedup_after,
             now,
             json.dumps(record.context, sort_keys=True),
+            scope,
         ),
     )
     if cursor.rowcount == 0:
         return False
-    error = _prediction_error(conn, record, weights, rule)  # before the statistics move
+    error = _prediction_error(conn, record, weights, rule, scope)  # before the statistics move
     params = {
         "success": int(record.success),
         "reward": record.reward,
         "alpha": rule.ema_alpha,
         "status": status,
+        "scope": scope,
     }
-    conn.execute(
-        f"UPDATE global_nodes SET {_NODE_UPDATE} WHERE id = :id", params | {"id": record.direction}
-    )
-    if record.local_id is not None:
+    nodes = [record.direction] + ([record.local_id] if record.local_id is not None else [])
+    for node in nodes:
+        conn.execute("INSERT OR IGNORE INTO node_stats (scope, node) VALUES (?, ?)", (scope, node))
         conn.execute(
-            f"UPDATE local_nodes SET {_NODE_UPDATE} WHERE id = :id",
-            params | {"id": record.local_id},
+            f"UPDATE node_stats SET {_NODE_UPDATE} WHERE scope = :scope AND node = :id",
+            params | {"id": node},
         )
-        _add_evidence(conn, record, record.local_id, status, now, rule.evidence_keep)
+    if record.local_id is not None:
+        _add_evidence(conn, record, record.local_id, status, now, rule.evidence_keep, scope)
     for src, weight in zip(record.prefix, weights, strict=True):
         if weight > 0:
-            _update_edge(conn, src, record.direction, weight, record, error, rule)
+            _update_edge(conn, src, record.direction, weight, record, error, rule, scope)
     return True
 
 
@@ -157,19 +170,24 @@ def claim(conn: sqlite3.Connection, record: StepRecord, store: str) -> bool:
 
 
 def _prediction_error(
-    conn: sqlite3.Connection, record: StepRecord, weights: list[float], rule: UpdateRule
+    conn: sqlite3.Connection,
+    record: StepRecord,
+    weights: list[float],
+    rule: UpdateRule,
+    scope: str,
 ) -> float:
-    """The rule's prediction error of the step, from the bank's numbers before it."""
-    tries, reward_sum = conn.execute(
-        "SELECT tries, reward_sum FROM global_nodes WHERE id = ?", (record.direction,)
+    """The rule's prediction error of the step, from the scope's numbers before it."""
+    row = conn.execute(
+        "SELECT tries, reward_sum FROM node_stats WHERE scope = ? AND node = ?",
+        (scope, record.direction),
     ).fetchone()
-    marks = ", ".join("?" * len(record.prefix))
-    fits = dict(
-        conn.execute(
-            f"SELECT src, fit FROM edges WHERE dst = ? AND src IN ({marks})",
-            [record.direction, *record.prefix],
-        ).fetchall()
+    tries, reward_sum = row if row else (0, 0.0)
+    where = SOURCES_IN + " AND {t}.dst = :dst"
+    rows = conn.execute(
+        edge_select(where, view=True),
+        {"scope": scope, "dst": record.direction, "srcs": json.dumps(record.prefix)},
     )
+    fits = {row[0]: row[2] for row in rows}  # src -> fit
     weighted_fits = [(w, fits.get(src, 0.0)) for src, w in zip(record.prefix, weights, strict=True)]
     return rule.prediction_error(record.reward, tries, reward_sum, weighted_fits)
 
@@ -182,15 +200,22 @@ def _update_edge(
     record: StepRecord,
     error: float,
     rule: UpdateRule,
+    scope: str,
 ) -> None:
-    conn.execute("INSERT OR IGNORE INTO edges (src, dst) VALUES (?, ?)", (src, dst))
+    # a transition the scope takes first starts from the seed's prior (0 for an unseeded one)
+    conn.execute(
+        "INSERT OR IGNORE INTO edge_stats (scope, src, dst, fit) VALUES (:scope, :src, :dst, "
+        "coalesce((SELECT prior_utility FROM edges WHERE src = :src AND dst = :dst), 0))",
+        {"scope": scope, "src": src, "dst": dst},
+    )
     fit, weight_sum = conn.execute(
-        "SELECT fit, weight_sum FROM edges WHERE src = ? AND dst = ?", (src, dst)
+        "SELECT fit, weight_sum FROM edge_stats WHERE scope = ? AND src = ? AND dst = ?",
+        (scope, src, dst),
     ).fetchone()
     conn.execute(
-        "UPDATE edges SET count = count + 1, weight_sum = weight_sum + :w, "
+        "UPDATE edge_stats SET count = count + 1, weight_sum = weight_sum + :w, "
         f"reward_wsum = reward_wsum + :w * :reward, fit = :fit, {_COUNT_STATUS} "
-        "WHERE src = :src AND dst = :dst",
+        "WHERE scope = :scope AND src = :src AND dst = :dst",
         {
             "w": weight,
             "reward": record.reward,
@@ -198,6 +223,7 @@ def _update_edge(
             "status": str(record.status),
             "src": src,
             "dst": dst,
+            "scope": scope,
         },
     )
 
@@ -209,12 +235,13 @@ def _add_evidence(
     status: str,
     now: float,
     keep: int,
+    scope: str,
 ) -> None:
     polarity = "positive" if record.success else "negative"
     conn.execute(
         "INSERT OR IGNORE INTO evidence (run_id, task_id, step, local_id, polarity, "
         "task_signature, status, speedup_before, speedup_after, reward, error_excerpt, lesson, "
-        "recorded_at, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "recorded_at, context, scope) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             record.run_id,
             record.task_id,
@@ -230,16 +257,19 @@ def _add_evidence(
             _clip(record.lesson, LESSON_LIMIT),
             now,
             json.dumps(record.context, sort_keys=True),
+            scope,
         ),
     )
-    prune_evidence(conn, local_id, polarity, keep)
+    prune_evidence(conn, local_id, polarity, keep, scope)
 
 
-def prune_evidence(conn: sqlite3.Connection, local_id: str, polarity: str, keep: int) -> None:
-    """Keep only the ``keep`` best records of one local strategy and polarity."""
+def prune_evidence(
+    conn: sqlite3.Connection, local_id: str, polarity: str, keep: int, scope: str
+) -> None:
+    """Keep only the ``keep`` best records of one scope's local strategy and polarity."""
+    where = "scope = :scope AND local_id = :local AND polarity = :pol"
     conn.execute(
-        "DELETE FROM evidence WHERE local_id = :local AND polarity = :pol AND rowid NOT IN "
-        f"(SELECT rowid FROM evidence WHERE local_id = :local AND polarity = :pol "
-        f"ORDER BY {_RANK[polarity]} LIMIT :keep)",
-        {"local": local_id, "pol": polarity, "keep": keep},
+        f"DELETE FROM evidence WHERE {where} AND rowid NOT IN (SELECT rowid FROM evidence "
+        f"WHERE {where} ORDER BY {_RANK[polarity]} LIMIT :keep)",
+        {"scope": scope, "local": local_id, "pol": polarity, "keep": keep},
     )

@@ -126,9 +126,11 @@ class DirectionPolicy:
 
     def _priors(self, state: StateFeatures) -> dict[str, tuple[float, list[str]]]:
         """prior(g | s_t) for every direction; static priors, so cached per state."""
+        # every feature a trigger reads: the ops and the size too (a key without the size
+        # served one size's "tiny tensors" prior to a state timed at another)
         key = (
             tuple(state.op_families), state.bound, state.sol_fraction,
-            state.last_status, state.speedup,
+            state.last_status, state.speedup, tuple(state.ops), state.elements,
         )  # fmt: skip
         cached = self._prior_cache.get(key)
         if cached is None:

@@ -104,12 +104,13 @@ def main() -> None:
     (out / "throughput.json").write_text(json.dumps(figures, indent=2))
     for row in throughput_table(figures).rows:
         print("  " + " | ".join(str(c) for c in row))
+    per = figures["wall_per_candidate_s"]
     print(
         f"RESULT {'legacy' if args.legacy else 'new'} {args.language}: "
         f"{figures['candidates']} candidates, median wall per fresh candidate (amortized) "
-        f"{figures['wall_per_candidate_s']:.1f} s, GPU busy "
+        f"{'n/a' if per is None else f'{per:.1f} s'}, GPU busy "
         f"{100 * (figures['gpu_busy_fraction'] or 0):.0f}%, "
-        f"{figures['candidates_per_gpu_hour']:.0f} candidates/GPU-hour, prebuilt "
+        f"{figures['candidates_per_gpu_hour'] or 0:.0f} candidates/GPU-hour, prebuilt "
         f"{100 * (figures['prebuilt_fraction'] or 0):.0f}%"
     )
 

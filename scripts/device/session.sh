@@ -22,9 +22,9 @@ for spec in "$@"; do
     echo "=== $phase ($secs s)"
     case $phase in
     doctor) timeout "$secs" python3 -m htam.cli doctor 2>&1 | tee "$OUT/doctor.txt" ;;
-    corpus) HTAM_CORPUS_SHARD=all timeout -s KILL "$secs" python3 -m pytest -q -m gpu -n 8 \
-            -p no:cacheprovider tests/evaluate/test_corpus.py -rA >"$OUT/corpus.log" 2>&1
-        echo "exit $?"; grep -E "^(PASSED|FAILED|ERROR)|passed|failed" "$OUT/corpus.log" | tail -60 ;;
+    corpus) HTAM_CORPUS_SHARD=all timeout -s INT -k 20 "$secs" python3 -m pytest -v -m gpu -n 8 \
+            -p no:cacheprovider tests/evaluate/test_corpus.py -rfE >"$OUT/corpus.log" 2>&1
+        echo "exit $?"; grep -E " (PASSED|FAILED|ERROR) |passed|failed" "$OUT/corpus.log" | tail -60 ;;
     gputests) timeout -s KILL "$secs" python3 -m pytest -q -m gpu -p no:cacheprovider tests \
             --deselect tests/evaluate/test_corpus.py -rA >"$OUT/gputests.log" 2>&1
         echo "exit $?"; grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/gputests.log" | tail -30 ;;

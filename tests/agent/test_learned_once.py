@@ -69,10 +69,10 @@ def test_evidence_measured_on_another_target_is_not_offered(tmp_path):
             error_excerpt="g++: CPU-ONLY-FAILURE", context={"target": "cpu", "language": "cpp"},
         )  # fmt: skip
         bank.record_step(record, config=PolicyConfig())
-        shown = {
-            target: choice_guidance(bank, "fusion", [local.id], [], target=target)
-            for target in ("cpu", "cuda")
-        }
+        shown = {}
+        for target in ("cpu", "cuda"):
+            bank.scope = target  # a run reads its target's scope (as the loop sets it)
+            shown[target] = choice_guidance(bank, "fusion", [local.id], [], target=target)
     assert "CPU-ONLY-FAILURE" in shown["cpu"] and "CPU-ONLY-FAILURE" not in shown["cuda"]
 
 

@@ -64,7 +64,7 @@ def test_bank_owner_snapshots_and_applies_each_step_once(tmp_path):
     assert owner.record_step(str(path), record("r1"), None, rule) is True
     assert owner.record_step(str(path), record("r1"), None, rule) is False  # replayed: ignored
     assert owner.record_step(str(path), record("r2"), None, rule) is True
-    row = ("r1", "s/a", 0, "text", "{}", 1.0)
+    row = ("cpu", "r1", "s/a", 0, "text", "{}", 1.0)
     assert owner.add_flat(str(path), [row, row]) == 1
     image = owner.snapshot(str(path))
     copy = sqlite3.connect(":memory:")

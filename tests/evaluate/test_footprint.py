@@ -7,11 +7,16 @@ GIB = 2**30
 H100 = int(79.2 * GIB)
 
 
-def test_kernelbench_largest_tasks_fit_an_80_gb_card():
-    # KernelBench's largest (scripts/device/kb_tensor_bytes.py): 45_Average_Pooling_2D 16.1 GiB,
-    # 34_InstanceNorm 14 GiB, 19_ReLU 12 GiB
-    for tensor_gib in (16.13, 14.0, 12.0):
+def test_kernelbench_largest_tasks_on_an_80_gb_card_as_the_h100_measured_them():
+    # KernelBench's largest (scripts/device/kb_tensor_bytes.py), judged on an H100 80GB with an
+    # honest candidate (scripts/device/gpu_memory.py): 34_InstanceNorm, 35_GroupNorm_ and
+    # 36_RMSNorm_ (14 GiB) and 19_ReLU (12 GiB) were judged `ok`
+    for tensor_gib in (14.0, 12.0):
         assert footprint.too_big(int(tensor_gib * GIB), H100) is None
+    # 45_Average_Pooling_2D (16.13 GiB), 38_L1Norm_ and 39_L2Norm_ (16 GiB) ran out of memory
+    # beside it: named before any candidate runs
+    for tensor_gib in (16.13, 16.0):
+        assert footprint.too_big(int(tensor_gib * GIB), H100) is not None
 
 
 def test_a_task_beyond_the_card_is_named_with_its_figures():

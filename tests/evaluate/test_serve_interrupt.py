@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from htam.evaluate import channel, frames
+from htam.evaluate.host.folders import mountinfo
 from htam.evaluate.host.forkserver import scrubbed_env
 from htam.evaluate.server_frames import Config
 
@@ -43,6 +44,8 @@ def test_a_closed_channel_while_it_imports_torch_ends_it_quietly(tmp_path):
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, (proc.returncode, stderr)
     assert "Traceback" not in stderr, stderr
+    # its standbys' sized job directories (tmpfs, as root) are not left mounted on the host
+    assert not [p for p, _, _ in mountinfo() if p.startswith(str(tmp_path))]
 
 
 def test_its_work_root_removed_while_it_imports_torch_ends_it_quietly(tmp_path):

@@ -174,11 +174,12 @@ def test_version_1_bank_is_migrated_in_place(tmp_path, make_step):
     conn.execute("COMMIT")
     conn.close()
     with MemoryBank.open(path) as bank:
-        assert bank.connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert bank.connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
         assert bank.connection.execute("SELECT count(*) FROM flat_experiences").fetchone() == (0,)
         (node,) = bank.all_locals()
         assert node.patterns == {} and node.pattern_for("cuda") == "one pass"
         assert bank.edge("fusion", "fusion").when == {}
+        assert bank.edge("fusion", "fusion").stats.fit == pytest.approx(0.1)  # kept, in scope cpu
         assert bank.record_step(make_step(0), config=RULE)
 
 

@@ -33,17 +33,17 @@ def _record(run: str, step: int, direction: str, status: Status, reward: float) 
 
 
 def _stats(export: dict) -> dict:
-    """Every statistic of an export, keyed by node or edge id (order-free)."""
+    """Every statistic of an export, keyed by scope and node or edge id (order-free)."""
     out = {}
-    for kind in ("globals", "locals"):
-        for node in export[kind]:
-            s = dict(node["stats"])
+    for scope, section in export["scopes"].items():
+        for node, stats in section["nodes"].items():
+            s = dict(stats)
             s["status_counts"] = {k: v for k, v in s["status_counts"].items() if v}
-            out[node["id"]] = s
-    for edge in export["edges"]:
-        s = dict(edge["stats"])
-        s["status_counts"] = {k: v for k, v in s["status_counts"].items() if v}
-        out[(edge["src"], edge["dst"])] = s
+            out[(scope, node)] = s
+        for edge in section["edges"]:
+            s = dict(edge["stats"])
+            s["status_counts"] = {k: v for k, v in s["status_counts"].items() if v}
+            out[(scope, edge["src"], edge["dst"])] = s
     return out
 
 
@@ -71,7 +71,7 @@ def test_export_import_round_trip(tmp_path, make_step):
     with MemoryBank.import_json(json.loads(text), tmp_path / "copy.db") as copy:
         assert copy.export_json() == export
         assert FlatMemory(copy).retrieve("chain", 1)[0].record.step == 0
-    assert export["format"] == "htam-memory-export" and export["version"] == 1
+    assert export["format"] == "htam-memory-export" and export["version"] == 2
 
 
 def test_import_refuses_bad_input(tmp_path, bank):
@@ -92,7 +92,7 @@ def test_merge_adds_disjoint_statistics():
     a = _bank_with([_record("a", i, "fusion", Status.OK, 0.5) for i in range(3)])
     b = _bank_with([_record("b", i, "fusion", Status.INCORRECT, -0.5) for i in range(2)])
     merged = merge(a, b, RULE)
-    fusion = next(g for g in merged["globals"] if g["id"] == "fusion")["stats"]
+    fusion = merged["scopes"]["cpu"]["nodes"]["fusion"]
     assert (fusion["tries"], fusion["successes"]) == (5, 3)
     assert fusion["reward_sum"] == pytest.approx(0.5)
     assert fusion["status_counts"] == {"ok": 3, "incorrect": 2}

@@ -97,3 +97,21 @@ def test_default_bank_path_show_and_json(tmp_path, monkeypatch):
         data["transitions"][0]
     )
     assert any(s["id"] == "memory_access.vectorized_access" for s in data["strategies"])
+
+
+def test_scopes_and_merge_scope(tmp_path):
+    bank = tmp_path / "m.db"
+    assert _run("init", bank).exit_code == 0
+    _learn(bank, "cpu-run")  # steps without a target: learned into the default scope, cpu
+    listed = _run("scopes", bank, "--json")
+    assert listed.exit_code == 0, listed.output
+    assert json.loads(listed.output)["scopes"]["cpu"] == {"steps": 3, "tries": 6, "evidence": 3}
+    typo = _run("merge-scope", bank, "--from-scope", "cpu", "--into-scope", "gpu")
+    assert typo.exit_code == 2 and "a run reads the scope of its target" in typo.output
+    merged = _run("merge-scope", bank, "--from-scope", "cpu", "--into-scope", "cuda")
+    assert merged.exit_code == 0, merged.output
+    assert "3 evidence records" in merged.output
+    with MemoryBank.open(bank, scope="cuda") as opened:
+        assert opened.direction("memory_access").stats.tries == 3
+    again = _run("merge-scope", bank, "--from-scope", "cpu", "--into-scope", "cuda")
+    assert again.exit_code == 2 and "twice" in again.output

@@ -63,6 +63,9 @@ def run(tmp_path, outcomes, steps):
     return bank, records, prompts
 
 
+PAST = {"target": "cuda", "language": "triton"}  # the runs below read the cuda scope only
+
+
 def _remember(bank: MemoryBank) -> None:
     """Past runs: one gain and one failure for every strategy, observations on every edge."""
     for i, node in enumerate(bank.all_locals()):
@@ -70,7 +73,8 @@ def _remember(bank: MemoryBank) -> None:
             bank.record_step(
                 StepRecord("past", f"t{i}", "softmax [softmax]", j, [KEEP[i % 2]],
                            node.direction, node.id, status, 1.0, 1.5 if r > 0 else None, r,
-                           "" if r > 0 else f"error in {node.id}", f"lesson of {node.id}"), config=RULE
+                           "" if r > 0 else f"error in {node.id}", f"lesson of {node.id}",
+                           context=PAST), config=RULE
             )  # fmt: skip
 
 

@@ -71,6 +71,9 @@ class Harness:
         # the last collected call's outputs, held as a caller that keeps its last result would:
         # the next call's outputs may not share their storage
         self.held: list[torch.Tensor] = []
+        # the reference's runner (trusted torch) is not checked for that: it holds nothing over,
+        # which keeps a large task's outputs off the card once (scripts/device/gpu_memory.py)
+        self.hold = job.hold_outputs
         self.kernels: kernels.Observer | None = None
 
     def send(self, message: dict) -> None:
@@ -202,7 +205,8 @@ class Harness:
                 slot.copy_(o.detach())
             if self.device == "cuda":
                 torch.cuda.synchronize()
-            self.held = list(outs)  # the call before's are freed: an allocator reuses them
+            if self.hold:  # the call before's are freed: an allocator reuses them
+                self.held = list(outs)
         self.send({"type": "done", "ms": 0.0, "problem": problem})
 
     def _check(self, outs: list, inputs: list, slots: list) -> str | None:

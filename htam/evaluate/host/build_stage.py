@@ -1,7 +1,8 @@
 """The evaluator's build stage ahead of the device's queue: a candidate's ``load_inline``
 extensions that can be read from its source (htam.evaluate.host.inline_calls) are built in a build job
 (the candidate's sandbox, only the compiler running) beside whatever the GPU is timing, and kept
-in the evaluator's cache by their key; the timed evaluation preloads them and builds nothing. A
+in the evaluator's cache by their key (their C++ file with torch's header precompiled by the host,
+host/pch.py); the timed evaluation preloads them and builds nothing. A
 build is never repeated: the same extension in any later candidate is loaded from the cache."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from htam.evaluate.host import folders, inline_calls, integrity
+from htam.evaluate.host import folders, inline_calls, integrity, pch
 from htam.evaluate.host.forkserver import ForkServerError
 from htam.vocab import Language
 
@@ -45,6 +46,8 @@ def prebuild(ev: Evaluator, code: str, language: str) -> float:
         name = _name(arguments)
         if integrity.verified(ev.cache_dir, name):
             continue
+        # here, in the trusted host, never in the sandbox, which only reads it
+        pch.ensure(ev.cache_dir, arguments)
         spec = ev._candidate_spec(inline_calls.script(arguments), language, None)
         spec["device"] = "cpu"  # it only compiles: no call is timed, nothing runs on the GPU
         spec["nice"] = 10  # the compilers yield the CPU to a judge timing meanwhile

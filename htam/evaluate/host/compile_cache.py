@@ -5,18 +5,16 @@ compile errors too."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import inspect
 import os
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-import torch
+from htam.evaluate.host import pch
+from htam.evaluate.host.pch import toolchain_key
 
 
 class CompileError(Exception):
@@ -58,18 +56,6 @@ def build_failure(exc: BaseException) -> str:
     )
 
 
-@functools.cache
-def toolchain_key() -> str:
-    try:
-        cxx = subprocess.run(
-            [os.environ.get("CXX", "c++"), "--version"], capture_output=True, text=True, timeout=30
-        ).stdout.splitlines()[0]
-    except (OSError, IndexError, subprocess.TimeoutExpired):
-        cxx = "no-c++"
-    parts = [torch.__version__, str(torch.version.cuda), cxx, sys.version.split()[0]]
-    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
-
-
 def extension_key(arguments: dict) -> str:
     """The build's name suffix for ``load_inline``'s bound arguments (those given, ``verbose``
     aside): the same in a candidate's process and in the evaluator, which prebuilds by it."""
@@ -104,8 +90,14 @@ def install_compile_cache(root: str | Path) -> Callable[[], float]:
         if _prebuilt(bound.arguments, build_dir):
             return cpp_extension._import_module_from_library(name, str(build_dir), True)
         bound.arguments["build_directory"] = str(build_dir)
-        # A precompiled header would be written into the installed torch package.
+        # torch's own precompiled header is written into the installed torch package: the host's
+        # (pch.py), read-only here, is used instead where one was built for these flags.
         bound.arguments["use_pch"] = False
+        if with_pch := pch.use_flags(bound.arguments):
+            bound.arguments["extra_cflags"] = [
+                *(bound.arguments.get("extra_cflags") or []),
+                *with_pch,
+            ]
         t0 = time.perf_counter()
         try:
             return original(*bound.args, **bound.kwargs)

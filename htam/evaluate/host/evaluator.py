@@ -13,7 +13,7 @@ from pathlib import Path
 
 from htam.evaluate import footprint, frames, roofline
 from htam.evaluate.eval_config import EvalConfig
-from htam.evaluate.host import build_stage, folders, integrity, references
+from htam.evaluate.host import build_stage, folders, integrity, pch, references
 from htam.evaluate.host.errors import EvaluatorError
 from htam.evaluate.host.forkserver import ForkServer, ForkServerError
 from htam.evaluate.host.gpu_queue import GpuQueue
@@ -81,7 +81,8 @@ class Evaluator:
         # that preloads Triton must already see the variable.
         self.server = ForkServer(
             self._workroot,
-            env={"TRITON_INTERPRET": "1"} if self.device == "cpu" else None,
+            env={isolation.PCH_ENV: str(pch.root(self.cache_dir))}
+            | ({"TRITON_INTERPRET": "1"} if self.device == "cpu" else {}),
             warm_cuda=self.device == "cuda",
             limits=isolation.Limits(
                 address_space_bytes=None if self.device == "cuda" else self.config.address_space(),
@@ -202,6 +203,12 @@ class Evaluator:
         self._references[task.digest] = ref
         return ref
 
+    def _warm(self, task: Task) -> None:
+        """Compile the reference off the device's queue (trusted_jobs._warm); its failure only
+        leaves the compile to the timed job (a lost server was restarted by _run)."""
+        with contextlib.suppress(ForkServerError):
+            self._run(self._job("warm", task), gpu=False)
+
     # ------------------------------------------------------------------ candidates
 
     def evaluate(
@@ -247,7 +254,12 @@ class Evaluator:
         # The reference runs in a process isolated exactly like the candidate's, through the
         # same harness: the two are timed alike, and the reference never shares a process with
         # the candidate.
-        runner = {**candidate, "code": f"{task.source}\n\nModelNew = Model\n", "preload": None}
+        runner = {
+            **candidate,
+            "code": f"{task.source}\n\nModelNew = Model\n",
+            "preload": None,
+            "hold_outputs": False,
+        }
         try:
             outcome = self._run(job, candidate, runner)
             self.queue.candidate(task.id, language, build_s, outcome, preload is not None)

@@ -57,7 +57,10 @@ def load(ev: Evaluator, task: Task, timed: bool) -> Reference:
     cached = integrity.read_sealed(ev.cache_dir, path)
     if cached is not None:
         return Reference(**cached)
-    job = ev._job("reference", task, time=timed, time_compile=timed and time_compile(ev))
+    compile_too = timed and time_compile(ev)
+    if compile_too and ev.device == "cuda":
+        ev._warm(task)
+    job = ev._job("reference", task, time=timed, time_compile=compile_too)
     outcome = ev._trusted(job)
     res = outcome.result
     costs = [f for f in outcome.frames if isinstance(f, frames.Cost)]

@@ -31,6 +31,7 @@ from htam.evaluate.sandbox.mounts import (
     MS_NODEV,
     MS_NOSUID,
     MS_PRIVATE,
+    MS_RDONLY,
     MS_REC,
     MS_REMOUNT,
     IsolationError,
@@ -51,6 +52,9 @@ CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWUSER = (
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
 JOB_MOUNT = "/tmp/job"  # where a candidate sees its job directory
 PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")  # each a fresh tmpfs for the candidate
+# The host's precompiled headers (host/pch.py): named by the fork server's environment, shown to
+# a candidate read-only at PCH_MOUNT, and the variable set to where the candidate sees them.
+PCH_ENV, PCH_MOUNT = "HTAM_PCH_DIR", "/tmp/htam-pch"
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -144,6 +148,7 @@ def enter(job_dir: str, uid: int, plan: Plan, limits: Limits) -> str:
             except FileNotFoundError:  # an import path removed meanwhile: nothing to show
                 continue
         masks = {a for p, _ in needed if plan.drop_uid and (a := _closed_ancestor(p))}
+        pch_fd = _open_dir(os.environ.get(PCH_ENV))
         if plan.readonly_fs:
             readonly_everything()
         if plan.private_proc:
@@ -152,6 +157,9 @@ def enter(job_dir: str, uid: int, plan: Plan, limits: Limits) -> str:
             if os.path.isdir(private):
                 mount("tmpfs", private, "tmpfs", MS_NOSUID | MS_NODEV, "size=1g,mode=1777")
         _expose(needed, masks)
+        if pch_fd is not None:
+            _bind_readonly(pch_fd, PCH_MOUNT)
+            os.environ[PCH_ENV] = PCH_MOUNT
         os.makedirs(JOB_MOUNT)
         mount(f"/proc/self/fd/{job_fd}", JOB_MOUNT, None, MS_BIND)
         mount(None, JOB_MOUNT, None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV)
@@ -221,6 +229,20 @@ def _expose(needed: list[tuple[str, int]], masks: set[str]) -> None:
                 ):
                     raise
         os.close(fd)
+
+
+def _open_dir(path: str | None) -> int | None:
+    try:
+        return os.open(path, os.O_PATH | os.O_DIRECTORY) if path else None
+    except OSError:
+        return None
+
+
+def _bind_readonly(fd: int, target: str) -> None:
+    os.makedirs(target)
+    mount(f"/proc/self/fd/{fd}", target, None, MS_BIND)
+    mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    os.close(fd)
 
 
 def _user_namespace() -> None:

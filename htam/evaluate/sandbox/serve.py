@@ -195,9 +195,11 @@ class Server:
             del self.groups[pid]
 
     def serve(self) -> None:
-        channel.send(self.sock, sf.Ready(plan=self.plan))
         released: set[int] = set()
         try:
+            # inside the cleanup: a client gone before "ready" left the standbys' sized job
+            # directories mounted on the host (a test's closed channel leaked two a run)
+            channel.send(self.sock, sf.Ready(plan=self.plan))
             while True:
                 try:
                     request, fds = channel.recv(
