@@ -1,33 +1,35 @@
-"""The socket between the judge and a candidate: length-prefixed JSON frames, each bounded in size
-before a byte of it is buffered, read under a timeout, and (from the candidate) validated against
-a closed set of typed messages. Descriptors (shared CPU buffers) travel beside a frame.
+"""Sockets between the evaluator's processes: frames (``frames.py``: a length, then JSON), each
+bounded in size before a byte of it is buffered, read under a timeout, and decoded into the
+record it must be. Descriptors (shared CPU buffers, a candidate's log) travel beside a frame.
 
-Nothing here unpickles: a candidate that writes to the socket can at worst send a well-formed
-message the judge then checks, or a malformed one that the judge rejects with its cause.
+The judge and a runner speak in the records below: the judge's requests, and the runner's
+replies, validated against a closed set of typed messages. Nothing here unpickles: a candidate
+that writes to the socket can at worst send a well-formed message the judge then checks, or a
+malformed one that the judge rejects with its cause.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import socket
-import struct
 import time
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from htam.evaluate import frames
+from htam.evaluate.frames import MAX_FRAME
 from htam.status import Status
 
-_HEADER = struct.Struct("!I")
-MAX_FRAME = 1 << 20  # bytes of one frame; a message that needs more is malformed
 MAX_FDS = 64
+R = TypeVar("R")
 
 
 class ChannelError(Exception):
     """The peer broke the protocol: a malformed, oversized or unexpected frame."""
 
 
-class ChannelClosed(ChannelError):
+class ChannelClosed(ChannelError, EOFError):
     """The peer closed its end (it has ended, or gave up its channel)."""
 
 
@@ -35,22 +37,22 @@ class ChannelTimeout(ChannelError):
     """No frame within the time allowed."""
 
 
-def send(sock: socket.socket, message: dict, fds: list[int] | None = None) -> None:
-    payload = json.dumps(message, separators=(",", ":")).encode()
-    data = _HEADER.pack(len(payload)) + payload
+def send(sock: socket.socket, message: BaseModel | dict, fds: list[int] | None = None) -> None:
+    data = frames.encode(message)
     if fds:
         socket.send_fds(sock, [data[:1]], fds)
         data = data[1:]
     sock.sendall(data)
 
 
-def _recv_exact(sock: socket.socket, n: int, deadline: float) -> bytes:
+def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
     chunks, got = [], 0
     while got < n:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise ChannelTimeout("no answer in time")
-        sock.settimeout(remaining)
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ChannelTimeout("no answer in time")
+            sock.settimeout(remaining)
         try:
             chunk = sock.recv(min(n - got, 1 << 16))
         except TimeoutError:
@@ -64,31 +66,98 @@ def _recv_exact(sock: socket.socket, n: int, deadline: float) -> bytes:
     return b"".join(chunks)
 
 
-def recv(sock: socket.socket, timeout_s: float, with_fds: bool = False) -> tuple[dict, list[int]]:
-    """One frame (a JSON object) and the descriptors sent with it."""
-    deadline = time.monotonic() + timeout_s
+def recv(
+    sock: socket.socket,
+    timeout_s: float | None,
+    kind: TypeAdapter[R],
+    with_fds: bool = False,
+    limit: int = MAX_FRAME,
+) -> tuple[R, list[int]]:
+    """One frame, as the record ``kind`` says it must be, and the descriptors sent with it
+    (``timeout_s`` None: as long as it takes). A malformed frame's descriptors are closed."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
     fds: list[int] = []
     if with_fds:
-        sock.settimeout(max(timeout_s, 1e-3))
+        sock.settimeout(None if timeout_s is None else max(timeout_s, 1e-3))
         try:
             first, fds, _, _ = socket.recv_fds(sock, 1, MAX_FDS)
         except TimeoutError:
             raise ChannelTimeout("no answer in time") from None
+        except OSError as exc:
+            raise ChannelClosed(f"channel broken ({exc.strerror or exc})") from None
         if not first:
             raise ChannelClosed("the other side closed the channel")
-        header = first + _recv_exact(sock, _HEADER.size - 1, deadline)
+        header = first + _recv_exact(sock, frames.HEADER.size - 1, deadline)
     else:
-        header = _recv_exact(sock, _HEADER.size, deadline)
-    (n,) = _HEADER.unpack(header)
-    if n > MAX_FRAME:
-        raise ChannelError(f"a frame of {n} bytes announced; at most {MAX_FRAME} allowed")
+        header = _recv_exact(sock, frames.HEADER.size, deadline)
     try:
-        message = json.loads(_recv_exact(sock, n, deadline))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ChannelError(f"undecodable frame ({type(exc).__name__})") from None
-    if not isinstance(message, dict):
-        raise ChannelError("a frame that is not an object")
-    return message, fds
+        n = frames.announced(header, limit)
+        return frames.parse(_recv_exact(sock, n, deadline), kind), fds
+    except frames.FrameError as exc:
+        for fd in fds:
+            os.close(fd)
+        raise ChannelError(str(exc)) from None
+
+
+# --------------------------------------------------------------------------- the judge's requests
+
+
+class _Request(frames.Record):
+    pass
+
+
+class Null(_Request):
+    op: Literal["null"] = "null"
+
+
+class Build(_Request):
+    op: Literal["build"] = "build"
+
+
+class Model(_Request):
+    """Construct ``ModelNew`` for configuration ``config``, with the reference's arguments."""
+
+    op: Literal["model"] = "model"
+    config: int
+    init_args: list[Any]
+    seed: int
+
+
+class Buffers(_Request):
+    """The configuration's inputs (lent tensors, or plain values) and output slots; a backward
+    task's last ``grad_outputs`` inputs are its grad_outputs."""
+
+    op: Literal["buffers"] = "buffers"
+    config: int
+    inputs: list[dict[str, Any]]
+    outputs: list[dict[str, Any]]
+    grad_outputs: int = 0
+
+
+class Use(_Request):
+    op: Literal["use"] = "use"
+    config: int
+
+
+class Call(_Request):
+    op: Literal["call"] = "call"
+    key: int  # the seal's secret for this call's outputs
+
+
+class Collect(_Request):
+    op: Literal["collect"] = "collect"
+
+
+class Probe(_Request):
+    op: Literal["probe"] = "probe"
+
+
+class Exit(_Request):
+    op: Literal["exit"] = "exit"
+
+
+Request = Null | Build | Model | Buffers | Use | Call | Collect | Probe | Exit
+REQUEST: TypeAdapter[Request] = TypeAdapter(Annotated[Request, Field(discriminator="op")])
 
 
 # --------------------------------------------------------------------------- candidate messages
@@ -99,13 +168,13 @@ class _Msg(BaseModel):
 
 
 class Built(_Msg):
-    type: Literal["built"]
+    type: Literal["built"] = "built"
     import_s: float = Field(ge=0, le=1e6)
     compile_s: float = Field(ge=0, le=1e6)
 
 
 class Ready(_Msg):
-    type: Literal["ready"]
+    type: Literal["ready"] = "ready"
 
 
 class Done(_Msg):
@@ -113,7 +182,7 @@ class Done(_Msg):
     own clock), the seal of each output as the call returned it, or why its outputs are
     unusable."""
 
-    type: Literal["done"]
+    type: Literal["done"] = "done"
     ms: float = Field(ge=0, le=1e7)
     seals: list[Annotated[int, Field(ge=0, lt=1 << 64)]] = Field(default=[], max_length=4096)
     problem: str | None = Field(default=None, max_length=2000)
@@ -124,15 +193,19 @@ class Probed(_Msg):
     counted, their names, and why its outputs are not in the slots (it raised, or its outputs
     were unusable), if they are not."""
 
-    type: Literal["probed"]
+    type: Literal["probed"] = "probed"
     calls: int = Field(ge=0, lt=1 << 62)
     kernels: list[Annotated[str, Field(max_length=200)]] = Field(default=[], max_length=64)
     raised: str | None = Field(default=None, max_length=2000)
 
 
+# what a runner may say of its own failure
+FailStatus = Literal[Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.REJECTED]
+
+
 class Failed(_Msg):
-    type: Literal["failed"]
-    status: Literal[Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.REJECTED]
+    type: Literal["failed"] = "failed"
+    status: FailStatus
     message: str = Field(max_length=8000)
 
 
@@ -148,14 +221,15 @@ REPLIES = {
     "probe": "probed",
 }
 
-CandidateMessage = Annotated[Built | Ready | Done | Probed | Failed, Field(discriminator="type")]
-_ADAPTER: TypeAdapter = TypeAdapter(CandidateMessage)
+CandidateMessage = Built | Ready | Done | Probed | Failed
+CANDIDATE: TypeAdapter[CandidateMessage] = TypeAdapter(
+    Annotated[CandidateMessage, Field(discriminator="type")]
+)
 
 
-def parse(message: dict) -> Built | Ready | Done | Probed | Failed:
+def parse(payload: bytes) -> CandidateMessage:
+    """A candidate's frame (its payload) as one of its messages, or ``ChannelError``."""
     try:
-        return _ADAPTER.validate_python(message)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ChannelError(f"malformed message ({where}: {first['msg']})") from None
+        return frames.parse(payload, CANDIDATE)
+    except frames.FrameError as exc:
+        raise ChannelError(str(exc)) from None

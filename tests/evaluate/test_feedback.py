@@ -5,6 +5,7 @@ import socket
 
 import torch
 
+from htam.evaluate.frames import RunnerInfo
 from htam.evaluate.host.compile_cache import build_failure
 from htam.evaluate.judge.compare import TOLERANCES, compare_tensor
 from htam.evaluate.judge.runner import PHASES, Runner, Verdict
@@ -66,7 +67,7 @@ def test_a_wrong_answer_shows_the_first_differing_elements():
 
 def test_a_timeout_names_its_phase():
     ours, theirs = socket.socketpair()
-    runner = Runner(ours, {"uid": 0, "pid": 0, "by_uid": False}, trusted=False)
+    runner = Runner(ours, RunnerInfo(uid=0, pid=0, by_uid=False), trusted=False)
     try:
         runner.answer(0.05, "build")
     except Verdict as v:

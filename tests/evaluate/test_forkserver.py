@@ -7,10 +7,15 @@ import time
 
 import pytest
 
+from htam.evaluate.frames import Job, TimingSettings
 from htam.evaluate.host.forkserver import ForkServer, ForkServerError, scrubbed_env
 from htam.evaluate.host.watchdog import Limits, run_job
 
-PROBE = {"kind": "probe", "device": "cpu"}
+PROBE = Job(
+    kind="probe",
+    device="cpu",
+    timing=TimingSettings(warmup_ms=0, timing_budget_ms=0, min_timed=1, max_timed=1, l2_flush_mb=0),
+)
 LIMITS = Limits(30.0, 30.0, 4096, 1 << 20)
 
 
@@ -67,7 +72,7 @@ def test_a_dead_standby_is_replaced_and_jobs_still_run(server, tmp_path):
     time.sleep(0.2)
     for i in range(2):
         outcome = run_job(server, PROBE, tmp_path / f"job{i}", LIMITS)
-        assert outcome.result["device"] == "cpu"
+        assert outcome.result.device == "cpu"
 
 
 # A stopped server is found only when its wait runs out (a minute under load): SIGKILL keeps the

@@ -5,10 +5,13 @@ import socket
 import torch
 
 from htam.evaluate.candidate.harness import Harness
+from htam.evaluate.frames import CandidateJob
 
 
 def _harness(slot: torch.Tensor, x: torch.Tensor) -> tuple[Harness, list]:
-    harness = Harness(socket.socket(), {"device": "cpu", "l2_flush_mb": 0})  # never used
+    harness = Harness(
+        socket.socket(), CandidateJob(code="", language="cpp", device="cpu")
+    )  # never used
     harness.sock.close()
     harness.inputs[0], harness.slots[0], harness.grads[0] = [x], [slot], 0
     sent: list = []

@@ -4,12 +4,15 @@ import types
 
 import torch
 
+from htam.evaluate.frames import Job, TimingSettings
 from htam.evaluate.judge.judge import Judge
 
 
 def _judge() -> Judge:
-    job = {"device": "cpu", "tolerances": {}, "timing": {}, "call_timeout_s": 1.0,
-           "compile_timeout_s": 1.0}  # fmt: skip
+    timing = TimingSettings(warmup_ms=0, timing_budget_ms=0, min_timed=1, max_timed=1,
+                            l2_flush_mb=0)  # fmt: skip
+    job = Job(kind="judge", device="cpu", timing=timing, call_timeout_s=1.0,
+              compile_timeout_s=1.0)  # fmt: skip
     return Judge(job, emit=None, cand=None, ref=None)
 
 
@@ -42,8 +45,8 @@ class _Recorder:
         self.log.append(f"{self.name} {'stopped' if stop else 'thawed'}")
         self.stopped = stop
 
-    def ask(self, message: dict, timeout_s: float):
-        self.log.append(f"{self.name} {message['op']}")
+    def ask(self, message, expect, timeout_s: float):
+        self.log.append(f"{self.name} {message.op}")
         return types.SimpleNamespace(ms=0.0, seals=[0], problem=None)
 
 

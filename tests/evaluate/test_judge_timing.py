@@ -3,75 +3,67 @@ pass, on inputs of its own, bears it out."""
 
 import random
 import statistics
-import types
 
 import pytest
 import torch
 
+from htam.evaluate.frames import Job, TimingSettings
 from htam.evaluate.judge import judge_timing
-from htam.evaluate.judge.judge import Judge
 from htam.evaluate.judge.runner import Verdict
 
-JOB = {"device": "cpu", "tolerances": {}, "call_timeout_s": 1.0, "compile_timeout_s": 1.0,
-       "escape_ratio": 0.5, "escape_slack_ms": 0.05, "busy_probe_ms": 2.0,
-       "timing": {"warmup_ms": 0.0, "timing_budget_ms": 10.0, "min_timed": 10,
-                  "max_timed": 10}}  # fmt: skip
+JOB = Job(kind="judge", device="cpu", call_timeout_s=1.0, compile_timeout_s=1.0,
+          escape_ratio=0.5, escape_slack_ms=0.05, busy_probe_ms=2.0,
+          timing=TimingSettings(warmup_ms=0.0, timing_budget_ms=10.0, min_timed=10,
+                                max_timed=10, l2_flush_mb=0))  # fmt: skip
+PLAN = judge_timing.Plan(JOB, "cuda_events")
 
 
-def _judge(hidden_by_pass: list[float]) -> tuple[Judge, list[int]]:
-    """A judge whose rounds report a 0.06 ms call each, the reference's runner 0.01 ms hidden,
-    and the candidate's hidden time of the pass its inputs belong to."""
-    judge = Judge(JOB, emit=None, cand=None, ref=None)
-    judge.cand = judge.ref = types.SimpleNamespace(baseline_ms=0.1)
+def _rounds(hidden_by_pass: list[float]) -> tuple[judge_timing.Play, list[tuple]]:
+    """Rounds that report a 0.06 ms call each, the reference's runner 0.01 ms hidden, and the
+    candidate's hidden time of the pass the round belongs to; each on inputs of its own."""
     seeds: list[tuple] = []  # each call's input values
-    real_inputs = judge.inputs
-    module = types.SimpleNamespace(get_inputs=lambda: [torch.randn(4)])
 
-    def inputs(_):
-        x = real_inputs(module)
-        seeds.append(tuple(x[0].tolist()))
-        return x
-
-    def round_(x, where, timeout_s, cand_first):
+    def play(i: int, outliers: bool) -> judge_timing.Sample:
+        seeds.append(tuple(torch.randn(4).tolist()))
         timing_pass = (len(seeds) - 1) // 12  # two warm-up rounds and ten timed a pass
-        return (0.06, hidden_by_pass[timing_pass]), (0.06, 0.01)
+        return judge_timing.Sample(0.06, hidden_by_pass[timing_pass], 0.06, 0.01)
 
-    judge.inputs, judge.round = inputs, round_
-    return judge, seeds
+    return play, seeds
 
 
 def test_honest_figures_are_not_charged():
-    judge, seeds = _judge([0.01])
-    timing, _, escape = judge_timing.timed(judge, None)
-    assert judge_timing.charge(escape, JOB) is None
-    assert "first_pass" not in escape and timing["median_ms"] == pytest.approx(0.06)
+    play, seeds = _rounds([0.01])
+    timed = judge_timing.timed(PLAN, play)
+    assert judge_timing.charge(timed.escape, JOB) is None
+    assert timed.escape.first_pass is None and timed.retimed is None
+    assert timed.timing.median_ms == pytest.approx(0.06)
     assert len(seeds) == 12  # one pass: two warm-up rounds and ten timed
 
 
 def test_a_stray_first_pass_is_timed_again_on_fresh_inputs():
-    judge, seeds = _judge([0.33, 0.01])
-    _, _, escape = judge_timing.timed(judge, None)
-    assert escape["first_pass"].startswith("work escaped") and escape["escaped_ms"] == 0.0
-    assert judge.notes["retimed"].startswith("timed twice, the second pass counts")
+    play, seeds = _rounds([0.33, 0.01])
+    timed = judge_timing.timed(PLAN, play)
+    assert timed.escape.first_pass.startswith("work escaped") and timed.escape.escaped_ms == 0.0
+    assert timed.retimed.startswith("timed twice, the second pass counts")
     first, second = set(seeds[:12]), set(seeds[12:])
-    assert len(first) == len(second) == 12 and not first & second  # a secret per call
+    assert len(first) == len(second) == 12 and not first & second  # a round per call
 
 
 def test_work_that_escapes_both_passes_is_rejected():
-    judge, _ = _judge([0.33, 0.33])
+    play, _ = _rounds([0.33, 0.33])
     with pytest.raises(Verdict) as got:
-        judge_timing.timed(judge, None)
+        judge_timing.timed(PLAN, play)
     assert got.value.status == "rejected"
     assert "work escaped the timed stream: 0.320 ms" in got.value.message
     assert "median outside the events: candidate 0.330 ms" in got.value.message
 
 
 def test_a_busy_device_after_most_calls_is_rejected():
-    escape = {"reported_ms": 0.06, "escaped_ms": 0.0, "slack_ms": 0.05, "reference_hidden_ms": 0,
-              "busy_probes": 5, "rounds": 10}  # fmt: skip
+    play, _ = _rounds([0.01])
+    escape = judge_timing.timed(PLAN, play).escape.model_copy(update={"busy_probes": 5})
     verdict = judge_timing.charge(escape, JOB)
     assert verdict.status == "rejected" and "still busy after 5 of 10" in verdict.message
-    assert judge_timing.charge({**escape, "busy_probes": 2}, JOB) is None
+    assert judge_timing.charge(escape.model_copy(update={"busy_probes": 2}), JOB) is None
 
 
 def test_a_time_reported_short_on_every_call_is_bounded_by_the_paired_rounds():
@@ -84,9 +76,9 @@ def test_a_time_reported_short_on_every_call_is_bounded_by_the_paired_rounds():
         ref_ms=[3.6] * 21,
         ref_hidden=[1.0 + n for n in noise],
     )
-    timing, paired, _ = judge_timing.figures(rounds, JOB, "cuda_events", {})
-    assert timing["median_ms"] == pytest.approx(3.6, abs=0.1)
-    assert paired["median_ms"] == pytest.approx(3.6)
+    timing, paired, _ = judge_timing.figures(rounds, PLAN)
+    assert timing.median_ms == pytest.approx(3.6, abs=0.1)
+    assert paired.median_ms == pytest.approx(3.6)
     draw = random.Random(0)
     honest = judge_timing.Rounds(
         cand_ms=[3.6] * 21,
@@ -94,8 +86,8 @@ def test_a_time_reported_short_on_every_call_is_bounded_by_the_paired_rounds():
         ref_ms=[3.6] * 21,
         ref_hidden=[1.0 + draw.uniform(0, 1.8) for _ in range(21)],
     )
-    timing, _, _ = judge_timing.figures(honest, JOB, "cuda_events", {})
-    assert timing["median_ms"] == pytest.approx(3.6)
+    timing, _, _ = judge_timing.figures(honest, PLAN)
+    assert timing.median_ms == pytest.approx(3.6)
 
 
 def test_on_the_cpu_a_call_takes_the_judges_clock_not_its_own_word():
@@ -111,8 +103,8 @@ def test_on_the_cpu_a_call_takes_the_judges_clock_not_its_own_word():
         ref_ms=[3.0] * 10,
         ref_hidden=[n for n in reversed(noise)],
     )
-    timing, paired, _ = judge_timing.figures(rounds, JOB, "perf_counter", {})
+    timing, paired, _ = judge_timing.figures(rounds, judge_timing.Plan(JOB, "perf_counter"))
     beyond = [a - b for a, b in zip(noise, reversed(noise), strict=True)]  # 0 in the median
-    slack = JOB["escape_slack_ms"]  # the least slack alone is taken off, not the spread
-    assert timing["median_ms"] == pytest.approx(3.0 + statistics.median(beyond) - slack)
-    assert paired["median_ms"] == pytest.approx(3.0)
+    slack = JOB.escape_slack_ms  # the least slack alone is taken off, not the spread
+    assert timing.median_ms == pytest.approx(3.0 + statistics.median(beyond) - slack)
+    assert paired.median_ms == pytest.approx(3.0)

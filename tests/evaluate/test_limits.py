@@ -67,6 +67,7 @@ def test_a_reference_failing_only_beside_a_candidate_is_the_candidates_failure(
     fail beside it. The evaluator runs the reference alone: if it runs, the candidate is blamed
     and the run goes on; if not, the task cannot be judged here."""
     from htam.evaluate.host.watchdog import JobOutcome
+    from htam.evaluate.judge.runner import Verdict
     from tests.evaluate.cases import FIXTURES, RELU
     from tests.evaluate.conftest import task_for
 
@@ -76,9 +77,9 @@ def test_a_reference_failing_only_beside_a_candidate_is_the_candidates_failure(
     seen = []
 
     def run(job, candidate=None, runner=None):
-        seen.append(job["kind"])
-        if job["kind"] == "judge":
-            failed = {"type": "verdict", "status": "error", "message": "CUDA out of memory"}
+        seen.append(job.kind)
+        if job.kind == "judge":
+            failed = Verdict.unjudgeable("CUDA out of memory").record()
             return JobOutcome(frames=[failed])
         if not alone_ok:
             return JobOutcome(killed="the reference's process ended", kill_kind="reference")
@@ -116,7 +117,7 @@ def test_the_references_host_memory_beside_a_candidate_is_never_the_candidates(
     breach = "the reference needs more host memory than the 1.0 GiB allowed"
 
     def run(job, candidate=None, runner=None):
-        seen.append(job["kind"])
+        seen.append(job.kind)
         return JobOutcome(killed=breach, kill_kind="reference")
 
     monkeypatch.setattr(cpu_evaluator, "_run", run)

@@ -107,7 +107,7 @@ def test_a_cuda_extension_is_built_ahead_for_this_device_only(gpu_evaluator):
     code = _fresh("honest_relu_cuda.py")
     calls = inline_calls.calls(code)
     assert calls, "the fixture's load_inline is plain: it is prebuilt"
-    assert gpu_evaluator.arch_list and "TORCH_CUDA_ARCH_LIST" in gpu_evaluator._job("x")["env"]
+    assert gpu_evaluator.arch_list and "TORCH_CUDA_ARCH_LIST" in gpu_evaluator._env()
     build_s = gpu_evaluator.prebuild(code, "cuda")
     result = gpu_evaluator.evaluate(task_for(RELU), code, "cuda")
     assert result.status.value == "ok", result.messages

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from htam.evaluate.frames import RunnerInfo
 from htam.evaluate.judge.runner import Runner, Verdict
 from htam.evaluate.sandbox.candidate_user import UID_BASE
 
@@ -35,7 +36,7 @@ def _spin() -> None:
 def test_a_process_that_runs_while_stopped_is_rejected():
     worker = _as_candidate(_spin)
     ours, _ = socket.socketpair()
-    runner = Runner(ours, {"uid": UID, "pid": worker, "by_uid": True}, trusted=False)
+    runner = Runner(ours, RunnerInfo(uid=UID, pid=worker, by_uid=True), trusted=False)
     try:
         time.sleep(0.1)
         runner.freeze(True)  # a busy process stops, and its time holds still

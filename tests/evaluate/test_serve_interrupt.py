@@ -11,9 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from htam.evaluate import channel, frames
 from htam.evaluate.host.folders import mountinfo
-from htam.evaluate.host.forkserver import scrubbed_env, send_frame
-from htam.evaluate.sandbox import isolation
+from htam.evaluate.host.forkserver import scrubbed_env
+from htam.evaluate.server_frames import Config
 
 ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -33,8 +34,7 @@ def _start(workroot: Path, home: Path) -> tuple[subprocess.Popen, socket.socket]
         start_new_session=True,
     )
     theirs.close()
-    config = {"workroot": str(workroot), "warm_cuda": False, "limits": isolation.Limits()}
-    send_frame(ours, config)
+    channel.send(ours, Config(workroot=str(workroot)))
     return proc, ours
 
 
@@ -85,8 +85,9 @@ def test_its_own_failure_keeps_its_traceback(tmp_path):
         text=True,
     )
     theirs.close()
-    send_frame(ours, {"no": "workroot"})  # a config it cannot use: a fault, not a goodbye
+    payload = b'{"no":"workroot"}'  # a config it cannot use: a fault, not a goodbye
+    ours.sendall(frames.HEADER.pack(len(payload)) + payload)
     _, stderr = proc.communicate(timeout=120)
     ours.close()
-    assert proc.returncode != 0 and "KeyError: 'workroot'" in stderr, stderr
+    assert proc.returncode != 0 and "ChannelError: malformed message" in stderr, stderr
     assert os.path.isdir(home)

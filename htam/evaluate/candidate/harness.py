@@ -22,8 +22,10 @@ import torch
 
 from htam.evaluate import buffers, channel, measure
 from htam.evaluate.candidate import kernels
+from htam.evaluate.frames import CandidateJob
 from htam.evaluate.host.compile_cache import CompileError, install_compile_cache
 from htam.evaluate.judge import gradients
+from htam.status import Status
 
 _perf = time.perf_counter
 _active_threads = threading.active_count
@@ -54,9 +56,9 @@ def _import(path: str):
 
 
 class Harness:
-    def __init__(self, sock: socket.socket, job: dict):
+    def __init__(self, sock: socket.socket, job: CandidateJob):
         self.sock = sock
-        self.device = job["device"]
+        self.device = job.device
         self.models: dict[int, object] = {}
         self.inputs: dict[int, list] = {}
         self.slots: dict[int, list[torch.Tensor]] = {}
@@ -64,62 +66,65 @@ class Harness:
         self.active = 0
         self.cls: type | None = None
         self.threads0 = _active_threads()
-        self.once = measure.timer(self.device, job["l2_flush_mb"])
+        self.once = measure.timer(self.device, job.l2_flush_mb)
         self.pending: list = []
         # the last collected call's outputs, held as a caller that keeps its last result would:
         # the next call's outputs may not share their storage
         self.held: list[torch.Tensor] = []
         # the reference's runner (trusted torch) is not checked for that: it holds nothing over,
         # which keeps a large task's outputs off the card once (scripts/device/gpu_memory.py)
-        self.hold = job.get("hold_outputs", True)
+        self.hold = job.hold_outputs
         self.kernels: kernels.Observer | None = None
 
     def send(self, message: dict) -> None:
+        """A reply as a plain JSON object: code of the candidate's may stand in for any of this
+        process's (attacks patch this method), so nothing here is trusted; the judge decodes
+        each reply into one of ``channel``'s typed messages, or refuses it."""
         channel.send(self.sock, message)
 
-    def fail(self, status: str, message: str) -> None:
+    def fail(self, status: channel.FailStatus, message: str) -> None:
         self.send({"type": "failed", "status": status, "message": message[-7000:]})
 
     # ------------------------------------------------------------------ stages
 
-    def build(self, job: dict) -> bool:
-        compile_s = install_compile_cache(job["extension_dir"])
+    def build(self, job: CandidateJob) -> bool:
+        compile_s = install_compile_cache(job.extension_dir)
         self.kernels = kernels.install()
         t0 = _perf()
         try:
-            module = _import(job["code_path"])
+            module = _import(job.code_path)
         except BaseException as exc:  # noqa: BLE001 - anything the candidate raises is its failure
-            self.fail("compile_error", _excerpt(exc))
+            self.fail(Status.COMPILE_ERROR, _excerpt(exc))
             return False
         cls = getattr(module, "ModelNew", None)
         if not isinstance(cls, type):
-            self.fail("compile_error", "the solution defines no class ModelNew")
+            self.fail(Status.COMPILE_ERROR, "the solution defines no class ModelNew")
             return False
         self.cls = cls
         self.send({"type": "built", "import_s": _perf() - t0, "compile_s": compile_s()})
         return True
 
-    def model(self, msg: dict) -> None:
-        torch.manual_seed(msg["seed"])
+    def model(self, msg: channel.Model) -> None:
+        torch.manual_seed(msg.seed)
         if self.cls is None:
             raise RuntimeError("no ModelNew loaded before the init")
-        model = self.cls(*msg["init_args"])
+        model = self.cls(*msg.init_args)
         if isinstance(model, torch.nn.Module):
             model = model.to(self.device)
-        self.models[msg["config"]] = model
-        self.active = msg["config"]
+        self.models[msg.config] = model
+        self.active = msg.config
         self.send({"type": "ready"})
 
-    def lend(self, msg: dict, fds: list[int]) -> None:
+    def lend(self, msg: channel.Buffers, fds: list[int]) -> None:
         fds = list(fds)
 
         def take(desc: dict) -> torch.Tensor:
             return buffers.borrow(desc, fds.pop(0) if "handle" not in desc else None)
 
-        k = msg["config"]
-        self.inputs[k] = [take(a["tensor"]) if "tensor" in a else a["value"] for a in msg["inputs"]]
-        self.slots[k] = [take(d) for d in msg["outputs"]]
-        self.grads[k] = int(msg.get("grad_outputs", 0))
+        k = msg.config
+        self.inputs[k] = [take(a["tensor"]) if "tensor" in a else a["value"] for a in msg.inputs]
+        self.slots[k] = [take(d) for d in msg.outputs]
+        self.grads[k] = msg.grad_outputs
         self.send({"type": "ready"})
 
     def call(self, key: int | None = None) -> None:
@@ -232,43 +237,47 @@ class Harness:
 
     # ------------------------------------------------------------------ the loop
 
-    def serve(self, job: dict) -> None:
+    def serve(self, job: CandidateJob) -> None:
         """Null calls (before any candidate code exists), then the build, then the judge's
         requests, until it says exit or goes away."""
         while True:
             try:
-                msg, fds = channel.recv(self.sock, 3600.0, with_fds=True)
+                msg, fds = channel.recv(self.sock, 3600.0, channel.REQUEST, with_fds=True)
             except channel.ChannelError:
-                return  # the judge is gone: nothing left to do
-            op = msg.get("op")
-            if op == "exit":
+                return  # the judge is gone (or broke its protocol): nothing left to do
+            if msg.op == "exit":
                 return
             try:
-                if op == "null":
-                    self.call()
-                elif op == "build":
-                    if not self.build(job):
-                        return
-                elif op == "model":
-                    self.model(msg)
-                elif op == "buffers":
-                    self.lend(msg, fds)
-                elif op == "use":
-                    self.active = msg["config"]
-                    self.send({"type": "ready"})
-                elif op == "call":
-                    self.call(int(msg["key"]))
-                elif op == "collect":
-                    self.collect()
-                elif op == "probe":
-                    self.probe()
+                if not self.answer(msg, fds, job):
+                    return
             except _Rejected as rej:
-                self.fail("rejected", str(rej))
+                self.fail(Status.REJECTED, str(rej))
                 return
             except BaseException as exc:  # noqa: BLE001
-                status = "compile_error" if _is_compile_failure(exc) else "runtime_error"
-                self.fail(status, _excerpt(exc))
+                failure = _is_compile_failure(exc)
+                self.fail(Status.COMPILE_ERROR if failure else Status.RUNTIME_ERROR, _excerpt(exc))
                 return
+
+    def answer(self, msg: channel.Request, fds: list[int], job: CandidateJob) -> bool:
+        """Do what ``msg`` asks; False when the harness is done (its build failed)."""
+        if isinstance(msg, channel.Null):
+            self.call()
+        elif isinstance(msg, channel.Build):
+            return self.build(job)
+        elif isinstance(msg, channel.Model):
+            self.model(msg)
+        elif isinstance(msg, channel.Buffers):
+            self.lend(msg, fds)
+        elif isinstance(msg, channel.Use):
+            self.active = msg.config
+            self.send({"type": "ready"})
+        elif isinstance(msg, channel.Call):
+            self.call(msg.key)
+        elif isinstance(msg, channel.Collect):
+            self.collect()
+        elif isinstance(msg, channel.Probe):
+            self.probe()
+        return True
 
 
 class _Rejected(Exception):
@@ -287,11 +296,11 @@ def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a0 < b0 + sb.nbytes() and b0 < a0 + sa.nbytes()
 
 
-def run(job: dict, sock: socket.socket) -> None:
+def run(job: CandidateJob, sock: socket.socket) -> None:
     """The candidate process's whole life after isolation: build, then serve the judge."""
-    os.environ.update(job.get("env", {}))
-    if job.get("nice"):  # a build beside a timing: the judge's clock keeps its core
-        os.nice(job["nice"])
-    if job["device"] == "cuda":
+    os.environ.update(job.env)
+    if job.nice:  # a build beside a timing: the judge's clock keeps its core
+        os.nice(job.nice)
+    if job.device == "cuda":
         torch.empty(1, device="cuda")
     Harness(sock, job).serve(job)

@@ -56,8 +56,8 @@ def prebuild(ev: Evaluator, code: str, language: str) -> float:
             outcome = ev._run(job, spec, gpu=False)
         except ForkServerError:
             break  # the timed evaluation builds it, and meets the server's fate
-        res = outcome.result or {}
-        if outcome.job_dir and res.get("status") == "ok" and not outcome.killed:
+        status = outcome.result.get("status") if outcome.result else None
+        if outcome.job_dir and status == "ok" and not outcome.killed:
             integrity.promote(ev.cache_dir, Path(outcome.job_dir), name, parts=("ext",))
         if outcome.job_dir:
             folders.remove(outcome.job_dir)

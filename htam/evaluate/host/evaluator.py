@@ -9,44 +9,27 @@ import hashlib
 import itertools
 import tempfile
 import weakref
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from htam.evaluate import footprint, roofline
+from htam.evaluate import footprint, frames, roofline
 from htam.evaluate.eval_config import EvalConfig
-from htam.evaluate.host import build_stage, folders, integrity, pch
+from htam.evaluate.host import build_stage, folders, integrity, pch, references
+from htam.evaluate.host.errors import EvaluatorError
 from htam.evaluate.host.forkserver import ForkServer, ForkServerError
 from htam.evaluate.host.gpu_queue import GpuQueue
+from htam.evaluate.host.references import TIMING_KEYS, Reference
 from htam.evaluate.host.static import check_source
-from htam.evaluate.host.verdict import EVALUATOR_FAILED, add_timing, judge_outcome
+from htam.evaluate.host.verdict import add_timing, blame, judge_outcome
 from htam.evaluate.host.watchdog import JobOutcome, Limits, run_job
 from htam.evaluate.result import EvalResult, truncate
 from htam.evaluate.sandbox import isolation
-from htam.status import EVALUATOR_GPU_MEMORY, Fault, Status
+from htam.status import Fault, Status
 from htam.tasks.task import Task, TaskError
 from htam.vocab import LANGUAGES
 
-# What a reference job checks, in its cached results' names: a change of the rules is a new
-# name (2: outputs a candidate cannot be judged against, trusted_jobs.unjudgeable).
-REFERENCE_RULES = 2
-_TIMING_KEYS = ("warmup_ms", "timing_budget_ms", "min_timed", "max_timed", "l2_flush_mb")
 MAX_SOLUTION_BYTES = 1 << 20
 CGROUP_HEADROOM_MB = 64
 DISK_LIMIT_MB = 4096  # what a job directory may hold: its tmpfs's size, and the watchdog's limit
-
-
-class EvaluatorError(Exception):
-    """The evaluator itself cannot work (no device, a broken reference): not the candidate's fault."""
-
-
-@dataclass
-class Reference:
-    flops: int
-    nbytes: int
-    dtypes: list[str]
-    timing: dict | None = None
-    compile_timing: dict | None = None
-    messages: list[str] = field(default_factory=list)
 
 
 class Evaluator:
@@ -72,15 +55,16 @@ class Evaluator:
         except BaseException:  # Ctrl-C while it starts: the server goes before its folder
             self.close()
             raise
-        probe = outcome.result or {}
-        if "device" not in probe:
+        probe = outcome.result
+        if not isinstance(probe, frames.Probed) or not probe.device:
             self.close()
-            raise EvaluatorError(probe.get("error") or f"the probe process failed: {outcome.log}")
-        self.device_name: str = probe["device"]
-        self.torch_version: str = probe["torch"]
-        self.arch_list = probe.get("capability")
-        self.gpu_total: int = probe.get("gpu_total", 0)
-        self.gpu_free: int = probe.get("gpu_free", 0)
+            why = probe.error if isinstance(probe, frames.Probed) else None
+            raise EvaluatorError(why or f"the probe process failed: {outcome.log}")
+        self.device_name: str = probe.device
+        self.torch_version: str = probe.torch
+        self.arch_list = probe.capability
+        self.gpu_total: int = probe.gpu_total
+        self.gpu_free: int = probe.gpu_free
 
     @property
     def isolation(self) -> str:
@@ -132,8 +116,8 @@ class Evaluator:
             DISK_LIMIT_MB,
         )
 
-    def _job(self, kind: str, task: Task | None = None, **extra) -> dict:
-        c = self.config
+    def _env(self) -> dict[str, str]:
+        """The variables of every child's job: its caches, and how it compiles here."""
         env = {
             "TORCHINDUCTOR_CACHE_DIR": str(self.cache_dir / "inductor"),
             "TRITON_CACHE_DIR": str(self.cache_dir / "triton"),
@@ -142,40 +126,46 @@ class Evaluator:
             env["TRITON_INTERPRET"] = "1"
         elif self.arch_list and not build_stage.legacy():
             env["TORCH_CUDA_ARCH_LIST"] = self.arch_list
-        job = {
-            "kind": kind,
-            "device": self.device,
-            "env": env,
-            "size": c.size,
-            "seeds": [c.seed + i for i in range(c.trials)],
-            "init_seed": c.seed,
-            "timing": {k: getattr(c, k) for k in _TIMING_KEYS},
-        }
-        if task is not None:
-            job["task_source"] = task.source
-        job.update(extra)
-        return job
+        return env
+
+    def _job(self, kind: str, task: Task | None = None, **extra) -> frames.Job:
+        c = self.config
+        return frames.Job.model_validate(
+            {
+                "kind": kind,
+                "device": self.device,
+                "env": self._env(),
+                "size": c.size,
+                "seeds": [c.seed + i for i in range(c.trials)],
+                "init_seed": c.seed,
+                "timing": {k: getattr(c, k) for k in TIMING_KEYS},
+                "task_source": task.source if task is not None else None,
+                **extra,
+            }
+        )
 
     def _run(
         self,
-        job: dict,
+        job: frames.Job,
         candidate: dict | None = None,
         runner: dict | None = None,
         gpu: bool = True,
     ) -> JobOutcome:
-        """Run a job; one that uses the device (``gpu``) waits for the device's queue."""
+        """Run a job; one that uses the device (``gpu``) waits for the device's queue. The
+        runners' specs are ``_candidate_spec``'s, changed where a job needs it."""
         workdir = self._workroot / f"judge{next(self._jobs)}"
-        held = self.queue.held(job["kind"]) if gpu else contextlib.nullcontext()
+        held = self.queue.held(job.kind) if gpu else contextlib.nullcontext()
+        cand, ref = (None if s is None else frames.CandidateJob(**s) for s in (candidate, runner))
         try:
             with held:
-                return run_job(self._server(), job, workdir, self._limits(), candidate, runner)
+                return run_job(self._server(), job, workdir, self._limits(), cand, ref)
         except ForkServerError:
             self._restart_server()  # the next evaluation gets a working server
             raise
         finally:
             folders.remove(workdir)
 
-    def _trusted(self, job: dict) -> JobOutcome:
+    def _trusted(self, job: frames.Job) -> JobOutcome:
         try:
             return self._run(job)
         except ForkServerError as exc:
@@ -188,27 +178,12 @@ class Evaluator:
         if cached:
             return cached
         outcome = self._trusted(self._job("peaks"))
-        if not outcome.result or "peaks" not in outcome.result:
+        if not isinstance(outcome.result, frames.Peaks):
             raise EvaluatorError(f"measuring device peaks failed: {outcome.killed or outcome.log}")
-        roofline.store_peaks(self.cache_dir, self.device_name, outcome.result["peaks"])
-        return outcome.result["peaks"]
+        roofline.store_peaks(self.cache_dir, self.device_name, outcome.result.peaks)
+        return outcome.result.peaks
 
     # ------------------------------------------------------------------ reference
-
-    def _time_compile(self) -> bool:
-        wanted = self.config.time_compile_reference
-        return self.device == "cuda" if wanted is None else wanted
-
-    def _reference_file(self, task: Task) -> Path:
-        c = self.config
-        key = (
-            f"{REFERENCE_RULES}|{task.digest}|{c.size}|{self.device_name}|{self.torch_version}|{c.seed}|{c.trials}"
-            f"|{'compile' if self._time_compile() else 'eager'}"
-            # the alone time is set against the paired one (reference_drift): same settings
-            + "".join(f"|{getattr(c, k)}" for k in _TIMING_KEYS)
-        )
-        name = f"{task.id.replace('/', '_')}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
-        return self.cache_dir / "reference" / name
 
     def reference(self, task: Task, timed: bool = True) -> Reference:
         """Cost and (when ``timed``) eager and torch.compile times of the reference. Untimed is
@@ -224,27 +199,7 @@ class Evaluator:
             ref = self._references[task.digest]
             if ref.timing is not None or not timed:
                 return ref
-        path = self._reference_file(task)
-        cached = integrity.read_sealed(self.cache_dir, path)
-        if cached is not None:
-            ref = Reference(**cached)
-            self._references[task.digest] = ref
-            return ref
-        compile_too = timed and self._time_compile()
-        if compile_too and self.device == "cuda":
-            self._warm(task)
-        job = self._job("reference", task, time=timed, time_compile=compile_too)
-        outcome = self._trusted(job)
-        frames = {f.get("type"): f for f in outcome.frames}
-        res = frames.get("result")
-        if outcome.killed or res is None or res.get("status") != "ok":
-            raise TaskError(task.id, f"the reference failed to run: {_reference_cause(outcome)}")
-        cost = frames["cost"]
-        ref = Reference(cost["flops"], cost["bytes"], cost["dtypes"])
-        if timed:
-            ref.timing, ref.compile_timing = res["timing"], res.get("compile_timing")
-            ref.messages = [res["message"]] if res.get("message") else []
-            integrity.write_sealed(self.cache_dir, path, asdict(ref))
+        ref = references.load(self, task, timed)
         self._references[task.digest] = ref
         return ref
 
@@ -316,32 +271,7 @@ class Evaluator:
             return result
         result.log = truncate(outcome.log)
         judge_outcome(result, outcome, self.config)
-        # The reference's host memory beside a candidate is the judge's and its runner's alone
-        # (the slots it lends the candidate included): a candidate cannot raise it, and the
-        # task cannot be judged at this limit (every candidate of Robust-KBench's
-        # llama_rmsnorm blamed on the CPU). Anything else the reference met beside the candidate
-        # but not alone (GPU memory) is the candidate's doing.
-        host_memory = outcome.kill_kind == "reference"
-        cause = result.messages[0].removeprefix(f"{EVALUATOR_FAILED}: ") if result.messages else ""
-        if (
-            (result.infrastructure or result.status is Status.RUNTIME_ERROR)
-            and footprint.is_gpu_oom(cause)
-            and footprint.crowds(ref.nbytes, self.gpu_free)
-        ):
-            # the evaluation's own share of the card explains it (the reference's runner or the
-            # candidate ran out of it): not the candidate's fault, and nothing to learn
-            result.status = Status.RUNTIME_ERROR
-            why = footprint.crowded_cause(ref.nbytes, self.gpu_free, cause)
-            result.messages = [f"{EVALUATOR_GPU_MEMORY}: {why}"]
-            result.fault = Fault.EVALUATOR
-        elif result.infrastructure and not host_memory and self._reference_runs_alone(task):
-            # the only difference was the candidate beside it (a candidate holding
-            # the GPU's memory made the reference's runner fail and stopped the run)
-            result.infrastructure = False
-            result.messages = [
-                f"the reference failed beside this candidate ({cause}) but runs alone: the "
-                "candidate's use of shared resources (GPU memory, the machine's) is blamed"
-            ]
+        blame(result, outcome, ref.nbytes, self.gpu_free, lambda: references.runs_alone(self, task))
         if outcome.job_dir and result.status is Status.OK:  # a failed build is not reused
             integrity.promote(self.cache_dir, Path(outcome.job_dir), code_digest)
         for folder in (outcome.job_dir, outcome.runner_dir):
@@ -357,7 +287,7 @@ class Evaluator:
             "language": language,
             "device": self.device,
             "l2_flush_mb": self.config.l2_flush_mb,
-            "env": self._job("x")["env"],
+            "env": self._env(),
             "preload": str(preload) if preload else None,
         }
 
@@ -365,15 +295,6 @@ class Evaluator:
         """Build what can be built of the code off the device's queue (build_stage.prebuild);
         the seconds it took."""
         return build_stage.prebuild(self, code, language)
-
-    def _reference_runs_alone(self, task: Task) -> bool:
-        """Whether the reference, untimed in a job of its own, runs to a result."""
-        try:
-            outcome = self._trusted(self._job("reference", task, time=False, time_compile=False))
-        except EvaluatorError:
-            return False
-        res = outcome.result
-        return not outcome.killed and res is not None and res.get("status") == "ok"
 
     def close(self) -> None:
         if self.server is not None:
@@ -386,17 +307,6 @@ class Evaluator:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _reference_cause(outcome: JobOutcome) -> str:
-    if outcome.killed:
-        return outcome.killed
-    res = outcome.result
-    if res is not None and res.get("message"):
-        return res["message"]
-    lines = [line for line in outcome.judge_log.strip().splitlines() if line.strip()]
-    last = lines[-1].strip() if lines else "no output"
-    return f"its process ended without a result ({last})"
 
 
 __all__ = ["Evaluator", "EvaluatorError", "Reference"]

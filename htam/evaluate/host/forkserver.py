@@ -15,17 +15,17 @@ from it has a timeout; a server that died or stopped answering is reported and r
 from __future__ import annotations
 
 import os
-import pickle
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
+from htam.evaluate import channel, frames
+from htam.evaluate import server_frames as sf
 from htam.evaluate.eval_config import env_allowed
 from htam.evaluate.host import folders
 from htam.evaluate.sandbox import isolation
@@ -37,7 +37,7 @@ PRELOAD = (
     "htam.evaluate.candidate.harness",
 )
 OPTIONAL_PRELOAD = ("triton", "triton.language")
-_HEADER = struct.Struct("!Q")
+R = TypeVar("R")
 CONTROL_TIMEOUT_S = 60.0  # no control answer takes longer unless the server is dead or stopped
 
 
@@ -56,39 +56,6 @@ def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def send_frame(sock: socket.socket, obj: object, fds: list[int] | None = None) -> None:
-    payload = pickle.dumps(obj)
-    data = _HEADER.pack(len(payload)) + payload
-    if fds:
-        socket.send_fds(sock, [data[:1]], fds)
-        data = data[1:]
-    sock.sendall(data)
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    chunks, got = [], 0
-    while got < n:
-        chunk = sock.recv(min(n - got, 1 << 20))
-        if not chunk:
-            raise EOFError("fork server connection closed")
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
-
-
-def recv_frame(sock: socket.socket, with_fds: bool = False) -> tuple[Any, list[int]]:
-    fds: list[int] = []
-    if with_fds:
-        first, fds, _, _ = socket.recv_fds(sock, 1, 8)
-        if not first:
-            raise EOFError("fork server connection closed")
-        head = first + _recv_exact(sock, _HEADER.size - 1)
-    else:
-        head = _recv_exact(sock, _HEADER.size)
-    (n,) = _HEADER.unpack(head)
-    return pickle.loads(_recv_exact(sock, n)), fds
-
-
 class ForkServer:
     """Client side: starts the server process and asks it for children. Only trusted code
     (the evaluator) talks to it; candidates never hold its socket."""
@@ -104,11 +71,9 @@ class ForkServer:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._home = tempfile.mkdtemp(prefix="htam-forkserver-", dir=workroot)
         self._workroot = workroot
-        config = {
-            "workroot": str(workroot),
-            "warm_cuda": warm_cuda,
-            "limits": limits or isolation.Limits(),
-        }
+        config = sf.Config(
+            workroot=str(workroot), warm_cuda=warm_cuda, limits=limits or isolation.Limits()
+        )
         # The server runs this very htam, whichever one an installed path would find.
         root = str(Path(__file__).resolve().parents[3])
         path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
@@ -123,41 +88,45 @@ class ForkServer:
         theirs.close()
         self._sock = ours
         try:
-            send_frame(ours, config)
-            ready = self._ask(None, timeout_s=300.0)
+            channel.send(ours, config)
+            ready = self._ask(None, sf.Ready, timeout_s=300.0)
         except BaseException:
             # Ctrl-C while it imports torch: it leads a session of its own, so nothing else
             # stops it, and its home is removed next; it must be gone first
             self.kill()
             raise
-        if ready.get("op") != "ready":
-            self.kill()
-            raise ForkServerError(f"fork server failed to start: {ready}")
-        self.plan: isolation.Plan = ready["plan"]
+        self.plan: isolation.Plan = ready.plan
 
     def _ask(
         self,
-        request: dict | None,
+        request: sf.Request | None,
+        kind: type[R],
         fds: list[int] | None = None,
         timeout_s: float = CONTROL_TIMEOUT_S,
         fds_back: list[int] | None = None,
-    ) -> dict:
-        """Send ``request`` (with ``fds``) and return the reply; descriptors that came with the
-        reply are appended to ``fds_back`` (given: they are the caller's to close)."""
+    ) -> R:
+        """Send ``request`` (with ``fds``) and return the reply, which must be a ``kind``;
+        descriptors that came with the reply are appended to ``fds_back`` (given: they are the
+        caller's to close)."""
         with self._lock:
             try:
                 if request is not None:
-                    send_frame(self._sock, request, fds)
-                self._sock.settimeout(timeout_s)
-                reply, back = recv_frame(self._sock, with_fds=True)
-                if fds_back is None:
-                    for fd in back:
-                        os.close(fd)
-                else:
-                    fds_back.extend(back)
-                return reply
-            except (OSError, EOFError, pickle.UnpicklingError) as exc:
+                    channel.send(self._sock, request, fds)
+                reply, back = channel.recv(
+                    self._sock, timeout_s, sf.REPLY, with_fds=True, limit=frames.MAX_TRUSTED_FRAME
+                )
+            except (OSError, channel.ChannelError) as exc:
                 raise ForkServerError(self._why(exc)) from None
+        if fds_back is None:
+            for fd in back:
+                os.close(fd)
+        else:
+            fds_back.extend(back)
+        if not isinstance(reply, kind):
+            for fd in back:
+                os.close(fd)
+            raise ForkServerError(f"the fork server answered {reply.op!r}, not {kind.__name__}")
+        return reply
 
     def _why(self, exc: BaseException) -> str:
         try:
@@ -167,57 +136,49 @@ class ForkServer:
         if code is not None:
             how = f"signal {-code}" if code < 0 else f"exit code {code}"
             return f"the evaluator's fork server died ({how})"
-        if isinstance(exc, TimeoutError):
+        if isinstance(exc, (TimeoutError, channel.ChannelTimeout)):
             return "the evaluator's fork server stopped answering"
         return f"the evaluator's fork server broke its channel ({type(exc).__name__})"
 
-    def judge(self, job: dict, log: Path, result_fd: int, sock_fds: list[int]) -> int:
+    def judge(self, job: frames.Job, log: Path, result_fd: int, sock_fds: list[int]) -> int:
         fds = [result_fd, *sock_fds]
-        return self._started(self._ask({"op": "judge", "job": job, "log": str(log)}, fds))["pid"]
+        started = _started(self._ask(sf.StartJudge(job=job, log=str(log)), sf.Started, fds))
+        assert started.pid is not None  # _started refuses a reply without one
+        return started.pid
 
-    def candidate(self, job: dict, sock_fd: int) -> dict:
-        """Hand ``job`` to the candidate standby: its pid, user id, job directory and
-        ``log_fd``, a descriptor of its output log opened before it ran (the caller's to
-        close)."""
+    def candidate(self, job: frames.CandidateJob, sock_fd: int) -> Runner:
+        """Hand ``job`` to the candidate standby: its pid, user id, job directory and a
+        descriptor of its output log opened before it ran (the caller's to close)."""
         back: list[int] = []
-        reply = self._ask({"op": "candidate", "job": job}, [sock_fd], fds_back=back)
+        reply = self._ask(sf.StartCandidate(job=job), sf.Started, [sock_fd], fds_back=back)
         try:
-            started = self._started(reply)
+            started = _started(reply)
+            if len(back) != 1:
+                raise ForkServerError("the fork server sent no descriptor of the candidate's log")
         except ForkServerError:
             for fd in back:
                 os.close(fd)
             raise
-        if len(back) != 1:
-            for fd in back:
-                os.close(fd)
-            raise ForkServerError("the fork server sent no descriptor of the candidate's log")
-        return {**started, "log_fd": back[0]}
-
-    @staticmethod
-    def _started(reply: dict) -> dict:
-        if reply.get("pid") is None:
-            raise ForkServerError(reply.get("error", "a child could not start"))
-        return reply
+        return Runner(started, back[0])
 
     def wait(self, pid: int, timeout_s: float = 5.0) -> int | None:
         """Reap ``pid``: its exit code, or minus the signal number that ended it."""
-        reply = self._ask(
-            {"op": "wait", "pid": pid, "timeout": timeout_s}, timeout_s=timeout_s + 30
-        )
-        return reply["status"]
+        request = sf.Wait(pid=pid, timeout=timeout_s)
+        return self._ask(request, sf.Waited, timeout_s=timeout_s + 30).status
 
     def release(self, pid: int) -> None:
         """Leave ``pid`` (already killed) for the server to reap in the background."""
-        self._ask({"op": "release", "pid": pid})
+        self._ask(sf.Release(pid=pid), sf.Done)
 
     def kill_uid(self, uid: int) -> None:
-        self._ask({"op": "kill_uid", "uid": uid})
+        self._ask(sf.KillUid(uid=uid), sf.Done)
 
     def alive(self) -> bool:
         if self.process.poll() is not None:
             return False
         try:
-            return self._ask({"op": "ping"}, timeout_s=10.0).get("op") == "pong"
+            self._ask(sf.Ping(), sf.Pong, timeout_s=10.0)
+            return True
         except ForkServerError:
             return False
 
@@ -225,7 +186,7 @@ class ForkServer:
         if self.process.poll() is None:
             try:
                 with self._lock:
-                    send_frame(self._sock, {"op": "exit"})
+                    channel.send(self._sock, sf.Exit())
                 self.process.wait(timeout=10)
             except (OSError, subprocess.TimeoutExpired):
                 pass
@@ -243,3 +204,27 @@ class ForkServer:
         self._sock.close()
         if os.geteuid() == 0:
             folders.unmount_all(self._workroot)
+
+
+class Runner:
+    """An isolated runner the fork server started: how it started (``info``: pid, user id, job
+    directory, control group) and the descriptor of its output log, opened before it ran."""
+
+    def __init__(self, info: sf.Started, log_fd: int):
+        if info.pid is None or info.dir is None or info.uid is None:
+            raise ForkServerError(
+                "the fork server started a runner without its pid, user or folder"
+            )
+        self.info, self.log_fd = info, log_fd
+        self.pid, self.uid, self.dir, self.by_uid = info.pid, info.uid, info.dir, info.by_uid
+        self.group = info.group
+
+    def identity(self) -> frames.RunnerInfo:
+        """What the judge needs of it: which processes to stop, and how."""
+        return frames.RunnerInfo(uid=self.uid, pid=self.pid, by_uid=self.by_uid)
+
+
+def _started(reply: sf.Started) -> sf.Started:
+    if reply.pid is None:
+        raise ForkServerError(reply.error or "a child could not start")
+    return reply

@@ -64,7 +64,7 @@ class GpuQueue:
     ) -> None:
         """A candidate's event: its build off the queue, its timed job (``outcome``, a
         watchdog.JobOutcome) and what that job still compiled itself."""
-        res = outcome.result or {}
+        verdict = outcome.verdict
         self.record(
             {
                 "event": "candidate",
@@ -72,9 +72,9 @@ class GpuQueue:
                 "language": language,
                 "build_s": build_s,
                 "gpu_s": outcome.wall_s,
-                "job_compile_s": res.get("compile_s", 0.0),
+                "job_compile_s": verdict.compile_s if verdict else 0.0,
                 "prebuilt": prebuilt,
-                "status": res.get("status"),
+                "status": _legacy_status(verdict),
             }
         )
 
@@ -90,3 +90,11 @@ class GpuQueue:
             if self._sink is not None:
                 with open(self._sink, "a") as f:
                     f.write(json.dumps(event) + "\n")
+
+
+def _legacy_status(verdict) -> str | None:
+    """The verdict's status as the queue's log has always written it ("error": the task could
+    not be judged)."""
+    if verdict is None:
+        return None
+    return "error" if verdict.infrastructure else str(verdict.status)

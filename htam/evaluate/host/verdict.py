@@ -5,14 +5,15 @@ gives after comparing every output itself) on a job the watchdog did not end."""
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
 
-from htam.evaluate import roofline
+from htam.evaluate import footprint, roofline
 from htam.evaluate.eval_config import EvalConfig
+from htam.evaluate.frames import TimingFigures, Verdict
 from htam.evaluate.host.watchdog import JobOutcome
 from htam.evaluate.result import EvalResult, Timing
-from htam.status import Status
+from htam.status import EVALUATOR_GPU_MEMORY, Fault, Status
 
-_STATUSES = {s.value for s in Status}
 # paired / alone reference time beyond which a result is flagged: on a GPU, and on a CPU, where
 # other work on the machine moves both by more (a step's reference took 14x the time
 # of another's on a loaded machine, and that step's speedup became the run's best)
@@ -32,7 +33,7 @@ def signal_name(code: int | None) -> str:
 
 
 def judge_outcome(result: EvalResult, outcome: JobOutcome, config: EvalConfig) -> None:
-    verdict = outcome.result
+    verdict = outcome.verdict
     if outcome.killed:
         kind = outcome.kill_kind
         result.status = Status.TIMEOUT if kind == "timeout" else Status.RUNTIME_ERROR
@@ -47,16 +48,16 @@ def judge_outcome(result: EvalResult, outcome: JobOutcome, config: EvalConfig) -
             "the judge ended without a verdict: " + _last_line(outcome.judge_log, "no output")
         ]
         return
-    status, message = verdict.get("status"), verdict.get("message") or ""
-    if status == "ok":
+    status, message = verdict.status, verdict.message
+    if status is Status.OK:
         result.status = Status.OK
         return
-    if status == "error":  # the task, not the candidate: say so plainly
+    if verdict.infrastructure:  # the task, not the candidate: say so plainly
         result.status = Status.RUNTIME_ERROR
         result.messages = [f"{EVALUATOR_FAILED}: {message}"]
         result.infrastructure = True
         return
-    result.status = Status(status) if status in _STATUSES else Status.RUNTIME_ERROR
+    result.status = status
     if message == "the candidate's process ended":
         message = (
             f"the candidate's process ended ({signal_name(outcome.candidate_exit)}): "
@@ -65,13 +66,50 @@ def judge_outcome(result: EvalResult, outcome: JobOutcome, config: EvalConfig) -
     result.messages = [message or f"{status} without a message"]
 
 
+def blame(
+    result: EvalResult,
+    outcome: JobOutcome,
+    ref_nbytes: int,
+    gpu_free: int,
+    runs_alone: Callable[[], bool],
+) -> None:
+    """Whose failure a failed evaluation is, where the judge could not tell: the evaluation's
+    own share of the card, or the candidate beside a reference that ``runs_alone``."""
+    # The reference's host memory beside a candidate is the judge's and its runner's alone
+    # (the slots it lends the candidate included): a candidate cannot raise it, and the
+    # task cannot be judged at this limit (every candidate of Robust-KBench's
+    # llama_rmsnorm blamed on the CPU). Anything else the reference met beside the candidate
+    # but not alone (GPU memory) is the candidate's doing.
+    host_memory = outcome.kill_kind == "reference"
+    cause = result.messages[0].removeprefix(f"{EVALUATOR_FAILED}: ") if result.messages else ""
+    if (
+        (result.infrastructure or result.status is Status.RUNTIME_ERROR)
+        and footprint.is_gpu_oom(cause)
+        and footprint.crowds(ref_nbytes, gpu_free)
+    ):
+        # the evaluation's own share of the card explains it (the reference's runner or the
+        # candidate ran out of it): not the candidate's fault, and nothing to learn
+        result.status = Status.RUNTIME_ERROR
+        why = footprint.crowded_cause(ref_nbytes, gpu_free, cause)
+        result.messages = [f"{EVALUATOR_GPU_MEMORY}: {why}"]
+        result.fault = Fault.EVALUATOR
+    elif result.infrastructure and not host_memory and runs_alone():
+        # the only difference was the candidate beside it (a candidate holding
+        # the GPU's memory made the reference's runner fail and stopped the run)
+        result.infrastructure = False
+        result.messages = [
+            f"the reference failed beside this candidate ({cause}) but runs alone: the "
+            "candidate's use of shared resources (GPU memory, the machine's) is blamed"
+        ]
+
+
 def _last_line(log: str, default: str) -> str:
     lines = [line.strip() for line in log.strip().splitlines() if line.strip()]
     return lines[-1][:300] if lines else default
 
 
-def timing_fields(t: dict) -> dict:
-    return {k: t[k] for k in Timing.__dataclass_fields__ if k in t}
+def timing_fields(t: TimingFigures) -> dict:
+    return t.model_dump(include=set(Timing.__dataclass_fields__))
 
 
 def add_timing(
@@ -79,25 +117,25 @@ def add_timing(
 ) -> None:
     """A correct result's times, speedups, share of speed of light and timing flags, from the
     judge's verdict and the reference's own times (``ref``: the evaluator's Reference)."""
-    res = outcome.result
-    if res is None:
-        raise ValueError("a correct result without the judge's verdict")
-    result.timing = Timing(**timing_fields(res["timing"]))
-    result.runtime_ms = res["timing"]["median_ms"]
-    result.ref_runtime_ms = res["paired_reference"]["median_ms"]
+    res = outcome.verdict
+    if res is None or res.timing is None or res.paired_reference is None or res.escape is None:
+        raise ValueError("a correct result without the judge's verdict and its figures")
+    result.timing = Timing(**timing_fields(res.timing))
+    result.runtime_ms = res.timing.median_ms
+    result.ref_runtime_ms = res.paired_reference.median_ms
     if ref.compile_timing and ref.timing:
         # torch.compile's time, carried onto this run's clock by the eager/compiled ratio
         # that the reference's process measured side by side.
         ratio = ref.compile_timing["median_ms"] / ref.timing["median_ms"]
         result.ref_compile_runtime_ms = result.ref_runtime_ms * ratio
     result.breakdown_s = _breakdown(outcome, res)
-    result.flags += res.get("notes", [])
+    result.flags += res.notes
     c = config
     if not result.timing.meaningful:
         result.messages.append("timings under the Triton interpreter are not meaningful")
     bound = roofline.lower_bound(ref.flops, ref.nbytes, ref.dtypes, peaks)
     result.sol_fraction, result.bound = bound.time_ms / result.runtime_ms, bound.kind
-    slack = res["escape"]["slack_ms"]
+    slack = res.escape.slack_ms
     if result.timing.meaningful and result.runtime_ms < 2 * slack:
         result.flags.append(
             f"calls of {result.runtime_ms:.3f} ms are within 2x of the judge's clock "
@@ -144,13 +182,13 @@ def reference_drift(
     return said
 
 
-def _breakdown(outcome: JobOutcome, res: dict) -> dict:
-    marks = res.get("marks") or {}
-    compile_s = res.get("compile_s", 0.0) + (res.get("first_call_s") or 0.0)
+def _breakdown(outcome: JobOutcome, res: Verdict) -> dict:
+    marks = res.marks
+    compile_s = res.compile_s + (res.first_call_s or 0.0)
     out = {
         "wall": outcome.wall_s,
         "compile_and_first_call": compile_s,
-        "import": res.get("import_s", 0.0),
+        "import": res.import_s,
     }
     if marks:
         out.update(

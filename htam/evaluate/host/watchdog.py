@@ -15,9 +15,19 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from htam.evaluate.frames import (
+    REPORT,
+    RESULTS,
+    CandidateJob,
+    Cost,
+    Job,
+    Result,
+    Stage,
+    Verdict,
+    split,
+)
 from htam.evaluate.host import folders
-from htam.evaluate.host.forkserver import ForkServer
-from htam.evaluate.judge.trusted_jobs import decode_frames
+from htam.evaluate.host.forkserver import ForkServer, Runner
 from htam.evaluate.logs import read_file_tail, read_tail
 from htam.evaluate.sandbox import candidate_user
 from htam.evaluate.sandbox.isolation import PRIVATE
@@ -36,7 +46,7 @@ class Limits:
 
 @dataclass
 class JobOutcome:
-    frames: list[dict] = field(default_factory=list)
+    frames: list[Stage | Cost | Result] = field(default_factory=list)
     killed: str | None = None  # why the watchdog ended the job, with figures
     kill_kind: str | None = None  # "timeout", "memory", "output"; "reference": not the candidate
     log: str = ""  # the candidate's (or a trusted job's) captured output, truncated
@@ -49,27 +59,34 @@ class JobOutcome:
     runner_dir: str | None = None
 
     @property
-    def result(self) -> dict | None:
+    def result(self) -> Result | None:
+        """The job's result: the judge's verdict, or what a trusted job found."""
         for frame in reversed(self.frames):
-            if frame.get("type") in ("result", "verdict"):
+            if isinstance(frame, RESULTS):
                 return frame
         return None
+
+    @property
+    def verdict(self) -> Verdict | None:
+        return self.result if isinstance(self.result, Verdict) else None
 
 
 class _Watch:
     def __init__(self, server: ForkServer, limits: Limits, outcome: JobOutcome):
         self.server, self.limits, self.outcome = server, limits, outcome
         self.judge_pid: int | None = None
-        self.cand: dict | None = None
-        self.runner: dict | None = None  # the reference's isolated runner
+        self.cand: Runner | None = None
+        self.runner: Runner | None = None  # the reference's isolated runner
         self.log_fd: int | None = None
         self.log_path: Path | None = None
 
     @staticmethod
-    def pids(info: dict | None) -> list[int]:
+    def pids(info: Runner | None) -> list[int]:
         if not info:
             return []
-        return candidate_user.uid_pids(info["uid"]) if info["by_uid"] else [info["pid"]]
+        if info.by_uid and info.uid is not None:
+            return candidate_user.uid_pids(info.uid)
+        return [info.pid]
 
     def breach(self, disk: bool = False) -> tuple[str, str] | None:
         lim = self.limits
@@ -87,10 +104,10 @@ class _Watch:
             if replaced:
                 return "output", "the candidate removed or replaced its output log"
         if disk and self.cand:
-            usage = folders.scan(self.cand["dir"])
+            usage = folders.scan(self.cand.dir)
             if usage.over:
                 return "output", f"disk: the candidate's job directory holds {usage.over}"
-            used = usage.bytes + _unlinked_bytes(self.pids(self.cand), self.cand["dir"])
+            used = usage.bytes + _unlinked_bytes(self.pids(self.cand), self.cand.dir)
             if used > lim.disk_limit_mb << 20:
                 return "output", (
                     f"disk: the candidate's job directory holds {used / 2**30:.1f} GiB of the "
@@ -99,7 +116,7 @@ class _Watch:
         cand_pids = self.pids(self.cand)
         cand_mb = candidate_user.rss_mb(cand_pids) + candidate_user.descriptors_mb(cand_pids)
         if self.cand:
-            cand_mb += candidate_user.private_tmp_mb(self.cand["pid"], PRIVATE)
+            cand_mb += candidate_user.private_tmp_mb(self.cand.pid, PRIVATE)
         if cand_mb > lim.memory_limit_mb:
             return "memory", (
                 f"host memory {cand_mb / 1024:.1f} GiB (resident, page tables, its /tmp and its "
@@ -118,10 +135,10 @@ class _Watch:
             )
         return None
 
-    def _kernel_limit(self, info: dict) -> None:
+    def _kernel_limit(self, info: Runner) -> None:
         """A process of the group the kernel ended at its memory limit: the job's cause, unless
         the watchdog named one first (the kernel's limit lies a little above the watchdog's)."""
-        group = info.get("group")
+        group = info.group
         if group is None or self.outcome.killed or not group.oom_kills():
             return
         limit = self.limits.memory_limit_mb / 1024
@@ -149,12 +166,12 @@ class _Watch:
         for info in (self.cand, self.runner):
             if not info:
                 continue
-            if info["by_uid"]:
-                self.server.kill_uid(info["uid"])
+            if info.by_uid and info.uid is not None:
+                self.server.kill_uid(info.uid)
             else:
-                _killpg(info["pid"])
+                _killpg(info.pid)
             self._kernel_limit(info)  # before the wait, which removes the group
-            code = self.server.wait(info["pid"], 5.0)
+            code = self.server.wait(info.pid, 5.0)
             if info is self.cand:
                 self.outcome.candidate_exit = code
         if self.judge_pid:
@@ -201,11 +218,11 @@ def _killpg(pid: int) -> None:
 
 def run_job(
     server: ForkServer,
-    job: dict,
+    job: Job,
     workdir: Path,
     limits: Limits,
-    candidate: dict | None = None,
-    runner: dict | None = None,
+    candidate: CandidateJob | None = None,
+    runner: CandidateJob | None = None,
 ) -> JobOutcome:
     """Run a trusted job, or (``candidate`` and the reference's ``runner`` given) a judged
     evaluation."""
@@ -226,15 +243,15 @@ def run_job(
                 info = server.candidate(spec, theirs.fileno())
                 theirs.close()
                 if role == "candidate":
-                    watch.cand, watch.log_fd = info, info["log_fd"]
+                    watch.cand, watch.log_fd = info, info.log_fd
                 else:
                     watch.runner = info
-                    os.close(info["log_fd"])  # the reference's runner: trusted code's output
-                job = {**job, role: {k: info[k] for k in ("uid", "pid", "by_uid")}}
+                    os.close(info.log_fd)  # the reference's runner: trusted code's output
+                job = job.model_copy(update={role: info.identity()})
             assert watch.cand is not None  # the candidate's role comes first
-            outcome.job_dir = watch.cand["dir"]
-            outcome.runner_dir = watch.runner["dir"] if watch.runner else None
-            watch.log_path = Path(watch.cand["dir"]) / "output.log"
+            outcome.job_dir = watch.cand.dir
+            outcome.runner_dir = watch.runner.dir if watch.runner else None
+            watch.log_path = Path(watch.cand.dir) / "output.log"
         watch.judge_pid = server.judge(
             job, workdir / "judge.log", pipe_write, [s.fileno() for s in judge_ends]
         )
@@ -304,14 +321,14 @@ def _loop(watch: _Watch, read_fd: int, start: float) -> None:
             if not chunk:
                 return  # the judge ended
             buffer.extend(chunk)
-            for frame in decode_frames(buffer):
+            for frame in split(buffer, REPORT):
                 outcome.frames.append(frame)
-                if frame.get("type") == "stage":  # the build is over: the run's limit from now
-                    run_s = max(limits.run_timeout_s, frame.get("run_s", 0))
+                if isinstance(frame, Stage):  # the build is over: the run's limit from now
+                    run_s = max(limits.run_timeout_s, frame.run_s)
                     deadline = time.monotonic() + run_s
                     built = True
-                    phase = _PHASES.get(str(frame.get("stage")), phase)
-                if frame.get("type") in ("result", "verdict"):
+                    phase = _PHASES.get(frame.stage, phase)
+                if isinstance(frame, RESULTS):
                     outcome.result_at = time.monotonic()
                     return
         if now >= next_check:

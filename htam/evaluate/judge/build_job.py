@@ -6,23 +6,24 @@ from __future__ import annotations
 
 import socket
 
-from htam.evaluate import channel
+from htam.evaluate import channel, frames
+from htam.evaluate.frames import Job
 from htam.evaluate.judge.trusted_jobs import Emitter
+from htam.status import Status
 
 
-def run(job: dict, emit: Emitter, sock: socket.socket) -> None:
+def run(job: Job, emit: Emitter, sock: socket.socket) -> None:
     try:
-        channel.send(sock, {"op": "build"})
-        message, _ = channel.recv(sock, float(job["timeout_s"]))
-        reply = channel.parse(message)
+        channel.send(sock, channel.Build())
+        reply, _ = channel.recv(sock, job.timeout_s, channel.CANDIDATE)
     except (channel.ChannelError, OSError) as exc:
-        emit({"type": "result", "status": "compile_error", "message": str(exc)[-2000:]})
+        emit(frames.Built(status=Status.COMPILE_ERROR, message=str(exc)[-2000:]))
         return
     if reply.type == "built":
-        emit({"type": "result", "status": "ok", "compile_s": reply.compile_s})
+        emit(frames.Built(status=Status.OK, compile_s=reply.compile_s))
     else:
-        emit({"type": "result", "status": "compile_error", "message": f"{reply.type}"})
+        emit(frames.Built(status=Status.COMPILE_ERROR, message=f"{reply.type}"))
     try:
-        channel.send(sock, {"op": "exit"})
+        channel.send(sock, channel.Exit())
     except OSError:
         pass

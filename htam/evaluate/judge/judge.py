@@ -24,14 +24,15 @@ from typing import Any
 
 import torch
 
-from htam.evaluate import buffers, channel
-from htam.evaluate.eval_config import Tolerance
+from htam.evaluate import buffers, channel, frames
+from htam.evaluate.frames import Job
 from htam.evaluate.judge import (
     exact,
     gradients,
     judge_outputs,
     judge_timing,
-    kernel_probe,
+    lending,
+    phases,
     shifted,
 )
 from htam.evaluate.judge.runner import Runner, Verdict, jsonable
@@ -39,41 +40,39 @@ from htam.evaluate.judge.trusted_jobs import (
     Emitter,
     as_list,
     build,
-    configs,
     inputs_for,
+    one_line,
     task_module,
     unjudgeable,
 )
+from htam.status import Status
 
 _perf = time.perf_counter
 _clock = time.monotonic
 
 
 class Judge:
-    def __init__(self, job: dict, emit: Emitter, cand: Runner, ref: Runner):
+    def __init__(self, job: Job, emit: Emitter, cand: Runner, ref: Runner):
         self.job, self.emit, self.cand, self.ref = job, emit, cand, ref
-        self.device = job["device"]
-        self.tol = {k: Tolerance(**v) for k, v in job["tolerances"].items()}
-        self.cfg = job["timing"]
-        self.call_timeout_s = job["call_timeout_s"]
-        self.first_call_timeout_s = job["compile_timeout_s"]
+        self.device = job.device
+        self.call_timeout_s = job.call_timeout_s
+        self.first_call_timeout_s = job.compile_timeout_s
         self.marks: dict[str, float] = {"entered": _clock()}
         self.lent: list[buffers.Lent] = []
         self.first_call_s: float | None = None
         self.copy_ms = 0.0
         self.grad_specs: list | None = None  # a backward task's grad_output shapes
-        self.probes: list[float] = []
         self.draws = torch.Generator().manual_seed(secrets.randbits(63))  # compare.narrowed
         self.shifter: shifted.Shifter | None = None  # shifted.py, for floating outputs
         # the configuration's module, constructor args and seed
         self.model_args: tuple[Any, list, int] = (None, [], 0)
         self.notes: dict[int | str, str] = {}  # what the result should say: float64, retimed
-        self.exact_budget = exact.byte_budget(job.get("memory_limit_mb"))  # float64 copies
+        self.exact_budget = exact.byte_budget(job.memory_limit_mb)  # float64 copies
         self._probe = torch.empty(1, device="cuda") if self.device == "cuda" else None
 
-    def both(self, message: dict, timeout_s: float) -> None:
+    def both(self, request: channel.Request, timeout_s: float) -> None:
         for runner in (self.ref, self.cand):
-            runner.ask(message, timeout_s)
+            runner.ask(request, channel.Ready, timeout_s)
 
     # ------------------------------------------------------------------ per configuration
 
@@ -83,8 +82,8 @@ class Judge:
         outputs' shapes (and how long a call takes, for the limits)."""
         module = task_module(self.job, extra)
         init_args = list(module.get_init_inputs())
-        self.model_args = (module, init_args, self.job["init_seed"])
-        reference = build(module.Model, init_args, self.job["init_seed"], self.device)
+        self.model_args = (module, init_args, self.job.init_seed)
+        reference = build(module.Model, init_args, self.job.init_seed, self.device)
         self.grad_specs = None
         if gradients.is_backward(module):  # a call is a training step: grad_outputs are inputs
             x = inputs_for(module, seed, self.device)
@@ -96,9 +95,9 @@ class Judge:
         if index == 0:  # limits that follow the reference's own cost
             ref_s = _perf() - t0
             self.call_timeout_s = max(self.call_timeout_s, 50 * ref_s)
-            self.emit({"type": "stage", "stage": "reference", "run_s": 30 + 2000 * ref_s})
+            self.emit(frames.Stage(stage="reference", run_s=30 + 2000 * ref_s))
         if why := unjudgeable(outs):
-            raise Verdict("error", why)
+            raise Verdict.unjudgeable(why)
         specs = [(list(o.shape), o.dtype) for o in outs]
         del reference, outs
         if self.device == "cuda":
@@ -107,11 +106,14 @@ class Judge:
             torch.cuda.empty_cache()
         args = jsonable(init_args, "constructor")
         self.both(
-            {"op": "model", "config": index, "init_args": args, "seed": self.job["init_seed"]},
+            channel.Model(config=index, init_args=args, seed=self.job.init_seed),
             self.call_timeout_s + self.first_call_timeout_s,
         )
+        grads = len(self.grad_specs or ())
         for runner in (self.ref, self.cand):
-            self._lend_to(runner, index, sample, specs)
+            lending.lend_to(
+                runner, index, sample, specs, grads, self.device, self.call_timeout_s, self.lent
+            )
         return module
 
     def inputs(self, module, seed: int | None = None) -> list:
@@ -131,49 +133,13 @@ class Judge:
         n = len(self.grad_specs)
         return gradients.training_step(model, x[: len(x) - n], x[len(x) - n :])
 
-    def _lend_to(self, runner: Runner, index: int, sample: list, specs: list) -> None:
-        runner.ins, runner.slots, fds, desc_in = [], [], [], []
-        for k, x in enumerate(sample):
-            if isinstance(x, torch.Tensor):
-                lent = self._lend(list(x.shape), x.dtype, f"input {k}")
-                runner.ins.append(lent.tensor)
-                desc_in.append({"tensor": lent.descriptor})
-                fds += [lent.fd] if lent.fd is not None else []
-            else:
-                runner.ins.append(None)
-                desc_in.append({"value": jsonable(x, f"input {k}")})
-        desc_out = []
-        for k, (shape, dtype) in enumerate(specs):
-            lent = self._lend(shape, dtype, f"output {k}")
-            runner.slots.append(lent.tensor)
-            desc_out.append(lent.descriptor)
-            fds += [lent.fd] if lent.fd is not None else []
-        grads = len(self.grad_specs or ())
-        runner.ask(
-            {
-                "op": "buffers",
-                "config": index,
-                "inputs": desc_in,
-                "outputs": desc_out,
-                "grad_outputs": grads,
-            },
-            self.call_timeout_s,
-            fds,
-        )
-
-    def _lend(self, shape: list[int], dtype: torch.dtype, what: str) -> buffers.Lent:
-        if buffers.dtype_name(dtype) not in buffers.DTYPES:
-            raise Verdict("error", f"the reference's {what} has dtype {dtype}, not supported")
-        lent = buffers.lend(shape, buffers.dtype_name(dtype), self.device)
-        self.lent.append(lent)
-        return lent
-
     # ------------------------------------------------------------------ one call
 
     def call(self, runner: Runner, x: list, timeout_s: float, where: str) -> tuple:
         """``runner`` computes on a copy of ``x`` and hands its outputs over, alone on the
-        machine. Returns its device ms by its events and what its call and hand-over took on
-        the judge's clock beyond the events and the known overheads."""
+        machine. Returns its device ms by its events, what its call and hand-over took on the
+        judge's clock beyond the events and the known overheads, and the busy probe after it
+        (the candidate's; 0 for the reference's runner)."""
         other = self.cand if runner is self.ref else self.ref
         if not other.stopped:
             other.freeze(True)
@@ -191,111 +157,50 @@ class Judge:
             # on the inputs already in place before the call arrives (a C++
             # candidate reported 13.7x for work done between the thaw and the clock).
             runner.freeze(False, checked=True)
-        done = runner.ask({"op": "call", "key": key}, timeout_s)
+        done = runner.ask(channel.Call(key=key), channel.Done, timeout_s)
         t1 = _perf()
-        if not runner.trusted:
-            self.probes.append(self._probe_ms())  # device work the candidate left running
+        probe = 0.0 if runner.trusted else self._probe_ms()  # device work left running
         t2 = _perf()
-        collected = runner.ask({"op": "collect"}, self.call_timeout_s)
+        collected = runner.ask(channel.Collect(), channel.Done, self.call_timeout_s)
         t3 = _perf()
         runner.freeze(True)
         if collected.problem:
-            raise runner._fail("incorrect", f"{where}: {collected.problem}")
+            raise runner._fail(Status.INCORRECT, f"{where}: {collected.problem}")
         for k, (buf, v) in enumerate(zip(runner.ins, x, strict=True)):
             # the reference may work in place on its own copy (`x.mul_(2)`
             # in a task's forward was blamed on every candidate beside it)
             if not runner.trusted and buf is not None and not torch.equal(buf, v):
-                raise runner._fail("rejected", f"the solution modified its inputs (input {k})")
+                raise runner._fail(Status.REJECTED, f"the solution modified its inputs (input {k})")
         if len(done.seals) != len(runner.slots):
-            raise runner._fail("rejected", f"{where}: {len(done.seals)} seals for the outputs")
+            raise runner._fail(Status.REJECTED, f"{where}: {len(done.seals)} seals for the outputs")
         runner.sealed = (key, done.seals)
         hidden = judge_timing.hidden_ms(
             (t1 - t0) * 1e3, (t3 - t2) * 1e3, done.ms, runner.baseline_ms, self.copy_ms
         )
-        return done.ms, hidden
+        return done.ms, hidden, probe
 
-    def round(self, x: list, where: str, timeout_s: float, cand_first: bool) -> tuple:
+    def round(self, x: list, where: str, timeout_s: float, cand_first: bool) -> judge_timing.Sample:
         order = (self.cand, self.ref) if cand_first else (self.ref, self.cand)
         got = {r.name: self.call(r, x, timeout_s, where) for r in order}
-        judge_outputs.check(self, x, where)
+        outputs = judge_outputs.Round(x, where, self.cand.slots, self.ref.slots, self.cand.sealed)
+        for k, note in judge_outputs.check(outputs, self.rules()).items():
+            self.notes.setdefault(k, note)
         self.cand.check_still()
-        return got[self.cand.name], got[self.ref.name]
+        (c, ch, probe), (r, rh, _) = got[self.cand.name], got[self.ref.name]
+        return judge_timing.Sample(c, ch, r, rh, probe)
+
+    def rules(self) -> judge_outputs.Rules:
+        exact = None
+        if self.grad_specs is None:  # a training step has no float64 second opinion
+            exact = judge_outputs.Exact(*self.model_args, self.device, self.exact_budget)
+        return judge_outputs.Rules(self.job.tolerances, self.draws, exact)
 
     def sync(self) -> None:
         if self.device == "cuda":
             torch.cuda.synchronize()
 
-    # ------------------------------------------------------------------ the whole job
-
-    def run(self) -> dict:
-        for runner in (self.ref, self.cand):
-            runner.baseline_ms = judge_timing.calibrate(runner, self.call_timeout_s)
-        # One baseline for both: the same harness under the same isolation has the same
-        # overhead, and what is policed is the difference of the two runners' hidden time, in
-        # which a shared baseline cancels exactly. Two separate calibrations differed by up to
-        # 0.12 ms on the H200, enough to reject a reference against itself.
-        common = min(self.ref.baseline_ms, self.cand.baseline_ms)
-        self.ref.baseline_ms = self.cand.baseline_ms = common
-        self.ref.ask({"op": "build"}, self.first_call_timeout_s)
-        built = self.cand.ask({"op": "build"}, self.first_call_timeout_s)
-        self.marks["built"] = _clock()
-        self.emit({"type": "stage", "stage": "built"})
-        seeds, base = self.job["seeds"], None
-        for index, (extra, trial_seeds) in enumerate(configs(self.job)):
-            module = self.setup(index, extra, _secret())
-            base = base or (
-                index,
-                module,
-                self.ref.slots,
-                self.cand.slots,
-                self.ref.ins,
-                self.cand.ins,
-                self.grad_specs,
-                self.model_args,
-            )
-            for t in range(len(trial_seeds)):
-                first = index == 0 and t == 0
-                where = f"trial {t}" if extra is None else f"trial {len(seeds) + index - 1}"
-                t0 = _perf()
-                timeout_s = self.first_call_timeout_s if first else self.call_timeout_s
-                self.round(self.inputs(module), where, timeout_s, True)
-                self.first_call_s = self.first_call_s or _perf() - t0
-                if first:
-                    self.copy_ms = judge_timing.copy_ms(self)
-        if base is None:
-            raise RuntimeError("no configuration was judged")
-        index, module, self.ref.slots, self.cand.slots, self.ref.ins, self.cand.ins = base[:6]
-        self.grad_specs, self.model_args = base[6:]
-        if len(configs(self.job)) > 1:
-            self.both({"op": "use", "config": index}, self.call_timeout_s)
-        if shifted.applies(self.ref.slots):
-            grads = len(self.grad_specs or ())
-            self.shifter = shifted.Shifter(*self.model_args, self.device, grads)
-            x = self.shifter.first(self.inputs(module))
-            if x is not None:
-                where = f"the trial on {self.shifter.inputs()}"
-                self.round(x, where, self.call_timeout_s, True)
-                why = self.shifter.unplanted(x[: len(x) - len(self.grad_specs or ())])
-                if why:
-                    self.notes["outliers"] = (
-                        f"no outliers planted ({why}): a loss over a sample of the inputs would "
-                        "pass unseen"
-                    )
-        self.marks["trials_done"] = _clock()
-        timing, paired, escape = judge_timing.timed(self, module)
-        self.marks["timed"] = _clock()
-        if self.job.get("kernel_required"):
-            kernel_probe.check(self, module)  # last: spoiled results may corrupt its state
-        return {
-            "timing": timing,
-            "paired_reference": paired,
-            "escape": escape,
-            "compile_s": built.compile_s,
-            "import_s": built.import_s,
-            "first_call_s": self.first_call_s,
-            "marks": self.marks,
-            "notes": list(self.notes.values()),
-        }
+    def run(self) -> frames.Verdict:
+        return phases.run(self)
 
     def _probe_ms(self) -> float:
         """Host time of a tiny kernel right after the candidate said it was done: long when the
@@ -318,25 +223,25 @@ def _secret() -> int:
     return secrets.randbits(63)
 
 
-def run(job: dict, emit: Emitter, cand_sock: socket.socket, ref_sock: socket.socket) -> None:
-    cand = Runner(cand_sock, job["candidate"], trusted=False)
-    ref = Runner(ref_sock, job["runner"], trusted=True)
+def run(job: Job, emit: Emitter, cand_sock: socket.socket, ref_sock: socket.socket) -> None:
+    if job.candidate is None or job.runner is None:
+        raise ValueError("a judge job without its runners")
+    cand = Runner(cand_sock, job.candidate, trusted=False)
+    ref = Runner(ref_sock, job.runner, trusted=True)
     judge = Judge(job, emit, cand, ref)
     try:
-        if job["device"] == "cuda":
+        if job.device == "cuda":
             torch.empty(1, device="cuda")
         judge.marks["device_ready"] = _clock()
-        emit({"type": "verdict", "status": "ok", "message": "", **judge.run()})
+        emit(judge.run())
     except Verdict as v:
-        emit({"type": "verdict", "status": v.status, "message": v.message})
+        emit(v.record())
     except torch.cuda.OutOfMemoryError as exc:
-        from htam.evaluate.judge.trusted_jobs import one_line
-
-        emit({"type": "verdict", "status": "error", "message": one_line(exc)})
+        emit(Verdict.unjudgeable(one_line(exc)).record())
     finally:
         for sock in (cand_sock, ref_sock):
             try:
-                channel.send(sock, {"op": "exit"})
+                channel.send(sock, channel.Exit())
             except OSError:
                 pass
         judge.close()

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from htam.evaluate import measure
+from htam.evaluate import channel, measure
+from htam.evaluate.frames import Escape, Job, TimingFigures
 from htam.evaluate.judge.runner import Runner, Verdict
 from htam.evaluate.judge.shifted import RNG
+from htam.status import Status
 
 _perf = time.perf_counter
 NULL_CALLS = 40  # calls that calibrate a runner's overhead (the first 3 are left out)
@@ -32,7 +35,7 @@ def calibrate(runner: Runner, timeout_s: float) -> float:
     over = []
     for _ in range(NULL_CALLS):
         t0 = _perf()
-        done = runner.ask({"op": "null"}, timeout_s)
+        done = runner.ask(channel.Null(), channel.Done, timeout_s)
         over.append((_perf() - t0) * 1e3 - done.ms)
     return min(over[3:])
 
@@ -62,8 +65,54 @@ class Rounds:
         for samples in vars(self).values():
             samples.clear()
 
+    def add(self, sample: Sample) -> None:
+        self.cand_ms.append(sample.cand_ms)
+        self.hidden.append(sample.cand_hidden)
+        self.ref_ms.append(sample.ref_ms)
+        self.ref_hidden.append(sample.ref_hidden)
+        self.probes.append(sample.probe_ms)
 
-def figures(rounds: Rounds, job: dict, method: str, extra: dict) -> tuple[dict, dict, dict]:
+
+@dataclass(frozen=True)
+class Sample:
+    """One round: each runner's time by its events and its hidden time, and the busy probe
+    after the candidate's call."""
+
+    cand_ms: float
+    cand_hidden: float
+    ref_ms: float
+    ref_hidden: float
+    probe_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the timed phase works from: the job's budget and its rules on escaped work, how a
+    call is timed here, whether outliers are planted, and the known overheads."""
+
+    job: Job
+    method: str  # "cuda_events" or "perf_counter"
+    planting: bool = False
+    baselines_ms: tuple[float, float] = (0.0, 0.0)  # the candidate's, the reference's
+    copy_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class Timed:
+    """The attested timing of both runners and the escape figures; ``retimed``: why the first
+    pass was timed again, if it was."""
+
+    timing: TimingFigures
+    paired: TimingFigures
+    escape: Escape
+    retimed: str | None = None
+
+
+# One round: its index and whether it gets outliers -> its sample.
+Play = Callable[[int, bool], Sample]
+
+
+def figures(rounds: Rounds, plan: Plan) -> tuple[TimingFigures, TimingFigures, Escape]:
     """(timing, paired reference timing, escape figures) of the timed rounds.
 
     A process's median counts only as far as the judge's clock bears it out: the least of the
@@ -73,11 +122,10 @@ def figures(rounds: Rounds, job: dict, method: str, extra: dict) -> tuple[dict, 
     time looked clean) buys nothing, and an honest process descheduled on most of its calls (a
     loaded CPU) is not charged for it. Below the resolution the evaluator flags the time as the
     candidate's own."""
-    r = rounds
-    meaningful = job.get("meaningful", True)
+    r, job, method = rounds, plan.job, plan.method
     least = min(r.ref_hidden)
     # The judge's clock resolves no better than an honest process's own spread here.
-    slack = max(job["escape_slack_ms"], statistics.median(r.ref_hidden) - least)
+    slack = max(job.escape_slack_ms, statistics.median(r.ref_hidden) - least)
 
     # Round by round against the reference's runner: the hidden time each call shows beyond
     # the reference's in the same round, and the doubt of their median (two spreads over the
@@ -86,15 +134,15 @@ def figures(rounds: Rounds, job: dict, method: str, extra: dict) -> tuple[dict, 
     diffs = [h - hr for h, hr in zip(r.hidden, r.ref_hidden, strict=True)]
     centre = statistics.median(diffs)
     spread = statistics.median(abs(d - centre) for d in diffs)
-    doubt = 2 * spread / len(diffs) ** 0.5 + job["escape_slack_ms"]
+    doubt = 2 * spread / len(diffs) ** 0.5 + job.escape_slack_ms
     if method == "perf_counter":
         # On the CPU a call runs in the judge's sight, start to end, and the spread of a loaded
         # machine is no doubt about it (a timer forged on every call got 16.3x
         # against the honest 1x where two spreads over the root of 10 rounds were as large as
         # the 3 ms call): the least slack alone is taken off.
-        doubt = job["escape_slack_ms"]
+        doubt = job.escape_slack_ms
 
-    def attested(own: list[float], seen: list[float], paired: bool) -> dict:
+    def attested(own: list[float], seen: list[float], paired: bool) -> TimingFigures:
         """The median as far as the judge's clock bears it out: not below the least of the
         call and hand-over times, less the reference runner's least hidden time and the slack,
         nor (the candidate) below the median of its own times plus what each round's hidden
@@ -103,51 +151,52 @@ def figures(rounds: Rounds, job: dict, method: str, extra: dict) -> tuple[dict, 
         than that passed the first bound (0.45 of a copy off each call, 1.68x
         against the honest 0.96x on the H200); a shortfall on every call moves the second
         by all of it, and what it can still take is the doubt."""
-        stats = measure.summary(own, method, meaningful)
+        stats = measure.summary(own, method, job.meaningful)
         floor = min(t + h for t, h in zip(own, seen, strict=True)) - least - slack
         if paired:
             clock = statistics.median(t + d for t, d in zip(own, diffs, strict=True))
             floor = max(floor, clock - doubt)
         stats["median_ms"] = max(stats["median_ms"], floor)
-        return stats
+        return TimingFigures(**stats)
 
     clock_ms = statistics.median(c + h for c, h in zip(r.cand_ms, r.hidden, strict=True))
     # Scheduling only ever adds time, so the least overhead over the rounds is the steady one:
     # escaped work adds to every call and shows in the candidate's least, noise does not.
-    escape = {
-        "clock_ms": clock_ms - least,
-        "reported_ms": statistics.median(r.cand_ms),  # by its own events; timing: attested
-        "escaped_ms": min(r.hidden) - least,
-        "paired_excess_ms": centre,  # hidden beyond the reference's, round by round (median)
-        "candidate_hidden_ms": min(r.hidden),
-        "reference_hidden_ms": least,
-        "hidden_medians_ms": [statistics.median(r.hidden), statistics.median(r.ref_hidden)],
-        "slack_ms": slack,
-        "busy_probes": sum(p > job["busy_probe_ms"] for p in r.probes),
-        "rounds": len(r.cand_ms),
-        **extra,
-    }
+    escape = Escape(
+        clock_ms=clock_ms - least,
+        reported_ms=statistics.median(r.cand_ms),  # by its own events; timing: attested
+        escaped_ms=min(r.hidden) - least,
+        paired_excess_ms=centre,
+        candidate_hidden_ms=min(r.hidden),
+        reference_hidden_ms=least,
+        hidden_medians_ms=(statistics.median(r.hidden), statistics.median(r.ref_hidden)),
+        slack_ms=slack,
+        busy_probes=sum(p > job.busy_probe_ms for p in r.probes),
+        rounds=len(r.cand_ms),
+        baselines_ms=plan.baselines_ms,
+        copy_ms=plan.copy_ms,
+    )
     return attested(r.cand_ms, r.hidden, True), attested(r.ref_ms, r.ref_hidden, False), escape
 
 
-def charge(escape: dict, job: dict) -> Verdict | None:
+def charge(escape: Escape, job: Job) -> Verdict | None:
     """Timing the judge's clock does not bear out, as a rejection with the figures; or None."""
-    median = escape["reported_ms"]
-    allowed = job["escape_ratio"] * median + escape["slack_ms"]
-    if escape["escaped_ms"] > allowed:
+    e, median = escape, escape.reported_ms
+    allowed = job.escape_ratio * median + e.slack_ms
+    if e.escaped_ms > allowed:
         return Verdict(
-            "rejected",
-            f"work escaped the timed stream: {escape['escaped_ms']:.3f} ms of each call ran "
+            Status.REJECTED,
+            f"work escaped the timed stream: {e.escaped_ms:.3f} ms of each call ran "
             f"outside its events ({median:.3f} ms inside), by the judge's clock (beyond the "
-            f"{escape['reference_hidden_ms']:.3f} ms the reference's runner shows; slack "
-            f"{escape['slack_ms']:.3f} ms; median outside the events: candidate "
-            f"{escape['hidden_medians_ms'][0]:.3f} ms, reference {escape['hidden_medians_ms'][1]:.3f} "
-            f"ms, over {escape['rounds']} calls)",
+            f"{e.reference_hidden_ms:.3f} ms the reference's runner shows; slack "
+            f"{e.slack_ms:.3f} ms; median outside the events: candidate "
+            f"{e.hidden_medians_ms[0]:.3f} ms, reference {e.hidden_medians_ms[1]:.3f} "
+            f"ms, over {e.rounds} calls)",
         )
-    if escape["busy_probes"] > max(1, escape["rounds"] // 5):
+    if e.busy_probes > max(1, e.rounds // 5):
         return Verdict(
-            "rejected",
-            f"the device was still busy after {escape['busy_probes']} of {escape['rounds']} "
+            Status.REJECTED,
+            f"the device was still busy after {e.busy_probes} of {e.rounds} "
             "of the candidate's calls had returned",
         )
     return None
@@ -156,63 +205,51 @@ def charge(escape: dict, job: dict) -> Verdict | None:
 # ------------------------------------------------------------------ the judge's timed phase
 
 
-def timed(judge, module) -> tuple[dict, dict, dict]:
-    """The timing, policed. A first pass can stray: on a freshly started H200 an honest
-    0.06 ms kernel was once charged 0.33 ms of escaped work, and never again. So a charge
-    stands only when a second pass, on inputs of its own (it cannot be answered from the
-    first one's), bears it out: escaped work escapes again."""
-    timing, paired, escape = _time(judge, module)
-    first = charge(escape, judge.job)
+def timed(plan: Plan, play: Play) -> Timed:
+    """The timing, policed, of the rounds ``play`` runs. A first pass can stray: on a freshly
+    started H200 an honest 0.06 ms kernel was once charged 0.33 ms of escaped work, and never
+    again. So a charge stands only when a second pass, on inputs of its own (it cannot be
+    answered from the first one's), bears it out: escaped work escapes again."""
+    timing, paired, escape = _time(plan, play)
+    first = charge(escape, plan.job)
+    retimed = None
     if first:
-        timing, paired, escape = _time(judge, module)
-        escape["first_pass"] = first.message
-        judge.notes["retimed"] = f"timed twice, the second pass counts; the first: {first.message}"
-    verdict = charge(escape, judge.job)
+        timing, paired, escape = _time(plan, play)
+        escape = escape.model_copy(update={"first_pass": first.message})
+        retimed = f"timed twice, the second pass counts; the first: {first.message}"
+    verdict = charge(escape, plan.job)
     if verdict:
         raise verdict
-    return timing, paired, escape
+    return Timed(timing, paired, escape, retimed)
 
 
-def _time(judge, module) -> tuple[dict, dict, dict]:
+def _time(plan: Plan, play: Play) -> tuple[TimingFigures, TimingFigures, Escape]:
     """Interleaved rounds, each on fresh inputs, every output compared: whole rounds until
     the budget, since on a large task the inputs and the comparison cost as much as the
     calls."""
     rounds, round_ms = Rounds(), []
-    judge.probes = rounds.probes
+    cfg = plan.job.timing
 
     def one_round(i: int, outliers: bool) -> None:
         t0 = _perf()
-        x = judge.inputs(module)
-        where = f"timed call {i}"
-        moved = judge.shifter.next(x, outliers) if judge.shifter else None
-        if moved is not None:
-            x, where = moved, f"{where} (on {judge.shifter.inputs(outliers)})"
-        (c, ch), (r, rh) = judge.round(x, where, judge.call_timeout_s, i % 2 == 0)
-        rounds.cand_ms.append(c)
-        rounds.hidden.append(ch)
-        rounds.ref_ms.append(r)
-        rounds.ref_hidden.append(rh)
+        rounds.add(play(i, outliers))
         round_ms.append((_perf() - t0) * 1e3)
 
-    planting = bool(judge.shifter and judge.shifter.scale)
     i, warm = 0, 0.0
-    while warm < judge.cfg["warmup_ms"] or i < 2:
+    while warm < cfg.warmup_ms or i < 2:
         one_round(i, RNG.random() < 0.5)
         warm += round_ms[-1]
         i += 1
-    n = int(judge.cfg["timing_budget_ms"] / max(statistics.median(round_ms), 1e-3))
-    n = max(judge.cfg["min_timed"], min(judge.cfg["max_timed"], n))
-    if planting:
+    n = int(cfg.timing_budget_ms / max(statistics.median(round_ms), 1e-3))
+    n = max(cfg.min_timed, min(cfg.max_timed, n))
+    if plan.planting:
         n = max(n, OUTLIER_MIN_TIMED)
     rounds.clear()
-    planted = outlier_calls(n) if planting else set()
+    planted = outlier_calls(n) if plan.planting else set()
     for k in range(n):
         one_round(i, k in planted)
         i += 1
-    method = "cuda_events" if judge.device == "cuda" else "perf_counter"
-    extra = {"baselines_ms": [judge.cand.baseline_ms, judge.ref.baseline_ms],
-             "copy_ms": judge.copy_ms}  # fmt: skip
-    return figures(rounds, judge.job, method, extra)
+    return figures(rounds, plan)
 
 
 def outlier_calls(n: int) -> set[int]:
@@ -228,17 +265,17 @@ def outlier_calls(n: int) -> set[int]:
     return set(RNG.sample(range(n), (n - 1) // 2))
 
 
-def copy_ms(judge) -> float:
+def copy_ms(cand_slots: list, ref_slots: list, sync: Callable[[], None]) -> float:
     """What copying the outputs into the lent slots costs (each runner does it in the
     hand-over the judge's clock measures); the slots are refilled by the next call."""
     best = float("inf")
     for _ in range(3):
-        judge.sync()
+        sync()
         t0 = _perf()
-        for s, r in zip(judge.cand.slots, judge.ref.slots, strict=True):
+        for s, r in zip(cand_slots, ref_slots, strict=True):
             s.copy_(r)
-        judge.sync()
+        sync()
         best = min(best, (_perf() - t0) * 1e3)
-    for s in judge.cand.slots:  # the reference's outputs, readable there
+    for s in cand_slots:  # the reference's outputs, readable there
         s.zero_()
     return best

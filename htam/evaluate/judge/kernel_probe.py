@@ -13,8 +13,10 @@ whose outputs differ, shows that the outputs depend on the kernels.
 
 from __future__ import annotations
 
+from htam.evaluate import channel
 from htam.evaluate.judge.compare import compare_tensor
 from htam.evaluate.judge.runner import Verdict
+from htam.status import Status
 
 TORCH_ONLY = "pass --allow-torch to time torch-only code"
 
@@ -28,10 +30,10 @@ def check(judge, module) -> None:
         if buf is not None:
             buf.copy_(v)
     judge.sync()
-    seen = cand.ask({"op": "probe"}, judge.call_timeout_s)
+    seen = cand.ask(channel.Probe(), channel.Probed, judge.call_timeout_s)
     if seen.calls == 0:
         raise Verdict(
-            "rejected",
+            Status.REJECTED,
             "[no-kernel] a call of ModelNew ran none of the kernels the solution built or "
             "defined (torch-only code, or kernels launched only in code that never runs); "
             f"{TORCH_ONLY}",
@@ -39,12 +41,12 @@ def check(judge, module) -> None:
     if seen.raised is not None:
         return  # the spoiled results broke the call: the outputs depend on them
     if all(
-        compare_tensor(o, r, judge.tol) is None
+        compare_tensor(o, r, judge.job.tolerances) is None
         for o, r in zip(cand.slots, judge.ref.slots, strict=True)
     ):
         names = ", ".join(seen.kernels[:8])
         raise Verdict(
-            "rejected",
+            Status.REJECTED,
             f"[no-kernel] the outputs do not come from the solution's kernels: with the results "
             f"of its {seen.calls} kernel calls ({names}) replaced by NaN, its outputs still "
             f"matched the reference (a kernel run beside torch doing the work); {TORCH_ONLY}",

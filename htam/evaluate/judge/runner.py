@@ -8,9 +8,11 @@ from __future__ import annotations
 import signal
 import socket
 import time
+from typing import TypeVar
 
-from htam.evaluate import channel
+from htam.evaluate import channel, frames
 from htam.evaluate.sandbox import candidate_user
+from htam.status import Status
 
 SETTLE_S = 5.0  # how long every thread of a stopped runner may take to stop
 _STOPPED = "tTZX"  # stopped, traced, or gone
@@ -18,6 +20,7 @@ _STOPPED = "tTZX"  # stopped, traced, or gone
 # had not been counted when the judge read the times (microseconds); a self-resumed helper ran
 # 60-80 ms.
 TAIL_NS = 200_000
+M = TypeVar("M", channel.Built, channel.Ready, channel.Done, channel.Probed)
 
 
 # What a runner was doing when it did not answer in time, by the request it had been sent.
@@ -33,11 +36,22 @@ PHASES = {
 
 
 class Verdict(Exception):
-    """The job is decided (status and message); raised from anywhere in the run."""
+    """The job is decided (status and message); raised from anywhere in the run.
+    ``infrastructure``: the task cannot be judged here, which says nothing of the candidate."""
 
-    def __init__(self, status: str, message: str):
+    def __init__(self, status: Status, message: str, infrastructure: bool = False):
         super().__init__(message)
-        self.status, self.message = status, message
+        self.status, self.message = Status(status), message
+        self.infrastructure = infrastructure
+
+    @classmethod
+    def unjudgeable(cls, message: str) -> Verdict:
+        return cls(Status.RUNTIME_ERROR, message, infrastructure=True)
+
+    def record(self) -> frames.Verdict:
+        return frames.Verdict(
+            status=self.status, message=self.message, infrastructure=self.infrastructure
+        )
 
 
 def jsonable(value, what: str):
@@ -46,16 +60,16 @@ def jsonable(value, what: str):
         return value
     if isinstance(value, (list, tuple)):
         return [jsonable(v, what) for v in value]
-    raise Verdict(
-        "error", f"the task's {what} value of type {type(value).__name__} cannot be handed over"
+    raise Verdict.unjudgeable(
+        f"the task's {what} value of type {type(value).__name__} cannot be handed over"
     )
 
 
 class Runner:
     """The judge's view of one harness process: its channel, its processes, its buffers."""
 
-    def __init__(self, sock: socket.socket, info: dict, trusted: bool):
-        self.sock, self.uid, self.pid, self.by_uid = sock, info["uid"], info["pid"], info["by_uid"]
+    def __init__(self, sock: socket.socket, info: frames.RunnerInfo, trusted: bool):
+        self.sock, self.uid, self.pid, self.by_uid = sock, info.uid, info.pid, info.by_uid
         self.trusted = trusted
         self.name = "the reference" if trusted else "the candidate"
         self.stopped = False
@@ -66,43 +80,49 @@ class Runner:
         self.slots: list = []
         self.sealed: tuple[int, list[int]] = (0, [])  # the last call's key and output seals
 
-    def _fail(self, status: str, message: str) -> Verdict:
+    def _fail(self, status: Status, message: str) -> Verdict:
         if self.trusted:  # not the candidate's fault: the task cannot be judged
-            return Verdict("error", f"the reference failed: {message.strip().splitlines()[-1]}")
+            return Verdict.unjudgeable(f"the reference failed: {message.strip().splitlines()[-1]}")
         return Verdict(status, message)
 
-    def ask(self, message: dict, timeout_s: float, fds: list[int] | None = None):
+    def ask(
+        self,
+        request: channel.Request,
+        expect: type[M],
+        timeout_s: float,
+        fds: list[int] | None = None,
+    ) -> M:
+        """Send ``request`` and return its answer, which must be an ``expect``."""
         if self.stopped:
             self.freeze(False)
         try:
-            channel.send(self.sock, message, fds)
+            channel.send(self.sock, request, fds)
         except OSError:
-            raise self._fail("runtime_error", f"{self.name}'s process ended") from None
-        reply = self.answer(timeout_s, message["op"])
-        expected = channel.REPLIES[message["op"]]
-        if reply.type != expected:
+            raise self._fail(Status.RUNTIME_ERROR, f"{self.name}'s process ended") from None
+        reply = self.answer(timeout_s, request.op)
+        expected = channel.REPLIES[request.op]
+        if reply.type != expected or not isinstance(reply, expect):
             raise self._fail(
-                "rejected",
+                Status.REJECTED,
                 f"result channel tampered: a {reply.type!r} message in answer to "
-                f"{message['op']!r} (expected {expected!r})",
+                f"{request.op!r} (expected {expected!r})",
             )
         return reply
 
-    def answer(self, timeout_s: float, op: str = ""):
+    def answer(self, timeout_s: float, op: str = "") -> channel.CandidateMessage:
         try:
-            msg, _ = channel.recv(self.sock, timeout_s)
-            parsed = channel.parse(msg)
+            parsed, _ = channel.recv(self.sock, timeout_s, channel.CANDIDATE)
         except channel.ChannelTimeout:
             phase = PHASES.get(op, "")
             raise self._fail(
-                "timeout",
+                Status.TIMEOUT,
                 f"{self.name} did not answer within {timeout_s:.0f} s"
                 + (f" {phase}" if phase else ""),
             ) from None
         except channel.ChannelClosed:
-            raise self._fail("runtime_error", f"{self.name}'s process ended") from None
+            raise self._fail(Status.RUNTIME_ERROR, f"{self.name}'s process ended") from None
         except channel.ChannelError as exc:
-            raise self._fail("rejected", f"result channel tampered: {exc}") from None
+            raise self._fail(Status.REJECTED, f"result channel tampered: {exc}") from None
         if parsed.type == "failed":
             raise self._fail(parsed.status, parsed.message)
         return parsed
@@ -123,7 +143,7 @@ class Runner:
         try:
             self.stopper.signal(sig)
         except OSError as exc:
-            raise Verdict("error", f"could not stop {self.name}: {exc}") from None
+            raise Verdict.unjudgeable(f"could not stop {self.name}: {exc}") from None
         self.stopped = stop
         # Both runners alike: the other's call starts once every thread of this one has
         # stopped, and the judge does the same work before either's call (while only the
@@ -161,7 +181,7 @@ class Runner:
 
     def _ran(self, detail: str = "") -> Verdict:
         return self._fail(
-            "rejected",
+            Status.REJECTED,
             f"a process of {self.name} ran while the judge had it stopped (it resumed itself)"
             + detail,
         )

@@ -7,59 +7,42 @@ child's result pipe; only trusted children (never a candidate) hold such a pipe.
 
 from __future__ import annotations
 
-import json
 import os
-import struct
 import traceback
 from collections.abc import Callable
 
 import torch
 
-from htam.evaluate import measure
+from htam.evaluate import frames, measure
+from htam.evaluate.frames import Job
 from htam.evaluate.judge import gradients
+from htam.status import Status
 from htam.tasks.module import extra_configs, load_task_module
-
-_HEADER = struct.Struct("!I")
 
 
 class Emitter:
-    """Frames to the parent: a 4-byte length, then JSON."""
+    """Records to the parent over the result pipe, framed (``frames.encode``)."""
 
     def __init__(self, fd: int):
         self.fd = fd
 
-    def __call__(self, frame: dict) -> None:
-        payload = json.dumps(frame, default=float).encode()
-        data = memoryview(_HEADER.pack(len(payload)) + payload)
+    def __call__(self, record: frames.Record) -> None:
+        data = memoryview(frames.encode(record))
         while data:
             data = data[os.write(self.fd, data) :]
 
 
-def decode_frames(data: bytearray) -> list[dict]:
-    """Complete frames from the front of ``data`` (consumed in place)."""
-    frames = []
-    while len(data) >= _HEADER.size:
-        (n,) = _HEADER.unpack_from(data)
-        if len(data) < _HEADER.size + n:
-            break
-        frames.append(json.loads(bytes(data[_HEADER.size : _HEADER.size + n])))
-        del data[: _HEADER.size + n]
-    return frames
-
-
-def run(job: dict, fd: int) -> None:
+def run(job: Job, fd: int) -> None:
     emit = Emitter(fd)
-    os.environ.update(job.get("env", {}))
+    os.environ.update(job.env)
     jobs = {"probe": _probe, "peaks": _peaks, "reference": _reference, "warm": _warm}
-    jobs[job["kind"]](job, emit)
+    jobs[job.kind](job, emit)
 
 
-def _probe(job: dict, emit: Emitter) -> None:
-    if job["device"] == "cuda":
+def _probe(job: Job, emit: Emitter) -> None:
+    if job.device == "cuda":
         if not torch.cuda.is_available():
-            emit(
-                {"type": "result", "error": "target cuda asked for, but no CUDA device is visible"}
-            )
+            emit(frames.Probed(error="target cuda asked for, but no CUDA device is visible"))
             return
         name = torch.cuda.get_device_name()
         free, total = torch.cuda.mem_get_info()
@@ -67,19 +50,18 @@ def _probe(job: dict, emit: Emitter) -> None:
     else:
         name, free, total, capability = "cpu", 0, 0, None
     emit(
-        {
-            "type": "result",
-            "device": name,
-            "torch": str(torch.__version__),
-            "gpu_free": free,
-            "gpu_total": total,
-            "capability": capability,
-        }
+        frames.Probed(
+            device=name,
+            torch=str(torch.__version__),
+            gpu_free=free,
+            gpu_total=total,
+            capability=capability,
+        )
     )
 
 
-def _peaks(job: dict, emit: Emitter) -> None:
-    emit({"type": "result", "peaks": measure.measure_peaks(job["device"])})
+def _peaks(job: Job, emit: Emitter) -> None:
+    emit(frames.Peaks(peaks=measure.measure_peaks(job.device)))
 
 
 # --------------------------------------------------------------------------- shared helpers
@@ -90,18 +72,24 @@ def sync(device: str) -> None:
         measure._sync()
 
 
-def configs(job: dict) -> list[tuple[int | None, list[int]]]:
+def configs(job: Job) -> list[tuple[int | None, list[int]]]:
     """(extra index or None for the base size, seeds to run there)."""
-    seeds = job["seeds"]
+    seeds = job.seeds
     base: list[tuple[int | None, list[int]]] = [(None, seeds)]
-    if not job.get("extras", True):
+    if not job.extras:
         return base
-    module = load_task_module(job["task_source"], job["size"])
+    module = load_task_module(_source(job), job.size)
     return base + [(i, seeds[:1]) for i in range(len(extra_configs(module)))]
 
 
-def task_module(job: dict, extra: int | None):
-    return load_task_module(job["task_source"], job["size"], extra=extra, name="htam_task")
+def task_module(job: Job, extra: int | None):
+    return load_task_module(_source(job), job.size, extra=extra, name="htam_task")
+
+
+def _source(job: Job) -> str:
+    if job.task_source is None:
+        raise ValueError(f"a {job.kind} job without its task")
+    return job.task_source
 
 
 def inputs_for(module, seed: int, device: str) -> list:
@@ -154,16 +142,16 @@ def one_line(exc: BaseException) -> str:
 # --------------------------------------------------------------------------- reference
 
 
-def _reference(job: dict, emit: Emitter) -> None:
+def _reference(job: Job, emit: Emitter) -> None:
     """Run the reference on every trial and configuration; its cost; and, when asked, its eager
     and torch.compile times side by side. A failure is reported in one line."""
-    device = job["device"]
+    device = job.device
     try:
         model0, n_grads = None, 0
         inputs0: list = []  # the first trial's, kept with model0 for the cost and the times
         for extra, seeds in configs(job):
             module = task_module(job, extra)
-            model = build(module.Model, list(module.get_init_inputs()), job["init_seed"], device)
+            model = build(module.Model, list(module.get_init_inputs()), job.init_seed, device)
             for seed in seeds:
                 inputs = inputs_for(module, seed, device)
                 if gradients.is_backward(module):  # timed and costed as the judge calls it
@@ -173,7 +161,7 @@ def _reference(job: dict, emit: Emitter) -> None:
                 outs = as_list(_stepper(model, n_grads)(*inputs))
                 sync(device)
                 if why := unjudgeable(outs):
-                    emit({"type": "result", "status": "error", "message": why})
+                    emit(_failed(why))
                     return
                 del outs
                 if model0 is None:
@@ -182,14 +170,14 @@ def _reference(job: dict, emit: Emitter) -> None:
         cost = _cost(model0, inputs0, device, n_grads)
     except Exception as exc:  # noqa: BLE001 - the reference failing is a fact to report
         traceback.print_exc()
-        emit({"type": "result", "status": "error", "message": one_line(exc)})
+        emit(_failed(one_line(exc)))
         return
-    emit({"type": "cost", **cost})
-    if not job.get("time"):
-        emit({"type": "result", "status": "ok", "message": "reference ran"})
+    emit(cost)
+    if not job.time:
+        emit(frames.ReferenceRan(status=Status.OK, message="reference ran"))
         return
     compiled, compile_msg = None, ""
-    if job.get("time_compile"):
+    if job.time_compile:
         compiled, compile_msg = _compiled(model0, inputs0, n_grads)
     eager = _stepper(model0, n_grads)
     if compiled is None:
@@ -198,14 +186,15 @@ def _reference(job: dict, emit: Emitter) -> None:
     else:  # eager and compiled side by side: their ratio holds whatever the clocks do
         timing, compile_timing = _time([eager, compiled], [inputs0], job)
     emit(
-        {
-            "type": "result",
-            "status": "ok",
-            "message": compile_msg,
-            "timing": timing,
-            "compile_timing": compile_timing,
-        }
+        frames.ReferenceRan(
+            status=Status.OK, message=compile_msg, timing=timing, compile_timing=compile_timing
+        )
     )
+
+
+def _failed(message: str) -> frames.ReferenceRan:
+    """The reference failed to run: the task cannot be judged here."""
+    return frames.ReferenceRan(status=Status.RUNTIME_ERROR, message=message)
 
 
 # A warm-up runs the reference once beside whatever the device's queue is timing: only a task
@@ -228,7 +217,7 @@ def _meta_bytes(module) -> int | None:
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
-def _warm(job: dict, emit: Emitter) -> None:
+def _warm(job: Job, emit: Emitter) -> None:
     """torch.compile the reference once, off the device's queue, so that the timed reference job
     finds its graph and kernels in the shared inductor and Triton caches: the compile's CPU time
     (10-20 s cold) no longer holds the GPU while candidates wait. Skipped for a large or a
@@ -236,12 +225,12 @@ def _warm(job: dict, emit: Emitter) -> None:
     module = task_module(job, None)
     nbytes = _meta_bytes(module)
     if gradients.is_backward(module) or nbytes is None or nbytes > WARM_MAX_BYTES:
-        emit({"type": "result", "status": "ok", "message": "not warmed"})
+        emit(frames.ReferenceRan(status=Status.OK, message="not warmed"))
         return
-    model = build(module.Model, list(module.get_init_inputs()), job["init_seed"], job["device"])
-    _, message = _compiled(model, inputs_for(module, job["seeds"][0], job["device"]))
-    sync(job["device"])
-    emit({"type": "result", "status": "ok", "message": message or "warmed"})
+    model = build(module.Model, list(module.get_init_inputs()), job.init_seed, job.device)
+    _, message = _compiled(model, inputs_for(module, job.seeds[0], job.device))
+    sync(job.device)
+    emit(frames.ReferenceRan(status=Status.OK, message=message or "warmed"))
 
 
 def _stepper(model, n_grads: int) -> Callable:
@@ -257,7 +246,7 @@ def _stepper(model, n_grads: int) -> Callable:
     return step
 
 
-def _cost(model, inputs: list, device: str, n_grads: int = 0) -> dict:
+def _cost(model, inputs: list, device: str, n_grads: int = 0) -> frames.Cost:
     from torch.utils.flop_counter import FlopCounterMode
 
     with FlopCounterMode(display=False) as counter:
@@ -270,15 +259,14 @@ def _cost(model, inputs: list, device: str, n_grads: int = 0) -> dict:
     dtypes = sorted(
         {str(t.dtype).removeprefix("torch.") for t in inputs if isinstance(t, torch.Tensor)}
     )
-    return {"flops": int(counter.get_total_flops()), "bytes": int(nbytes), "dtypes": dtypes}
+    return frames.Cost(flops=int(counter.get_total_flops()), bytes=int(nbytes), dtypes=dtypes)
 
 
-def _time(fns: list[Callable], input_sets: list, job: dict) -> list[dict]:
+def _time(fns: list[Callable], input_sets: list, job: Job) -> list[frames.TimingFigures]:
     t0 = measure._perf()
-    timings = measure.time_fns(fns, input_sets, job["timing"], job["device"])
-    for timing in timings:
-        timing["elapsed_s"] = measure._perf() - t0
-    return timings
+    timings = measure.time_fns(fns, input_sets, job.timing.model_dump(), job.device)
+    elapsed = measure._perf() - t0
+    return [frames.TimingFigures(**timing, elapsed_s=elapsed) for timing in timings]
 
 
 def _compiled(model, input_sets: list, n_grads: int = 0) -> tuple[Callable | None, str]:

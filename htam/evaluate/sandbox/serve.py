@@ -13,10 +13,11 @@ import socket
 import sys
 import time
 from dataclasses import dataclass, replace
-from typing import Any
 
+from htam.evaluate import channel, frames
+from htam.evaluate import server_frames as sf
 from htam.evaluate.host import folders
-from htam.evaluate.host.forkserver import OPTIONAL_PRELOAD, PRELOAD, recv_frame, send_frame
+from htam.evaluate.host.forkserver import OPTIONAL_PRELOAD, PRELOAD
 from htam.evaluate.logs import read_tail
 from htam.evaluate.sandbox import candidate_user, cgroups, isolation
 from htam.evaluate.sandbox.serve_children import candidate_main, finish, judge_main
@@ -37,7 +38,7 @@ def _waitpid(pid: int, timeout: float) -> int | None:
 
 
 # What the server meets when its client went away: the channel closed, Ctrl-C.
-_GONE = (EOFError, BrokenPipeError, ConnectionError, KeyboardInterrupt)
+_GONE = (EOFError, channel.ChannelClosed, BrokenPipeError, ConnectionError, KeyboardInterrupt)
 
 
 def _abandoned(exc: BaseException, *folders: str) -> bool:
@@ -60,9 +61,9 @@ class Standby:
     log_fd: int | None = None
     group: cgroups.Group | None = None  # the kernel's limits on it and all it starts
 
-    def hand_over(self, request: dict, fds: list[int]) -> bool:
+    def hand_over(self, request: sf.Start, fds: list[int]) -> bool:
         try:
-            send_frame(self.control, request, fds)
+            channel.send(self.control, request, fds)
             return True
         except OSError:
             self.discard(keep_log=True)  # its last words are read from its log
@@ -87,11 +88,11 @@ class Standby:
 
 
 class Server:
-    def __init__(self, sock: socket.socket, config: dict):
+    def __init__(self, sock: socket.socket, config: sf.Config):
         self.sock = sock
-        self.workroot = config["workroot"]
-        self.warm_cuda = config["warm_cuda"]
-        self.limits: isolation.Limits = config["limits"]
+        self.workroot = config.workroot
+        self.warm_cuda = config.warm_cuda
+        self.limits: isolation.Limits = config.limits
         self.plan = isolation.probe()
         self.cgroups, why = (
             cgroups.probe(str(os.getpid())) if self.limits.memory_bytes else (None, "")
@@ -198,36 +199,21 @@ class Server:
         try:
             # inside the cleanup: a client gone before "ready" left the standbys' sized job
             # directories mounted on the host (a test's closed channel leaked two a run)
-            send_frame(self.sock, {"op": "ready", "plan": self.plan})
+            channel.send(self.sock, sf.Ready(plan=self.plan))
             while True:
                 try:
-                    request, fds = recv_frame(self.sock, with_fds=True)
-                except EOFError:
+                    request, fds = channel.recv(
+                        self.sock, None, sf.REQUEST, with_fds=True, limit=frames.MAX_TRUSTED_FRAME
+                    )
+                except channel.ChannelClosed:
                     return
                 released = {pid for pid in released if _waitpid(pid, 0.0) is None}
-                op = request["op"]
-                reply: dict[str, Any]
-                if op == "exit":
+                if isinstance(request, sf.Exit):
                     return
-                if op == "release":
-                    released.add(request["pid"])
-                    reply = {}
-                elif op == "wait":
-                    reply = {"status": _waitpid(request["pid"], request["timeout"])}
-                    if reply["status"] is not None:
-                        self._reaped(request["pid"])
-                elif op == "kill_uid":
-                    candidate_user.kill_uid(request["uid"])
-                    reply = {}
-                elif op == "ping":
-                    reply = {"op": "pong"}
-                else:
-                    reply, back = self._start(op, request, fds)
-                    send_frame(self.sock, reply, back)
-                    for fd in back:
-                        os.close(fd)
-                    continue
-                send_frame(self.sock, reply)
+                reply, back = self._answer(request, fds, released)
+                channel.send(self.sock, reply, back)
+                for fd in back:
+                    os.close(fd)
         finally:
             for standby in [self.judge_standby, *self.cand_standbys]:
                 standby.discard()
@@ -238,12 +224,32 @@ class Server:
             for folder in self.sized_dirs:  # those the client has not removed yet
                 folders.unmount_all(folder)
 
-    def _start(self, op: str, request: dict, fds: list[int]) -> tuple[dict, list[int]]:
+    def _answer(
+        self, request: sf.Request, fds: list[int], released: set[int]
+    ) -> tuple[sf.Reply, list[int]]:
+        """The reply to ``request``, and the descriptors that go with it."""
+        if isinstance(request, (sf.StartJudge, sf.StartCandidate)):
+            return self._start(request, fds)
+        if isinstance(request, sf.Release):
+            released.add(request.pid)
+        elif isinstance(request, sf.Wait):
+            status = _waitpid(request.pid, request.timeout)
+            if status is not None:
+                self._reaped(request.pid)
+            return sf.Waited(status=status), []
+        elif isinstance(request, sf.KillUid):
+            candidate_user.kill_uid(request.uid)
+        elif isinstance(request, sf.Ping):
+            return sf.Pong(), []
+        return sf.Done(), []
+
+    def _start(self, request: sf.Start, fds: list[int]) -> tuple[sf.Started, list[int]]:
         """Hand a job to a standby: the reply, and the descriptors that go with it (a
         candidate's output log, opened before it ran)."""
+        op = request.op
         standby = self.judge_standby if op == "judge" else self.cand_standbys.pop(0)
-        if op == "candidate" and request["job"].get("preload"):
-            self._preload(request["job"]["preload"], standby)
+        if isinstance(request, sf.StartCandidate) and request.job.preload:
+            self._preload(request.job.preload, standby)
         handed = standby.hand_over(request, fds)
         fresh = self._fork_judge() if op == "judge" else self._fork_candidate()
         if not handed:  # the standby died: hand the job to the fresh one and fork another
@@ -258,18 +264,16 @@ class Server:
         for fd in fds:
             os.close(fd)
         if not handed:
-            raise_text = (
-                _tail(standby.log_fd) if standby.log_fd is not None else ""
-            ) or "no output"
+            last = (_tail(standby.log_fd) if standby.log_fd is not None else "") or "no output"
             standby.close_log()
-            return {"pid": None, "error": f"a new {op} process could not start: {raise_text}"}, []
-        reply = {
-            "pid": standby.pid,
-            "uid": standby.uid,
-            "dir": standby.job_dir,
-            "by_uid": self.plan.drop_uid,
-            "group": standby.group,
-        }
+            return sf.Started(error=f"a new {op} process could not start: {last}"), []
+        reply = sf.Started(
+            pid=standby.pid,
+            uid=standby.uid,
+            dir=standby.job_dir,
+            by_uid=self.plan.drop_uid,
+            group=standby.group,
+        )
         return reply, [] if standby.log_fd is None else [standby.log_fd]
 
     def _preload(self, source: str, standby: Standby) -> None:
@@ -304,8 +308,8 @@ def serve(fd: int) -> None:
     try:
         isolation.not_dumpable()
         sock = socket.socket(fileno=fd)
-        config, _ = recv_frame(sock)
-        workroot.append(config["workroot"])
+        config, _ = channel.recv(sock, None, sf.CONFIG, limit=frames.MAX_TRUSTED_FRAME)
+        workroot.append(config.workroot)
         for name in PRELOAD + OPTIONAL_PRELOAD:
             try:
                 importlib.import_module(name)

@@ -7,8 +7,10 @@ import os
 import socket
 import sys
 import traceback
+from typing import TypeVar
 
-from htam.evaluate.host.forkserver import recv_frame
+from htam.evaluate import channel, frames
+from htam.evaluate import server_frames as sf
 from htam.evaluate.sandbox import isolation, syscall_filter
 
 
@@ -47,18 +49,14 @@ def _warm(warm_cuda: bool) -> None:
 
 def judge_main(control: socket.socket, warm_cuda: bool) -> None:
     _warm(warm_cuda)
-    try:
-        request, fds = recv_frame(control, with_fds=True)
-    except (EOFError, OSError):
-        os._exit(0)  # the server went away or gave up on this standby
-    control.close()
-    _stdio_to(request["log"])
-    job = request["job"]
-    if job["kind"] == "build":
+    request, fds = _start(control, sf.StartJudge)
+    _stdio_to(request.log)
+    job = request.job
+    if job.kind == "build":
         from htam.evaluate.judge import build_job, trusted_jobs
 
         build_job.run(job, trusted_jobs.Emitter(fds[0]), socket.socket(fileno=fds[1]))
-    elif job["kind"] == "judge":
+    elif job.kind == "judge":
         from htam.evaluate.judge import judge, trusted_jobs
 
         cand, ref = (socket.socket(fileno=fd) for fd in fds[1:3])
@@ -82,23 +80,37 @@ def candidate_main(
     _warm(warm)
     if plan.socket_filter:  # after CUDA has made its threads: the filter covers them too
         syscall_filter.restrict_syscalls(limits.memfd)
-    try:
-        request, fds = recv_frame(control, with_fds=True)
-    except (EOFError, OSError):
-        os._exit(0)
-    control.close()
-    job = request["job"]
+    request, fds = _start(control, sf.StartCandidate)
+    job = request.job
     code_path = os.path.join(seen_at, "candidate.py")
     with open(code_path, "w") as f:
-        f.write(job["code"])
-    job = {**job, "code_path": code_path, "extension_dir": os.path.join(seen_at, "ext")}
-    job["env"] = {
-        **job.get("env", {}),
+        f.write(job.code)
+    env = {
+        **job.env,
         "TRITON_CACHE_DIR": os.path.join(seen_at, "triton"),
         "TORCHINDUCTOR_CACHE_DIR": os.path.join(seen_at, "inductor"),
         "TORCH_EXTENSIONS_DIR": os.path.join(seen_at, "ext"),
         "HOME": seen_at,
     }
+    where = {"code_path": code_path, "extension_dir": os.path.join(seen_at, "ext"), "env": env}
     from htam.evaluate.candidate import harness
 
-    harness.run(job, socket.socket(fileno=fds[0]))
+    harness.run(job.model_copy(update=where), socket.socket(fileno=fds[0]))
+
+
+S = TypeVar("S", sf.StartJudge, sf.StartCandidate)
+
+
+def _start(control: socket.socket, kind: type[S]) -> tuple[S, list[int]]:
+    """The job the server hands this standby (it must be a ``kind``) and the descriptors beside
+    it. When the server went away or gave up on this standby, the process ends."""
+    try:
+        request, fds = channel.recv(
+            control, None, sf.START, with_fds=True, limit=frames.MAX_TRUSTED_FRAME
+        )
+    except (channel.ChannelClosed, OSError):
+        os._exit(0)
+    control.close()
+    if not isinstance(request, kind):
+        raise TypeError(f"a {request.op} job handed to a {kind.__name__} standby")
+    return request, fds
