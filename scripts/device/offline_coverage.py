@@ -24,7 +24,9 @@ from collections import Counter
 from pathlib import Path
 
 DEFAULT_ROOT = Path(__file__).resolve().parents[3] / "shared" / "kernelbench" / "KernelBench"
-BATCH, CAP = 2, 16
+# a helper's worktree (/work/wt/NAME) sits one level deeper than the main tree
+DEFAULT_ROOT = DEFAULT_ROOT if DEFAULT_ROOT.is_dir() else Path("/work/shared/kernelbench/KernelBench")
+BATCH, CAP, GROUPS = 2, 16, 4
 
 
 class _Shrink(ast.NodeTransformer):
@@ -32,11 +34,15 @@ class _Shrink(ast.NodeTransformer):
 
     def __init__(self, name: str, cap: int | None):
         self.batch = "batch" in name.lower()
+        # a norm's group count (or attention's heads) at the cap would leave one channel a
+        # group: its statistics are then round-off, which no two summation orders agree on
+        self.groups = any(w in name.lower() for w in ("group", "head"))
         self.cap = cap
 
     def visit_Constant(self, node: ast.Constant) -> ast.AST:
         if type(node.value) is int and node.value > 0:
             v = min(node.value, BATCH) if self.batch else node.value
+            v = min(v, GROUPS) if self.groups and self.cap else v
             v = min(v, self.cap) if self.cap else v
             return ast.copy_location(ast.Constant(v), node)
         return node
@@ -62,45 +68,6 @@ def shrink(source: str, cap: int | None = CAP) -> str:
             names = [t.id for t in stmt.targets if isinstance(t, ast.Name)]
             stmt.value = _Shrink(" ".join(names), cap).visit(stmt.value)
     return ast.unparse(tree)
-
-
-def direct_check(task, code: str) -> str:
-    """ "correct", or what went wrong, running ``code``'s ModelNew against the reference."""
-    import hashlib
-    import importlib.util
-    import tempfile
-
-    import torch
-
-    from htam.evaluate.eval_config import TOLERANCES
-    from htam.evaluate.judge.compare import compare_tensor
-    from htam.tasks.module import load_task_module
-
-    digest = hashlib.sha1(code.encode()).hexdigest()[:16]
-    path = Path(tempfile.gettempdir()) / "htam_offline_coverage" / f"sol_{digest}.py"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(code)
-    try:
-        spec = importlib.util.spec_from_file_location(f"htam_cov_{digest}", path)
-        sol = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sol)
-        ref_mod = load_task_module(task.source, "small", name="htam_cov_ref")
-        init = ref_mod.get_init_inputs()
-        torch.manual_seed(0)
-        model = ref_mod.Model(*init)
-        torch.manual_seed(0)
-        new = sol.ModelNew(*init)
-        torch.manual_seed(1)
-        inputs = ref_mod.get_inputs()
-        with torch.no_grad():
-            ref = model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
-            out = new(*inputs)
-    except Exception as err:  # noqa: BLE001 - any failure of generated code is the verdict
-        return f"error {type(err).__name__}: {str(err)[:160]}"
-    why = compare_tensor(out, ref, TOLERANCES)
-    if why is not None:
-        return f"incorrect: {why}"
-    return "correct"
 
 
 def task_paths(root: Path, levels: list[int], pattern: str | None) -> list[tuple[int, Path]]:
@@ -134,6 +101,7 @@ def main() -> None:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
     from htam.evaluate.host.static import check_source
+    from htam.offline.check import UNCHECKED, check_solution
     from htam.offline.pipeline import NoMatch, analyze, baseline, generate
     from htam.tasks.task import Task
 
@@ -185,10 +153,12 @@ def main() -> None:
                     msg = (
                         "refused: " + "; ".join(str(v) for v in refused)[:160]
                         if refused
-                        else direct_check(small, code)
+                        else check_solution(small.source, code)
                     )
                     ok = msg == "correct"
                 correct[(level, lang)] += ok
+                if msg.startswith(UNCHECKED) and lang == languages[0]:
+                    unchecked[level] += 1
                 verdicts.append(f"{lang}: {msg}")
             line += "  [" + "; ".join(verdicts) + "]"
         print(line, flush=True)
@@ -202,7 +172,7 @@ def main() -> None:
         n = correct[(level, lang)]
         print(
             f"level {level} {lang}: {n} of {matched[level]} baselines correct on the CPU "
-            f"({unchecked[level]} not checked: their shrunk form does not build)"
+            f"({unchecked[level]} not checked: their shrunk form does not build or run)"
         )
     print(f"{time.time() - t0:.0f} s")
 

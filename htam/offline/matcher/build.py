@@ -103,6 +103,14 @@ def _unit_view(n: CNode) -> bool:
     return [d for d in n.shape if d != 1] == [d for d in src.shape if d != 1]
 
 
+def _unit_view_dims(source: str, src: tuple[int, ...], shape: tuple[int, ...]) -> str:
+    """The run-time sizes of a unit view (:func:`_unit_view`) of ``source``: each dim that is
+    not 1 read from the tensor's own shape, so other sizes than the traced ones still fit."""
+    real = iter(j for j, d in enumerate(src) if d != 1)
+    dims = ["1" if d == 1 else f"{source}.shape[{next(real)}]" for d in shape]
+    return ", ".join(dims) + ("," if len(dims) == 1 else "")
+
+
 def param_name(path: str) -> str:
     return "p_" + path.replace(".", "_")
 
@@ -205,9 +213,13 @@ class Builder:
         source = name if is_input else f"_attr(self, {n.attrs['path']!r})"
         if n.value.dtype == torch.bool:  # a mask in arithmetic counts as 0.0 / 1.0
             source = f"{source}.to(torch.float32)"
+        viewed = shape is not None and tuple(shape) != tuple(n.shape)
         shape = n.shape if shape is None else shape
         pattern, tail, head = classify(shape, self.full, f"operand {name}")
         key = name if pattern == "full" else f"{name}_{pattern}{tail}"
+        if viewed and pattern == "full":  # the output's shape is read from it: view it so
+            source = f"{source}.reshape({_unit_view_dims(source, n.shape, shape)})"
+            key = key if key not in self.operands else f"{key}_view"
         self.operands.setdefault(key, Operand(key, source, pattern, tail, head))
         return key
 

@@ -1,0 +1,60 @@
+"""A generated solution run against its reference on this machine: the check the coverage
+script (scripts/device/offline_coverage.py --check) and the fixture tests share.
+
+The reference and ``ModelNew`` are built from the same seed and fed the same inputs; the outputs
+are compared by the evaluator's own comparison (htam.evaluate.judge.compare) and tolerances.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import tempfile
+from pathlib import Path
+
+import torch
+
+from htam.evaluate.eval_config import TOLERANCES
+from htam.evaluate.judge.compare import compare_tensor
+from htam.tasks.module import load_task_module
+
+UNCHECKED = "not checked"  # the verdict's start when the reference itself fails
+
+
+def _load(code: str):
+    """The solution as a module imported from a real file (Triton reads kernels' source)."""
+    digest = hashlib.sha1(code.encode()).hexdigest()[:16]
+    path = Path(tempfile.gettempdir()) / "htam_offline_check" / f"sol_{digest}.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(code)
+    spec = importlib.util.spec_from_file_location(f"htam_check_{digest}", path)
+    assert spec is not None and spec.loader is not None  # a .py path always has both
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def check_solution(source: str, code: str, device: str = "cpu") -> str:
+    """ "correct", or what went wrong running ``code``'s ModelNew against ``source``'s Model
+    (its own sizes, on ``device``). Starts with :data:`UNCHECKED` when the reference fails."""
+    ref_mod = load_task_module(source, "small", name="htam_check_ref")
+    init = ref_mod.get_init_inputs()
+    torch.manual_seed(1)
+    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in ref_mod.get_inputs()]
+    try:
+        torch.manual_seed(0)
+        model = ref_mod.Model(*init).to(device)
+        with torch.no_grad():
+            ref = model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+    except Exception as err:  # noqa: BLE001 - sizes tied by a literal (a shrunken task)
+        return f"{UNCHECKED}: the reference fails at this size ({type(err).__name__}: {err})"[:200]
+    try:
+        sol = _load(code)
+        torch.manual_seed(0)
+        new = sol.ModelNew(*init).to(device)
+        with torch.no_grad():
+            out = new(*inputs)
+    except Exception as err:  # noqa: BLE001 - any failure of generated code is the verdict
+        return f"error {type(err).__name__}: {str(err)[:160]}"
+    why = compare_tensor(out, ref, TOLERANCES)
+    return "correct" if why is None else f"incorrect: {why}"
