@@ -9,6 +9,7 @@ run a direct kernel instead, one output element per lane, since ``tl.dot`` tiles
 from __future__ import annotations
 
 from htam.offline.backends.triton.gemm_plan import tf32_max_k
+from htam.offline.backends.triton.window import split_output_index
 from htam.offline.ir.conv import GEOMETRY, conv_calls, conv_helper
 from htam.offline.ir.model import ConvIR
 from htam.offline.params import ConvParams
@@ -46,12 +47,7 @@ def htam_conv(x_ptr, w_ptr, b_ptr, out_ptr, M, C_IN, C_OUT, CIN_G, COUT_G, {_SIZ
     rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     m_ok = rm < M
     n_ok = rn < COUT_G
-    ow = rm % OW
-    t = rm // OW
-    oh = t % OH
-    t = t // OH
-    od = t % OD
-    nb = t // OD
+{split_output_index("rm", "nb")}
     KK = KD * KH * KW
     K = CIN_G * KK
     acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
@@ -89,12 +85,7 @@ def htam_conv_direct(x_ptr, w_ptr, b_ptr, out_ptr, n, C_IN, C_OUT, CIN_G, COUT_G
                      TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    ow = offs % OW
-    t = offs // OW
-    oh = t % OH
-    t = t // OH
-    od = t % OD
-    t = t // OD
+{split_output_index("offs", "t")}
     co = t % C_OUT
     nb = t // C_OUT
     g = co // COUT_G

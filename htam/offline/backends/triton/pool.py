@@ -3,23 +3,19 @@ and height are loops, its width unrolled (``KW`` a compile-time constant)."""
 
 from __future__ import annotations
 
+from htam.offline.backends.triton.window import split_output_index
 from htam.offline.ir.model import PoolIR
 from htam.offline.ir.pool import GEOMETRY, pool_forward
 from htam.offline.params import PoolParams
 
-KERNEL = """
+KERNEL = f"""
 @triton.jit
 def htam_pool(x_ptr, out_ptr, n, D, H, W, OD, OH, OW, KD, KH, SD, SH, SW, PD, PH, PW,
               DD, DH, DW, divisor, KW: tl.constexpr, MAX: tl.constexpr,
               COUNT_PAD: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    ow = offs % OW
-    t = offs // OW
-    oh = t % OH
-    t = t // OH
-    od = t % OD
-    nc = t // OD
+{split_output_index("offs", "nc")}
     d0 = od * SD - PD
     h0 = oh * SH - PH
     w0 = ow * SW - PW
