@@ -182,3 +182,18 @@ def compare(
         err = (got.double() - expected.double()).abs().max().item()
         return f"max abs error {err:.3g} at {overrides}"
     return None
+
+
+def time_ms(fn, inputs, reps: int = 20) -> float:
+    """Mean CUDA time of ``fn(*inputs)`` over ``reps`` calls, after three warm-up calls."""
+    with torch.no_grad():
+        for _ in range(3):
+            fn(*inputs)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        start.record()
+        for _ in range(reps):
+            fn(*inputs)
+        end.record()
+        torch.cuda.synchronize()
+    return start.elapsed_time(end) / reps

@@ -8,7 +8,7 @@ import torch
 
 from htam.offline.pipeline import analyze
 from tests.offline.cases import all_cases, variants
-from tests.offline.harness import build_pair, compare, load_solution, solution
+from tests.offline.harness import build_pair, compare, load_solution, solution, time_ms
 
 CASES = all_cases()
 IDS = [task.name for task, _ in CASES]
@@ -38,20 +38,6 @@ def test_triton_variants_on_gpu(case):
     assert not failures, "\n".join(failures)
 
 
-def _time_ms(fn, inputs, reps: int = 20) -> float:
-    with torch.no_grad():
-        for _ in range(3):
-            fn(*inputs)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        start.record()
-        for _ in range(reps):
-            fn(*inputs)
-        end.record()
-        torch.cuda.synchronize()
-    return start.elapsed_time(end) / reps
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize(
     "case",
@@ -73,7 +59,7 @@ def test_builtin_tasks_at_full_size_on_gpu(case):
         else:  # relative L2 error: TF32 products over K in the thousands are off near zeros
             rel = ((got - expected).norm() / expected.norm()).item()
             assert rel < (5e-3 if _tf32(task, strategies) else 1e-4), rel
-        eager, ours = _time_ms(model, inputs), _time_ms(new, inputs)
+        eager, ours = time_ms(model, inputs), time_ms(new, inputs)
         label = "all" if strategies else "baseline"
         print(
             f"\nGPU {task.name:24s} {label:8s} eager {eager:8.3f} ms  offline {ours:8.3f} ms"
