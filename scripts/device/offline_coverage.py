@@ -1,4 +1,4 @@
-"""How much of KernelBench levels 1-2 the offline proposer's templates cover (issue 12).
+"""How much of KernelBench (levels 1-3) the offline proposer covers (issues 12, 40).
 
 One line per task: matched (family and pattern) or not (the matcher's reason), then per-level
 counts. With ``--check`` the baseline candidate of each matched task runs on the CPU at a
@@ -6,7 +6,10 @@ shrunken size (module-level int constants: batch sizes -> 2, every other int abo
 KernelBench file runs in seconds; Triton under the interpreter) against the reference, same
 seeds, compared by the evaluator's own comparison (htam.evaluate.judge.compare), and the line says
 correct / incorrect. A task whose shrunken form no longer builds (sizes tied by a literal, e.g.
-a LayerNorm shape equal to a width) says "not checked". ``--evaluator`` runs each candidate through htam's Evaluator
+a LayerNorm shape equal to a width) says "not checked", and so does one whose float32 reference
+differs from its float64 form where the candidate differs (rounding decides the comparison: deep
+batch-normed networks over 1x1 maps, a mean of normalized values). Group and head counts shrink
+to 4. ``--evaluator`` runs each candidate through htam's Evaluator
 instead (isolated processes, timing included: minutes per task on a busy 2-core machine).
 
     python3 scripts/device/offline_coverage.py [--root KernelBench] [--levels 1,2] [--pattern GLOB[,GLOB]]
@@ -172,7 +175,7 @@ def main() -> None:
         n = correct[(level, lang)]
         print(
             f"level {level} {lang}: {n} of {matched[level]} baselines correct on the CPU "
-            f"({unchecked[level]} not checked: their shrunk form does not build or run)"
+            f"({unchecked[level]} not checked: their shrunk form does not build or run, or is ill-conditioned)"
         )
     print(f"{time.time() - t0:.0f} s")
 
