@@ -56,7 +56,7 @@ FIXTURES = [("models", s) for s in MODELS] + [("variants", s) for s in VARIANTS]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("kind", "stem"), FIXTURES, ids=[s for _, s in FIXTURES])
+@pytest.mark.parametrize(("kind", "stem"), FIXTURES, ids=[f"{k}-{s}" for k, s in FIXTURES])
 def test_fixture_on_gpu(kind, stem):
     """Baseline and every single strategy correct on the GPU (compiled Triton, the evaluator's
     tolerances); the baseline's time against eager printed. ``pytest -m gpu -s`` shows them."""
