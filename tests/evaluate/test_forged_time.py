@@ -1,7 +1,10 @@
 """A candidate that under-reports some of its calls' times (red team): the judge's clock bears
 out every call's time, so the speedup stays what the kernel earns."""
 
+import dataclasses
+
 import pytest
+import torch
 
 from htam.evaluate import Evaluator
 from htam.evaluate.judge import judge_timing
@@ -60,6 +63,9 @@ def test_returning_the_lent_slot_buys_nothing_on_the_gpu():
     config = fast_config(size="large", memory_limit_mb=16384, min_timed=20)
     with Evaluator("cuda", config) as evaluator:
         task = task_for(FIXTURES / "relu_8gb_task.py")
+        if torch.cuda.get_device_properties(0).total_memory < (100 << 30):
+            # an 80 GB card holds the evaluation of 4 GiB (5x its tensors), not of 8
+            task = dataclasses.replace(task, source=task.source.replace("32768", "16384"))
         honest = evaluator.evaluate(task, source.replace("FORGE = True", "FORGE = False"), "triton")
         forged = evaluator.evaluate(task, source, "triton")
     print("honest", honest.speedup, "forged", forged.status, forged.speedup, forged.messages)
