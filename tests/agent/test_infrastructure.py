@@ -49,6 +49,7 @@ def test_cli_stops_at_once_on_an_unreachable_endpoint(tmp_path):
     assert not (tmp_path / "runs").exists()  # no run directory for a run that never started
 
 
+@pytest.mark.slow
 def test_cli_stops_when_the_endpoint_refuses_after_the_preflight(tmp_path):
     # GET /models answers, every chat request is refused: the step is tried twice, then the run
     # stops with the endpoint's answer on the last line and the bank as it was.
@@ -107,6 +108,7 @@ def _code(name: str = "chain_triton.py", old: str = "", new: str = "") -> Script
     )
 
 
+@pytest.mark.slow
 def test_endpoint_failing_mid_run_stops_it_without_learning(tmp_path, evaluator, prices):
     # Step 0 is served; then the key is refused (401): the step is tried once more, the run
     # stops with the endpoint's answer, and only step 0 is in the memory and the run directory.
@@ -127,6 +129,7 @@ def test_endpoint_failing_mid_run_stops_it_without_learning(tmp_path, evaluator,
     assert sorted(p.name for p in (tmp_path / "run" / "steps").glob("*.json")) == ["step_00.json"]
 
 
+@pytest.mark.slow
 def test_a_repeated_candidate_is_asked_again_and_never_evaluated_twice(tmp_path, evaluator, prices):
     other = _code(old="* alpha + beta", new="* alpha + beta + 0.0")
     replies = [

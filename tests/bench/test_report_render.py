@@ -151,6 +151,7 @@ def report(tmp_path_factory):
     return files, title, console, parsed
 
 
+@pytest.mark.slow
 def test_report_renders_every_figure(report):
     files, title, console, dom = report
     assert title == "IMAGES 4 BROKEN 0" and console == ""  # 3 plots + 1 bank that learned

@@ -212,6 +212,7 @@ def test_failure_line_keeps_the_exception_and_the_candidates_line():
     )
 
 
+@pytest.mark.slow
 def test_eval_shows_a_candidates_exception_in_one_line_and_keeps_the_trace(tmp_path):
     from htam.cli.eval_cmd import render
     from htam.evaluate.result import EvalResult
@@ -242,6 +243,7 @@ def test_eval_shows_a_candidates_exception_in_one_line_and_keeps_the_trace(tmp_p
 # ---------------------------------------------------------------- 5. a closed stdout
 
 
+@pytest.mark.slow
 def test_a_closed_stdout_exits_141_quietly_and_leaves_no_empty_run_dir(tmp_path):
     """`htam optimize ... | head -1`: the reader goes away; exit 141 (as for SIGPIPE), not 1
     ("no correct candidate"), no traceback, and no run directory without a step."""

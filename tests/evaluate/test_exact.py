@@ -103,6 +103,7 @@ class ModelNew(nn.Module):
 """
 
 
+@pytest.mark.slow
 def test_a_random_output_is_not_taken_for_rounding_noise(cpu_evaluator, tmp_path):
     """Dropout in training mode: after the trials the reference's random stream has moved on, so
     a float64 run draws other masks and its distance from the float32 reference is chance, not

@@ -28,6 +28,7 @@ def get_init_inputs():
 """
 
 
+@pytest.mark.slow
 def test_a_reference_over_the_host_limit_names_the_limit_and_the_option(tmp_path):
     path = tmp_path / "big_output.py"
     path.write_text(BIG_OUTPUT)
@@ -163,7 +164,7 @@ def test_what_a_job_directory_holds_unseen_counts_against_its_limits(
 @pytest.mark.parametrize(
     ("fixture", "status", "where"),
     [
-        ("honest_hinge_triton.py", "ok", ""),
+        pytest.param("honest_hinge_triton.py", "ok", "", marks=pytest.mark.slow),
         ("cheat_input_distribution.py", "incorrect", "the trial on scaled and shifted inputs"),
         # each is a whole evaluation: one cheat of each kind stays in the fast tier
         pytest.param("cheat_count_calls.py", "incorrect", "timed call ", marks=pytest.mark.slow),
@@ -185,7 +186,11 @@ def test_a_shortcut_from_the_inputs_distribution_fails_on_shifted_inputs(fixture
 
 @pytest.mark.parametrize(
     ("fixture", "status"),
-    [("honest_norm_triton.py", "ok"), ("cheat_norm_distribution.py", "incorrect")],
+    # the honest candidate is seconds of the Triton interpreter: the cheat stays in the fast tier
+    [
+        pytest.param("honest_norm_triton.py", "ok", marks=pytest.mark.slow),
+        ("cheat_norm_distribution.py", "incorrect"),
+    ],
 )
 def test_a_large_output_gets_the_shifted_inputs_too(fixture, status):
     """Red team 6: x / ||x|| written as x * sqrt(3 / n), the norm of uniform inputs, passes
@@ -249,6 +254,7 @@ def test_integer_inputs_and_outputs_do_not_spare_a_task_the_shifted_inputs(task,
     assert "on scaled and shifted inputs" in result.messages[0]
 
 
+@pytest.mark.slow
 def test_work_done_while_the_harness_takes_the_outputs_is_timed():
     """Red team 8: a list subclass whose __iter__ finished the work did it after the clock; the
     items are taken inside it now, so the fixture's 40 ms wait is in its own time."""
@@ -257,6 +263,7 @@ def test_work_done_while_the_harness_takes_the_outputs_is_timed():
     assert result.runtime_ms >= 40.0
 
 
+@pytest.mark.slow
 def test_the_median_timed_call_is_one_without_outliers():
     """Red team 9: with outliers in every timed call they were the workload timed, and a
     shortcut they allow (a logsumexp made trivial by one planted column) was timed at 9x. Fewer

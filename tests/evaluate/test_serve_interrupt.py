@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from htam.evaluate import channel, frames
 from htam.evaluate.host.folders import mountinfo
 from htam.evaluate.host.forkserver import scrubbed_env
@@ -48,6 +50,7 @@ def test_a_closed_channel_while_it_imports_torch_ends_it_quietly(tmp_path):
     assert not [p for p, _, _ in mountinfo() if p.startswith(str(tmp_path))]
 
 
+@pytest.mark.slow
 def test_its_work_root_removed_while_it_imports_torch_ends_it_quietly(tmp_path):
     """What the client did when Ctrl-C came mid-start: its cleanup removed the work root, and
     its end of the channel closed as it exited."""

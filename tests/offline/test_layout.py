@@ -280,7 +280,7 @@ class Model(nn.Module):
 
 # Each case runs its kernel (under Triton's interpreter on the CPU): the 3-D logsumexp and the
 # keepdim min take minutes there, and run with the slow tests; the per-channel amax stays fast.
-SLOW_ROWS = {"logsumexp_3d", "min_keepdim"}
+SLOW_ROWS = {"logsumexp_3d", "min_keepdim", "amax_per_channel"}
 
 
 @pytest.mark.parametrize(

@@ -118,7 +118,9 @@ def _check(tasks, every) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("family", NEW)
+@pytest.mark.parametrize(
+    "family", [pytest.param(f, marks=pytest.mark.slow) if f == "convolution" else f for f in NEW]
+)
 def test_new_family_tasks_are_correct_in_triton(family):
     # each family's draws alternate the baseline and every strategy together
     tasks = [g for g in TASKS_NEW if g.task.name.startswith(f"random_{family}_")]

@@ -86,6 +86,7 @@ def test_a_handful_pass_the_htam_evaluator():
 CONV_TASKS = random_tasks(40, seed=0, size="small", families=("conv",))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("start", range(0, 40, CHUNK), ids=lambda s: f"conv{s}-{s + CHUNK - 1}")
 def test_random_convolutions_read_channels_last_and_match(start):
     """Every kind of convolution, 1-40 output channels, kernels 1-3, strides 1-2, size-1 dims,

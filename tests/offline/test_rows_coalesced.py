@@ -50,7 +50,13 @@ class Model(nn.Module):
     return kb(body, inputs)
 
 
-@pytest.mark.parametrize("name", list(MIDDLE))
+# seconds each under the interpreter (the others, a second): in the full suite
+SLOW_MIDDLE = {"softmax", "log_softmax", "std", "rms_norm"}
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_MIDDLE else n for n in MIDDLE]
+)
 def test_middle_dim_reductions_match_under_the_interpreter(name):
     task = task_of(f"middle_{name}", _source(*MIDDLE[name]))
     variants = [(), everything(task, "triton"), ("data_reuse.register_row_cache",)]
