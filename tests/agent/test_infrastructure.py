@@ -26,6 +26,7 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_cli_stops_at_once_on_an_unreachable_endpoint(tmp_path):
     bank = tmp_path / "bank.db"
     with MemoryBank.open(bank, create=True):
@@ -163,6 +164,7 @@ def test_a_repeated_candidate_is_asked_again_and_never_evaluated_twice(tmp_path,
         assert len(set(codes[:2])) == 2
 
 
+@pytest.mark.slow
 def test_a_strategy_that_only_repeats_is_left_out_of_a_fresh_decision(tmp_path, evaluator, prices):
     """Step 1 under the chosen strategy repeats step 0's code three times: the strategy has
     nothing new left, so the step decides again without it, and its new code is evaluated."""

@@ -91,6 +91,7 @@ def test_scripted_run_survives_faults_and_updates_memory(tmp_path, evaluator, pr
         assert saved["best_speedup"] == summary.best_speedup and len(saved["curve"]) == 6
 
 
+@pytest.mark.slow
 def test_existing_run_needs_resume(tmp_path, evaluator, prices):
     with (
         ReplayServer(scripted_replies()) as server,

@@ -147,6 +147,7 @@ def test_the_last_line_says_what_the_user_keeps():
     assert final_line(none, out).startswith("no correct candidate: the reference stands (rejected")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.path.exists("/dev/nvidiactl"), reason="a GPU is visible")
 def test_target_cuda_without_a_gpu_is_one_line_before_anything_else(tmp_path):
     run = _htam(tmp_path, "optimize", "level1/1_ReLU", "--target", "cuda", timeout=120)

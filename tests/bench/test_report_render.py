@@ -163,6 +163,7 @@ def test_report_renders_every_figure(report):
     }
 
 
+@pytest.mark.slow
 def test_no_label_lies_over_data(report):
     """No legend over a bar, no value label over a point or over another label."""
     dom = report[3]

@@ -136,6 +136,7 @@ class _InterruptedOptimizer:
         raise KeyboardInterrupt
 
 
+@pytest.mark.slow
 def test_ctrl_c_says_how_to_resume_and_resume_says_where(tmp_path, monkeypatch):
     import htam.agent
     import htam.evaluate

@@ -100,6 +100,7 @@ def recording(monkeypatch, tmp_path):
     return {"HTAM_CACHE_DIR": str(tmp_path / "cache")}
 
 
+@pytest.mark.slow
 def test_resume_takes_the_steps_from_the_run_and_a_larger_steps_extends_it(tmp_path, recording):
     out = tmp_path / "run"
     args = ["optimize", RELU, "--target", "cpu", "--size", "small", "--out", str(out)]
@@ -119,6 +120,7 @@ def test_resume_takes_the_steps_from_the_run_and_a_larger_steps_extends_it(tmp_p
     assert len(list((out / "steps").glob("step_*.json"))) == 3
 
 
+@pytest.mark.slow
 def test_resume_with_fewer_steps_or_another_seed_is_one_line_before_resuming(tmp_path, recording):
     out = tmp_path / "run"
     args = ["optimize", RELU, "--target", "cpu", "--size", "small", "--out", str(out)]

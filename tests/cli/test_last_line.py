@@ -127,6 +127,7 @@ class _FlaggedOptimizer:
         })  # fmt: skip
 
 
+@pytest.mark.slow
 def test_quiet_prints_the_last_line_alone_even_with_flags(tmp_path, env, monkeypatch):
     import htam.agent
     import htam.evaluate

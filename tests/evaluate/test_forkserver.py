@@ -82,6 +82,7 @@ def test_a_dead_standby_is_replaced_and_jobs_still_run(server, tmp_path):
 @pytest.mark.parametrize(
     "sig", [signal.SIGKILL, pytest.param(signal.SIGSTOP, marks=pytest.mark.slow)]
 )
+@pytest.mark.slow
 def test_a_dead_or_stopped_server_is_reported_not_waited_for(tmp_path, sig):
     server = ForkServer(tmp_path)
     try:

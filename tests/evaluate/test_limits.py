@@ -60,6 +60,7 @@ def test_a_reference_over_the_limit_inside_a_candidates_job_is_not_the_candidate
         assert result.messages[0].startswith(EVALUATOR_FAILED) is infrastructure
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("alone_ok", [True, False])
 def test_a_reference_failing_only_beside_a_candidate_is_the_candidates_failure(
     cpu_evaluator, monkeypatch, alone_ok
@@ -186,10 +187,10 @@ def test_a_shortcut_from_the_inputs_distribution_fails_on_shifted_inputs(fixture
 
 @pytest.mark.parametrize(
     ("fixture", "status"),
-    # the honest candidate is seconds of the Triton interpreter: the cheat stays in the fast tier
+    # seconds of the Triton interpreter each: the fast tier has the shifted inputs' cheat above
     [
         pytest.param("honest_norm_triton.py", "ok", marks=pytest.mark.slow),
-        ("cheat_norm_distribution.py", "incorrect"),
+        pytest.param("cheat_norm_distribution.py", "incorrect", marks=pytest.mark.slow),
     ],
 )
 def test_a_large_output_gets_the_shifted_inputs_too(fixture, status):

@@ -40,6 +40,7 @@ def _start(workroot: Path, home: Path) -> tuple[subprocess.Popen, socket.socket]
     return proc, ours
 
 
+@pytest.mark.slow
 def test_a_closed_channel_while_it_imports_torch_ends_it_quietly(tmp_path):
     proc, ours = _start(tmp_path / "work", tmp_path / "home")
     ours.close()  # the client went away: the server meets it when it says "ready"
