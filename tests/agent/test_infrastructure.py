@@ -193,6 +193,7 @@ def test_a_strategy_that_only_repeats_is_left_out_of_a_fresh_decision(tmp_path, 
         assert bank.step_count() == 2 and summary.duplicates == 3
 
 
+@pytest.mark.slow
 def test_a_failure_of_the_evaluator_stops_the_run_without_learning(tmp_path, evaluator):
     """The reference cannot run in the sandbox (newcomer: a Python environment it could not see):
     not the candidate's failure. The run stops at its first evaluation with the cause, records

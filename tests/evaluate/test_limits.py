@@ -205,10 +205,11 @@ def test_a_large_output_gets_the_shifted_inputs_too(fixture, status):
 
 @pytest.mark.parametrize(
     ("fixture", "status"),
-    # the honest hinge is a minute and more of the interpreter on 2 cores: the cheat stays fast
+    # the honest hinge is a minute and more of the interpreter on 2 cores, the cheat seconds: the
+    # fast tier has the shifted inputs' cheat above
     [
         pytest.param("honest_hinge_triton.py", "ok", marks=pytest.mark.slow),
-        ("cheat_subsample_loss.py", "incorrect"),
+        pytest.param("cheat_subsample_loss.py", "incorrect", marks=pytest.mark.slow),
     ],
 )
 def test_a_loss_over_a_sample_misses_the_planted_outliers(fixture, status):

@@ -10,6 +10,8 @@ SLOW = {
     "row_hinge_mean", "2_Causal_Attention", "row_stats", "row_layer_norm", "row_log_softmax",
     "triu_matmul", "3_Transformer_Layer", "ew_channel", "row_softmax_module",
     "attention_causal_wide", "ew_two_inputs", "gemm_bmm", "row_l2_normalize",
+    "norm_batch_2d", "gemm_transposed", "10_Gemm_LogSumExp", "norm_group", "gemm_linear_3d",
+    "row_argmin_middle", "conv_t_3d_groups", "gemm_residual", "8_LayerNorm", "4_Small_CNN",
 }  # fmt: skip
 CASES = [pytest.param(c, marks=pytest.mark.slow) if c[0].name in SLOW else c for c in all_cases()]
 IDS = [task.name for task, _ in all_cases()]
