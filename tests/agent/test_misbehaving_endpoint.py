@@ -86,3 +86,32 @@ def test_a_misbehaving_endpoint_is_named_in_the_steps_and_never_learned(tmp_path
     assert learned and set(learned) == {"ok"} and set(evidence) <= {"ok"}
     kept = [json.loads(p.read_text()) for p in (tmp_path / "cache/evals").glob("*.json")]
     assert kept and all(k["status"] == "ok" and k.get("fault") is None for k in kept)
+
+
+@pytest.mark.slow
+def test_the_repair_prompts_carry_the_first_compiler_error_and_the_first_wrong_elements(tmp_path):
+    good = (FIXTURES / "chain_fused_cpp.py").read_text()
+    broken = good.replace("std::fmax(v, -1.f)", "std::fmaxx(v, -1.f)")
+    wrong = good.replace("p[i] * a + b;", "p[i] * a;")
+    assert broken != good and wrong != good
+    code = [Scripted(content=fenced(c), when="ModelNew") for c in (broken, wrong)]
+    code.append(Scripted(content="Prose: what the wrong answer's repair prompt held is asserted."))
+    code[-1].when = "ModelNew"
+    choose = Scripted(content=choice("unknown"), when="strategy_id", repeat=True)
+    with ReplayServer([choose, *code]) as server:
+        run = _htam(
+            tmp_path, "optimize", CHAIN, "--target", "cpu", "--language", "cpp",
+            "--size", "small", "--steps", "3", "--base-url", server.base_url,
+            "--model", server.model, "--memory", str(tmp_path / "bank.db"), "--out", "run",
+        )  # fmt: skip
+        writes = [r.text() for r in server.chat_requests if "strategy_id" not in r.text()]
+    assert run.returncode == 1, run.stdout + run.stderr  # no correct candidate
+    statuses = [json.loads(p.read_text())["feedback"]["status"]
+                for p in sorted((tmp_path / "run/steps").glob("*.json"))]  # fmt: skip
+    assert statuses == ["compile_error", "incorrect", "no_code"], statuses
+    after_build, after_wrong = writes[1], writes[2]
+    excerpt = after_build.split("Error excerpt:")[1][:600]
+    assert "the first, in main.cpp line" in excerpt and "fmaxx" in excerpt, excerpt
+    assert "In file included from" not in excerpt
+    excerpt = after_wrong.split("Error excerpt:")[1][:1500]
+    assert "first differing: at [0, " in excerpt and "expected" in excerpt, excerpt
