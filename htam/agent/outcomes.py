@@ -17,6 +17,11 @@ from htam.tasks.families import op_family
 
 # "unsupported module Conv2d (conv)", "unsupported operation cumsum (x)", "... row operation ..."
 _UNSUPPORTED = re.compile(r"unsupported (?:module|operation|row operation|selection) '?(\w+)")
+# "input x is bfloat16; only float32 ...", "its kernels would get float64 tensors: the templates
+# are float32": what is missing is a dtype, not an operator family
+_DTYPE = re.compile(
+    r"(?:is|produces|would get) (\w+)(?: tensors)?[;:] (?:only|the templates are) float32"
+)
 if TYPE_CHECKING:
     from htam.agent.state import Progress
 
@@ -31,6 +36,8 @@ _FINER = (("pool", "pooling"), ("cum", "scan"), ("loss", "loss"), ("einsum", "ei
 def missing_family(error: str, task_families: list[str]) -> str:
     """The op family the offline proposer has no template for: that of the op its refusal
     names (with the op), else the task's first family (the bench counts such steps apart)."""
+    if dtype := _DTYPE.search(error):
+        return f"{dtype.group(1)} inputs"
     match = _UNSUPPORTED.search(error)
     if match is None:
         return task_families[0] if task_families else "other"

@@ -227,3 +227,17 @@ def test_a_fork_server_killed_mid_run_is_replaced_and_its_loss_never_learned(tmp
     assert "lost" not in summary.statuses and "lost" not in bank_steps
     kept = [json.loads(p.read_text()) for p in (tmp_path / "evals").glob("*.json")]
     assert kept and all(k["status"] != "lost" and k.get("fault") is None for k in kept)
+
+
+@pytest.mark.parametrize(
+    ("refusal", "missing"),
+    [
+        ("its kernels would get bfloat16 tensors: the templates are float32", "bfloat16 inputs"),
+        ("input x is float64; only float32 is supported", "float64 inputs"),
+        ("unsupported module 'Conv2d'", "conv (Conv2d)"),
+    ],
+)
+def test_a_refused_dtype_is_what_is_missing_not_the_tasks_family(refusal, missing):
+    from htam.agent.outcomes import missing_family
+
+    assert missing_family(f"no applicable strategy: {refusal}", ["elementwise"]) == missing
