@@ -17,6 +17,11 @@ from htam.tasks.families import op_family
 
 # "unsupported module Conv2d (conv)", "unsupported operation cumsum (x)", "... row operation ..."
 _UNSUPPORTED = re.compile(r"unsupported (?:module|operation|row operation|selection) '?(\w+)")
+# "input x is bfloat16; only float32 ...", "its kernels would get float64 tensors: the templates
+# are float32": what is missing is a dtype, not an operator family
+_DTYPE = re.compile(
+    r"(?:is|produces|would get) (\w+)(?: tensors)?[;:] (?:only|the templates are) float32"
+)
 if TYPE_CHECKING:
     from htam.agent.state import Progress
 
@@ -31,6 +36,8 @@ _FINER = (("pool", "pooling"), ("cum", "scan"), ("loss", "loss"), ("einsum", "ei
 def missing_family(error: str, task_families: list[str]) -> str:
     """The op family the offline proposer has no template for: that of the op its refusal
     names (with the op), else the task's first family (the bench counts such steps apart)."""
+    if dtype := _DTYPE.search(error):
+        return f"{dtype.group(1)} inputs"
     match = _UNSUPPORTED.search(error)
     if match is None:
         return task_families[0] if task_families else "other"
@@ -80,21 +87,38 @@ def after_retry(first: EvalResult, second: EvalResult) -> EvalResult:
 
 def noise_of(result: EvalResult, best: EvalResult | None, ref_ms: float | None) -> float:
     """The relative noise of comparing ``result`` with ``best`` (the reference before the first
-    success), from what the evaluator measured: each side's half interquartile range, the drift
-    of the reference timed beside each candidate from its time alone (the speedup's
-    denominator), and the evaluator's flags (a time within the clock's resolution)."""
-    values = [0.0]
+    success), from what the evaluator measured: each side's half interquartile range, the
+    reference's drift between the times compared (reference_drift), and the evaluator's flags
+    (a time within the clock's resolution)."""
+    values = [reference_drift(result, best, ref_ms)]
     for side in (result, best):
         if side is None:
             continue
         if side.timing and side.timing.median_ms > 0:
             values.append(side.timing.iqr_ms / (2.0 * side.timing.median_ms))
-        if side.ref_runtime_ms and ref_ms:
-            ratio = side.ref_runtime_ms / ref_ms
-            values.append(max(ratio, 1.0 / ratio) - 1.0)
         if any(CLOCK_FLAG in flag for flag in side.flags):
             values.append(CLOCK_NOISE)
     return max(values)
+
+
+def reference_drift(result: EvalResult, best: EvalResult | None, ref_ms: float | None) -> float:
+    """How far the reference's time moved between the two times compared (comparable_times).
+    In paired units (speedups) that is between the references timed beside each side: a
+    reference slower beside both candidates alike (a CPU runner's overhead: 15x on a 0.01 ms
+    operator) moves neither speedup against the other, and taken as noise it kept a 7x faster
+    candidate from ever becoming the best. Before the first success the bar is the reference
+    beside the candidate itself: no drift. In milliseconds, each side's from the reference
+    alone."""
+    if result.speedup and (best is None or best.speedup):
+        if best is None or not best.ref_runtime_ms or not result.ref_runtime_ms:
+            return 0.0
+        return _apart(result.ref_runtime_ms, best.ref_runtime_ms)
+    sides = [s.ref_runtime_ms for s in (result, best) if s is not None and s.ref_runtime_ms]
+    return max((_apart(ms, ref_ms) for ms in sides if ref_ms), default=0.0)
+
+
+def _apart(a: float, b: float) -> float:
+    return max(a / b, b / a) - 1.0
 
 
 def meaningful(result: EvalResult) -> bool:

@@ -12,6 +12,20 @@ from htam.status import NO_CODE
 from htam.tasks import Signature
 from htam.vocab import BoundKind, Direction
 
+TRACEBACK = "Traceback (most recent call last):"
+
+
+def failure_line(result: EvalResult) -> str:
+    """One line for a failed evaluation: its cause's first line, or of a traceback the last
+    (the exception), which is what says what failed."""
+    for message in result.messages:
+        lines = [ln.strip() for ln in message.splitlines() if ln.strip()]
+        if lines and lines[0] == TRACEBACK:
+            return lines[-1]
+        if lines:
+            return lines[0]
+    return str(result.status)
+
 
 @dataclass
 class Progress:
@@ -58,9 +72,7 @@ class Progress:
         the best by more than ``band`` (relative: the measurement's noise)."""
         self.last_result, self.last_code = result, code
         if not result.correct:
-            lines = [ln.strip() for msg in result.messages for ln in msg.splitlines()]
-            lines = [ln for ln in lines if ln]
-            self.last_failure = lines[0] if lines else str(result.status)
+            self.last_failure = failure_line(result)
         if code is not None:
             self.tried.add(code)
             self.seen.setdefault(normalized(code), len(self.path))

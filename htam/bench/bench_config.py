@@ -10,10 +10,13 @@ import importlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from htam.agent.run_summary import RunSummary
 from htam.vocab import METHOD_NAMES, Guide, Size, method_spec, methods_of
+
+if TYPE_CHECKING:
+    from htam.agent.config import OptimizeConfig
 
 MEMORY_MODES = ("accumulate", "frozen", "fresh")
 
@@ -151,6 +154,12 @@ class BenchConfig:
 
     def planned_steps(self, method: str) -> int:
         return method_spec(method).steps_for(self.steps)
+
+    def optimize_config(self, unit: Unit) -> OptimizeConfig:
+        """The loop's configuration for ``unit``, on this bench's target and language."""
+        from htam.agent.config import OptimizeConfig
+
+        return OptimizeConfig(unit.method, unit.steps, unit.seed, self.target, self.language)
 
     def identity(self) -> dict[str, Any]:
         """What a resumed bench must share with the one it continues."""

@@ -120,7 +120,7 @@ def run_unit(
 ) -> UnitRecord:
     """Run (or continue) one unit in its run directory with the bank ``open_unit_bank(unit)``
     gives (None for memoryless methods; closed here); the record of how it ended."""
-    from htam.agent import OptimizeConfig, Optimizer
+    from htam.agent import Optimizer
     from htam.evaluate import CachedEvaluator
 
     started = time.monotonic()
@@ -128,13 +128,7 @@ def run_unit(
     try:
         bank = open_unit_bank(unit)
         try:
-            opt_config = OptimizeConfig(
-                method=unit.method,
-                steps=unit.steps,
-                seed=unit.seed,
-                target=config.target,
-                language=config.language,
-            )
+            opt_config = config.optimize_config(unit)
             optimizer = Optimizer(proposer, CachedEvaluator(evaluator), bank, opt_config)
             # Always resume: a retried or resumed unit continues from its last persisted step.
             summary = optimizer.run(task, unit.run_dir(config.out), resume=True)

@@ -13,12 +13,15 @@ from htam.cli.fmt import plural
 from htam.cli.llm_options import BaseUrl, LlmPreset, LlmTimeout, ModelName, build_proposer
 from htam.cli.optimize_runs import resume_on_interrupt
 from htam.cli.options import (
+    Gpus,
     Language,
     LlmOptions,
     MemoryLimitMb,
+    ProposerFactory,
     RunSettings,
     Target,
     TimeoutS,
+    bench_config,
     resolve_run,
 )
 from htam.cli.report_cmd import print_metrics
@@ -28,6 +31,7 @@ from htam.cli.suites import (  # noqa: F401 - check_suites, load_tasks: the comm
     check_suites,
     fitting_tasks,
     load_tasks,
+    outcome_line,
     print_progress,
 )
 from htam.cli.workers import LANES_HELP, WORKERS_HELP, csv, parse_levels, plan_workers
@@ -46,14 +50,6 @@ Suites = Annotated[
 Methods = Annotated[str, typer.Option("--methods", help=f"comma list of methods: {METHOD_HELP}")]
 Steps = Annotated[int, typer.Option("--steps", min=1, help="optimization steps T per unit")]
 Seeds = Annotated[int, typer.Option("--seeds", min=1, help="seeds 0..N-1 per (method, task)")]
-Factory = Annotated[
-    str | None,
-    typer.Option(
-        "--proposer",
-        help="a custom proposer factory module:attr, called with target= and language= "
-        "in each worker (e.g. a scripted proposer)",
-    ),
-]
 Size = Annotated[
     str | None,
     typer.Option(
@@ -61,9 +57,6 @@ Size = Annotated[
         help="task size: small or large (default: large on a GPU, small on the CPU, where a "
         "bench runs many tasks; optimize times a C++ task at large when it fits 300 MB)",
     ),
-]
-Gpus = Annotated[
-    str, typer.Option("--gpus", help="all, or indices of visible GPUs: 0,1 (one worker each)")
 ]
 Workers = Annotated[int | None, typer.Option("--workers", min=1, help=WORKERS_HELP)]
 Lanes = Annotated[int | None, typer.Option("--lanes", min=1, help=LANES_HELP)]
@@ -92,7 +85,7 @@ def bench_command(
     base_url: BaseUrl = None,
     model: ModelName = None,
     llm_timeout: LlmTimeout = None,
-    proposer: Factory = None,
+    proposer: ProposerFactory = None,
     target: Target = None,
     language: Language = None,
     size: Size = None,
@@ -113,7 +106,7 @@ def bench_command(
 ) -> None:
     """Run every (method, seed, task) unit; writes OUT/metrics.json, report.md and report.html.
     On the CPU a task whose tensors exceed the memory limit is skipped (one line each)."""
-    from htam.bench import BenchConfig, BenchError, run_bench
+    from htam.bench import BenchError, run_bench
 
     ray_spec = check_ray(ray, ray_address, ray_slots)
     _check_memory(memory)
@@ -128,14 +121,10 @@ def bench_command(
     plan = plan_workers(settings.target, workers, units, "unit", " (tasks x methods x seeds)",
                         gpus=gpus, ray=ray_spec, lanes=lanes)  # fmt: skip
     build_proposer(settings.spec, settings.target, settings.language)
-    try:
-        config = BenchConfig(out=out, methods=csv(methods), seeds=seeds, steps=steps,
-                             target=settings.target, language=settings.language, size=bench_size,
-                             devices=plan.devices, memory=memory, memory_mode=memory_mode,
-                             proposer=settings.spec, eval_overrides=settings.eval_overrides,
-                             ray=ray_spec, ray_slots=ray_slots or plan.ray_slots)  # fmt: skip
-    except ValueError as exc:
-        fail(str(exc))
+    config = bench_config(settings, out=out, methods=csv(methods), seeds=seeds, steps=steps,
+                          size=bench_size, devices=plan.devices, memory=memory,
+                          memory_mode=memory_mode, ray=ray_spec,
+                          ray_slots=ray_slots or plan.ray_slots)  # fmt: skip
     check_cache_dir()  # before the first line: a bad path is one line, not a traceback
     writable_dir(out, "--out")
     resume_on_interrupt(ctx, out, "bench")
@@ -163,10 +152,7 @@ def _check_worker_count(ray: str | None, workers: int | None, ray_slots: int | N
 
 def _print_outcome(outcome) -> None:
     """The units done, failed, retried and skipped, the metrics and where the report is."""
-    console.print(
-        f"{len(outcome.done)} done, {len(outcome.failed)} failed, {len(outcome.retried)} "
-        f"retried, {len(outcome.skipped)} already finished · {outcome.wall_s:.1f} s"
-    )
+    console.print(outcome_line(outcome))
     print_metrics(outcome.report.metrics)
     console.print(f"report: {outcome.report.markdown} · {outcome.report.html}")
 

@@ -32,6 +32,7 @@ from htam.cli.common import (
 )
 from htam.cli.fmt import plural
 from htam.cli.json_errors import echo_json
+from htam.cli.options import Target as TargetOption
 from htam.cli.workers import parse_levels
 from htam.vocab import SIZES, Target, targets_help
 
@@ -186,39 +187,47 @@ def _table(outcome, title: str) -> list[Table]:
     return [tasks, levels]
 
 
+# The options of check alone (--target: htam.cli.options).
+Suite = Annotated[str, typer.Argument(help="builtin, a KernelBench checkout, a directory or file")]
+CheckSize = Annotated[str, typer.Option("--size", help="large (the real size) or small")]
+Levels = Annotated[str | None, typer.Option("--levels", help="Comma-separated levels, e.g. 1,2.")]
+Tasks = Annotated[
+    str | None, typer.Option("--tasks", help="fnmatch globs on id or name, comma-separated")
+]
+Out = Annotated[Path, typer.Option("--out", help="results directory; a rerun into it resumes")]
+Jobs = Annotated[
+    int | None, typer.Option("--jobs", help="warm-up processes for torch.compile builds")
+]
+Measurers = Annotated[
+    int, typer.Option("--measurers", help="measuring processes; above 1 their timings may overlap")
+]
+EvalOptions = Annotated[
+    list[str] | None, typer.Option("--eval", help="evaluator setting KEY=VALUE (repeatable)")
+]
+RetryFailed = Annotated[
+    bool, typer.Option("--retry-failed", help="run again tasks that failed before")
+]
+CheckJson = Annotated[bool, typer.Option("--json", help="print check.json to stdout")]
+
+
 def check_command(
-    suite: Annotated[
-        str, typer.Argument(help="builtin, a KernelBench checkout, a directory or file")
-    ],
-    target: Annotated[
-        str | None, typer.Option(help="cuda or cpu (default: cuda if present)")
-    ] = None,
-    size: Annotated[str, typer.Option(help="large (the real size) or small")] = "large",
-    levels: Annotated[str | None, typer.Option(help="Comma-separated levels, e.g. 1,2.")] = None,
-    tasks: Annotated[
-        str | None, typer.Option(help="fnmatch globs on id or name, comma-separated")
-    ] = None,
-    out: Annotated[Path, typer.Option(help="results directory; a rerun into it resumes")] = Path(
-        "runs/check"
-    ),
-    jobs: Annotated[
-        int | None, typer.Option(help="warm-up processes for torch.compile builds")
-    ] = None,
-    measurers: Annotated[
-        int, typer.Option(help="measuring processes; above 1 their timings may overlap")
-    ] = 1,
-    eval_options: Annotated[
-        list[str] | None, typer.Option("--eval", help="evaluator setting KEY=VALUE (repeatable)")
-    ] = None,
-    retry_failed: Annotated[bool, typer.Option(help="run again tasks that failed before")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="print check.json to stdout")] = False,
+    suite: Suite,
+    target: TargetOption = None,
+    size: CheckSize = "large",
+    levels: Levels = None,
+    tasks: Tasks = None,
+    out: Out = Path("runs/check"),
+    jobs: Jobs = None,
+    measurers: Measurers = 1,
+    eval_options: EvalOptions = None,
+    retry_failed: RetryFailed = False,
+    as_json: CheckJson = False,
 ) -> None:
     """Run every reference at its real size: status and cause, eager and torch.compile times,
     FLOPs, bytes, roofline bound. Writes OUT/check.json and OUT/check.md; exit 1 if any failed,
     2 if a task file could not be loaded (the others are checked)."""
     from htam.bench.check import CheckConfig, CheckError, run_check
     from htam.cli.common import default_target
-    from htam.tasks import TaskError, load_suite
 
     target = target or default_target()
     if target not in tuple(Target):
@@ -227,6 +236,36 @@ def check_command(
         fail(f"unknown size {size!r}; choose {' or '.join(SIZES)}")
     if measurers < 1 or (jobs is not None and jobs < 0):
         fail("--measurers must be at least 1 and --jobs at least 0")
+    loaded, errors = _load(suite, levels, tasks)
+    check_cache_dir()
+    overrides = parse_eval_options(eval_options or [])  # a bad one leaves no --out behind
+    writable_dir(out, "--out")
+    jobs = default_jobs(target) if jobs is None else jobs
+    config = CheckConfig(out=out, target=target, size=size, jobs=jobs, measurers=measurers,
+                         eval_overrides=overrides, retry_failed=retry_failed)  # fmt: skip
+    reporter = Reporter()
+    try:
+        outcome = run_check(loaded, config, reporter)
+    except CheckError as exc:  # another check's settings in --out: a usage error
+        fail(str(exc))
+    finally:
+        reporter.close()
+    _print_outcome(outcome, as_json, f"{target}, {size} size")
+    if errors:  # as `htam optimize SUITE`: the others ran, and the bad files are a usage error
+        err_console.print(
+            f"{plural(len(errors), 'task file')} could not be loaded (above); exit {USAGE_EXIT}",
+            highlight=False,
+        )
+        raise typer.Exit(USAGE_EXIT)
+    if any(r["status"] == "failed" for r in outcome.records):
+        raise typer.Exit(1)
+
+
+def _load(suite: str, levels: str | None, tasks: str | None) -> tuple[list, list]:
+    """The suite's tasks and the errors of the files that could not be loaded (one line each on
+    stderr; the others are checked). None loaded: exit 2, saying why."""
+    from htam.tasks import TaskError, load_suite
+
     errors: list[TaskError] = []
     try:
         # No validation run on the CPU at load (minutes for KernelBench's sizes): running every
@@ -242,31 +281,17 @@ def check_command(
         if errors:  # every task file is bad: each said why above (exit 2, as `tasks list`)
             raise typer.Exit(USAGE_EXIT)
         no_tasks([suite], filtered=bool(levels or tasks))
-    check_cache_dir()
-    overrides = parse_eval_options(eval_options or [])  # a bad one leaves no --out behind
-    writable_dir(out, "--out")
-    config = CheckConfig(
-        out=out,
-        target=target,
-        size=size,
-        jobs=default_jobs(target) if jobs is None else jobs,
-        measurers=measurers,
-        eval_overrides=overrides,
-        retry_failed=retry_failed,
-    )
-    reporter = Reporter()
-    try:
-        outcome = run_check(loaded, config, reporter)
-    except CheckError as exc:  # another check's settings in --out: a usage error
-        fail(str(exc))
-    finally:
-        reporter.close()
+    return loaded, errors
+
+
+def _print_outcome(outcome, as_json: bool, where: str) -> None:
+    """check.json on stdout (--json) or the tables, then on stderr what ran and where the
+    files are."""
     if as_json:
         echo_json(outcome.files.json.read_text())
     else:
-        for table in _table(
-            outcome, f"{plural(len(outcome.records), 'reference')}, {target}, {size} size"
-        ):
+        title = f"{plural(len(outcome.records), 'reference')}, {where}"
+        for table in _table(outcome, title):
             console.print(table)
     err_console.print(
         f"{outcome.measured} run, {outcome.skipped} resumed, "
@@ -274,14 +299,6 @@ def check_command(
         highlight=False,
         soft_wrap=True,
     )
-    if errors:  # as `htam optimize SUITE`: the others ran, and the bad files are a usage error
-        err_console.print(
-            f"{plural(len(errors), 'task file')} could not be loaded (above); exit {USAGE_EXIT}",
-            highlight=False,
-        )
-        raise typer.Exit(USAGE_EXIT)
-    if any(r["status"] == "failed" for r in outcome.records):
-        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

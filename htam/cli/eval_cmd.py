@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
 from htam.cli.common import (
-    COMPILE_HELP,
     INFRASTRUCTURE_EXIT,
-    MEMORY_LIMIT_HELP,
-    TARGET_HELP,
-    TIMEOUT_HELP,
     check_cache_dir,
     console,
     fail,
@@ -25,12 +22,14 @@ from htam.cli.common import (
 )
 from htam.cli.fmt import failure_line, fmt_speedup
 from htam.cli.json_errors import echo_json
+from htam.cli.options import AsJson, CompileReference, Language, MemoryLimitMb, Target, TimeoutS
 from htam.cli.sizes import (
     over_memory_limit,
     tensor_bytes,
     timed_size,
 )
 from htam.evaluate.result import EvalResult
+from htam.vocab import Size
 
 
 def _fmt(value: float | None, unit: str = "", digits: int = 4) -> str:
@@ -69,51 +68,61 @@ def render(result: EvalResult, verbose: bool = False) -> Table:
     return table
 
 
-def eval_command(
-    task_spec: str = typer.Argument(
-        ...,
+# The options of eval alone (the shared groups: htam.cli.options).
+TaskSpec = Annotated[
+    str,
+    typer.Argument(
         metavar="TASK",
         help="task file (KernelBench format) or built-in task id, as for `htam optimize`",
     ),
-    solution_file: Path = typer.Argument(
-        ...,
+]
+SolutionFile = Annotated[
+    Path,
+    typer.Argument(
         metavar="SOLUTION_FILE",
         help="Python file defining ModelNew; it runs alone, so its kernel sources are in it "
         "(load_inline), not in files beside it",
     ),
-    target: str | None = typer.Option(None, help=TARGET_HELP),
-    language: str | None = typer.Option(
-        None, help="cuda | triton (target cuda), cpp | triton (target cpu)"
+]
+EvalSize = Annotated[
+    str | None,
+    typer.Option(
+        "--size",
+        help="small or large; default as `htam optimize` (large, on the CPU for C++ < 300 MB)",
     ),
-    size: str | None = typer.Option(
-        None, help="small or large; default as `htam optimize` (large, on the CPU for C++ < 300 MB)"
-    ),
-    allow_torch: bool = typer.Option(
-        False, "--allow-torch", help="accept a solution without a custom kernel"
-    ),
-    memory_limit_mb: int | None = typer.Option(
-        None, "--memory-limit-mb", min=256, help=MEMORY_LIMIT_HELP
-    ),
-    timeout_s: float | None = typer.Option(None, "--timeout-s", min=1.0, help=TIMEOUT_HELP),
-    compile_reference: bool | None = typer.Option(
-        None, "--compile-reference/--no-compile-reference", help=COMPILE_HELP
-    ),
-    as_json: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
-    show_log: bool = typer.Option(False, "--log", help="print the candidate's captured output"),
-    verbose: bool = typer.Option(
-        False, "--verbose", "-v", help="each failure in full (a traceback), not its one line"
-    ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="print only the verdict's line"),
+]
+AllowTorch = Annotated[
+    bool, typer.Option("--allow-torch", help="accept a solution without a custom kernel")
+]
+ShowLog = Annotated[bool, typer.Option("--log", help="print the candidate's captured output")]
+Verbose = Annotated[
+    bool,
+    typer.Option("--verbose", "-v", help="each failure in full (a traceback), not its one line"),
+]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="print only the verdict's line")]
+
+
+def eval_command(
+    task_spec: TaskSpec,
+    solution_file: SolutionFile,
+    target: Target = None,
+    language: Language = None,
+    size: EvalSize = None,
+    allow_torch: AllowTorch = False,
+    memory_limit_mb: MemoryLimitMb = None,
+    timeout_s: TimeoutS = None,
+    compile_reference: CompileReference = None,
+    as_json: AsJson = False,
+    show_log: ShowLog = False,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """Evaluate SOLUTION_FILE against TASK: correctness, timing, speed of light.
 
     Exit status: 0 correct, 1 not correct, 2 a usage error (a bad task, solution or option),
     3 when the task's reference cannot run here (over the memory or time limit; on the CPU a
     task whose tensors alone exceed the memory limit is refused before anything runs)."""
-    from htam.agent.summary import timed_shapes
-    from htam.cli.optimize_view import timed_line
-    from htam.evaluate import EvalConfig, Evaluator, EvaluatorError
-    from htam.tasks import TaskError, signature
+    from htam.tasks import signature
 
     if sum((as_json, quiet, verbose)) > 1:
         fail("--json, --quiet and --verbose: give one of them")
@@ -121,39 +130,68 @@ def eval_command(
     code = read_solution(solution_file)
     task = resolve_task(task_spec)
     check_cache_dir()  # compiled extensions and the evaluation cache: a bad path is one line
-    try:
-        size = timed_size(target, language, size, task, memory_limit_mb)
-        too_big = over_memory_limit(task, target, size, tensor_bytes(task, size), memory_limit_mb)
-        if too_big:  # known from the signature on the meta device: refused before it runs
-            fail(too_big, code=INFRASTRUCTURE_EXIT)
-        limits = limit_overrides(memory_limit_mb, timeout_s, compile_reference)
-        config = EvalConfig(size=size, allow_torch=allow_torch, **limits)
-        with Evaluator(target, config) as evaluator:
-            result = evaluator.evaluate(task, code, language)
-    except TaskError as exc:  # the task loaded, but its reference cannot run here: exit 3
-        fail(reference_cannot_run(exc, task, target, size), code=INFRASTRUCTURE_EXIT)
-    except EvaluatorError as exc:
-        fail(str(exc))
+    limits = limit_overrides(memory_limit_mb, timeout_s, compile_reference)
+    size, result = _evaluate(task, code, target, language, size, allow_torch, limits)
     timed = signature(task, size)  # what was timed, said (seen: optimize said it, eval not)
     result.messages[:0] = beside_note(result, solution_file)
     if as_json:
-        data = result.to_dict()
-        if not show_log:
-            data.pop("log")
-        data |= {"task": task.id, "size": size, "timed_inputs": timed_shapes(timed)}
-        echo_json(data)
+        _print_json(result, task, size, timed, show_log)
     elif quiet:
         typer.echo(verdict_line(result))
     else:
-        shapes, source = timed_shapes(timed), task.source
-        console.print(timed_line(size, shapes, timed.bytes, source), highlight=False)
-        console.print(result.isolation, markup=False, soft_wrap=True)
-        console.print(render(result, verbose))
-        if show_log and result.log:
-            console.print("--- candidate output ---")
-            console.print(result.log, markup=False, highlight=False)
+        _print_table(result, task, size, timed, show_log, verbose)
     # 3: the machine could not judge the task (nothing said of the candidate), as elsewhere
     raise typer.Exit(0 if result.correct else INFRASTRUCTURE_EXIT if result.infrastructure else 1)
+
+
+def _evaluate(task, code: str, target: str, language: str, size: str | None, allow_torch: bool,
+              limits: dict[str, Any]) -> tuple[Size, EvalResult]:  # fmt: skip
+    """The size timed and the result of one evaluation; a task whose reference cannot run here
+    (its tensors over the memory limit, refused before it runs; or failing when it runs) is
+    one line, exit 3."""
+    from htam.evaluate import EvalConfig, Evaluator, EvaluatorError
+    from htam.tasks import TaskError
+
+    memory_limit_mb = limits.get("memory_limit_mb")
+    timed: Size | None = None
+    try:
+        timed = timed_size(target, language, size, task, memory_limit_mb)
+        too_big = over_memory_limit(task, target, timed, tensor_bytes(task, timed), memory_limit_mb)
+        if too_big:  # known from the signature on the meta device: refused before it runs
+            fail(too_big, code=INFRASTRUCTURE_EXIT)
+        config = EvalConfig(size=timed, allow_torch=allow_torch, **limits)
+        with Evaluator(target, config) as evaluator:
+            return timed, evaluator.evaluate(task, code, language)
+    except TaskError as exc:  # the task loaded, but its reference cannot run here: exit 3
+        fail(reference_cannot_run(exc, task, target, timed or size), code=INFRASTRUCTURE_EXIT)
+    except EvaluatorError as exc:
+        fail(str(exc))
+
+
+def _print_json(result: EvalResult, task, size: Size, timed, show_log: bool) -> None:
+    """The result's fields, the task, the size and the shapes timed (the log with --log)."""
+    from htam.agent.summary import timed_shapes
+
+    data = result.to_dict()
+    if not show_log:
+        data.pop("log")
+    echo_json(data | {"task": task.id, "size": size, "timed_inputs": timed_shapes(timed)})
+
+
+def _print_table(
+    result: EvalResult, task, size: Size, timed, show_log: bool, verbose: bool
+) -> None:
+    """What was timed, how the candidate was isolated, the result's table and (--log) its
+    captured output."""
+    from htam.agent.summary import timed_shapes
+    from htam.cli.optimize_view import timed_line
+
+    console.print(timed_line(size, timed_shapes(timed), timed.bytes, task.source), highlight=False)
+    console.print(result.isolation, markup=False, soft_wrap=True)
+    console.print(render(result, verbose))
+    if show_log and result.log:
+        console.print("--- candidate output ---")
+        console.print(result.log, markup=False, highlight=False)
 
 
 def beside_note(result: EvalResult, solution_file: Path) -> list[str]:

@@ -75,6 +75,8 @@ def build_proposer(spec, target: str, language: str, quiet: bool = False):
 
         if not isinstance(exc, (ImportError, AttributeError, TypeError, ValueError, LLMError)):
             raise
+        if isinstance(exc, LLMError):  # it names the preset, the variable and what to do
+            fail(str(exc))
         fail(f"cannot build the proposer {spec.label()}: {exc}")
     preflight(proposer, quiet)
     return proposer

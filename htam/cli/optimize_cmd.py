@@ -200,28 +200,7 @@ def _optimize_suite(
 
     if run.seed != 0:
         fail("--seed with many tasks: run `htam bench SUITE --seeds N` instead")
-    raise typer.Exit(
-        optimize_many(
-            run.task,
-            tasks,
-            levels,
-            method=run.method,
-            steps=run.steps,
-            target=run.settings.target,
-            language=run.settings.language,
-            size=run.size,
-            memory=run.memory,
-            out=run.out,
-            resume=run.resume,
-            workers=workers,
-            ray=ray,
-            spec=run.settings.spec,
-            eval_overrides=run.settings.eval_overrides,
-            as_json=run.as_json,
-            quiet=run.quiet,
-            ctx=run.ctx,
-        )
-    )
+    raise typer.Exit(optimize_many(run, tasks, levels, workers, ray))
 
 
 def register(app: typer.Typer) -> None:

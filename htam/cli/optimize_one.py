@@ -100,20 +100,10 @@ def _prepare(run: OptimizeRun) -> Prepared:
     """The run directory (with the Ctrl-C and closed-stdout hooks), the configuration (from the
     run's record where ``--resume`` gives nothing again) and the size timed; a task this machine
     cannot run is refused here (exit 3), and a run directory made for it is removed."""
-    from htam.agent import OptimizeConfig
     from htam.tasks import TaskError, signature
 
     settings = run.settings
-    try:
-        config = OptimizeConfig(
-            method=run.method,
-            steps=run.steps,
-            seed=run.seed,
-            target=settings.target,
-            language=settings.language,
-        )
-    except ValueError as exc:
-        fail(str(exc))
+    config = settings.optimize_config(run.method, run.steps, run.seed)
     task = resolve_task(run.task)
     out = run_dir(run.out, Path("runs") / f"{task.name}-{run.method}-s{run.seed}", run.resume)
     on_interrupt(  # from here on Ctrl-C says how to continue the run

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
@@ -17,10 +18,14 @@ from htam.cli.common import USAGE_EXIT, console, err_console, fail, writable_dir
 from htam.cli.fmt import plural
 from htam.cli.json_errors import echo_json, print_json_error
 from htam.cli.optimize_runs import resume_on_interrupt
+from htam.cli.options import bench_config
 from htam.cli.report_cmd import fmt
 from htam.cli.sizes import default_size
-from htam.cli.suites import fitting_tasks, load_tasks, print_progress
+from htam.cli.suites import fitting_tasks, load_tasks, outcome_line, print_progress
 from htam.cli.workers import parse_levels, plan_workers
+
+if TYPE_CHECKING:
+    from htam.cli.optimize_one import OptimizeRun
 
 
 def is_many(task: str, pattern: str | None, levels: str | None) -> bool:
@@ -33,109 +38,46 @@ def _silent(*_args, **_kwargs) -> None:
 
 
 def optimize_many(
-    suite: str,
-    pattern: str | None,
-    levels: str | None,
-    *,
-    method: str,
-    steps: int,
-    target: str,
-    language: str,
-    size: str | None,
-    memory: Path,
-    out: Path | None,
-    resume: bool,
-    workers: int | None,
-    ray: str | None,
-    spec,
-    eval_overrides: dict,
-    as_json: bool = False,
-    quiet: bool = False,
-    ctx=None,
+    run: OptimizeRun, pattern: str | None, levels: str | None, workers: int | None, ray: str | None
 ) -> int:
-    """Every task of SUITE, one unit each, the memory accumulating from ``memory`` into
-    OUT/memory; prints one table (``as_json``: one JSON object; ``quiet``: the last line alone)
-    and returns the exit status (0: some task has a correct candidate, 1: none, 2: some task
-    file could not be loaded; it is reported on one line and the other tasks still run). On the
-    CPU a task whose tensors exceed the memory limit is skipped, one line each
+    """Every task of the suite ``run.task``, one unit each, the memory accumulating from
+    ``run.memory`` into OUT/memory; prints one table (``--json``: one JSON object; ``--quiet``:
+    the last line alone) and returns the exit status (0: some task has a correct candidate, 1:
+    none, 2: some task file could not be loaded; it is reported on one line and the other tasks
+    still run). On the CPU a task whose tensors exceed the memory limit is skipped, one line each
     (``fitting_tasks``); ``plan_workers`` says how many workers run the tasks, never more than
     there are tasks. From the batch directory's creation on, Ctrl-C prints the ``--resume``
-    command that continues it (``ctx``: the command's context, which that command repeats)."""
-    from htam.agent.rundir import new_run_dir
-    from htam.bench import BenchConfig, BenchError, load_rows, run_bench
+    command that continues it (``run.ctx``: the command's context, which that command repeats)."""
+    from htam.bench import BenchError, load_rows, run_bench
     from htam.bench.banks import learn_into
-    from htam.memory import MemoryBank
 
-    level_list = parse_levels(levels)
-    errors: list = []  # bad task files: one line each, as `htam tasks list`; the rest still run
-    the_tasks = load_tasks([suite], level_list, pattern, errors)
-    for error in errors:
-        err_console.print(
-            f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True
-        )
-    if not the_tasks:  # every task file is bad: each said why above
-        if as_json:
-            print_json_error(
-                f"no task of {suite} could be loaded ({plural(len(errors), 'task file')}, each "
-                "on its line of stderr)",
-                USAGE_EXIT,
-                errors=[str(error) for error in errors],
-            )
-        raise typer.Exit(USAGE_EXIT)
-    size = default_size(target, size)
-    memory_limit_mb = eval_overrides.get("memory_limit_mb")
-    the_tasks = fitting_tasks(the_tasks, [suite], target, size, memory_limit_mb, ray)
-    if out is None:
-        if resume:
-            fail("--resume of a batch needs its --out")
-        out = new_run_dir(Path("runs") / f"batch-{method}")
-    writable_dir(out, "batch directory")
-    if ctx is not None:
-        resume_on_interrupt(ctx, out, "batch")
-    if not memory.exists():
-        MemoryBank.open(memory, create=True).close()
-    plan = plan_workers(target, workers, len(the_tasks), "task", ray=ray)
-    on_event = functools.partial(print_progress, where=err_console) if as_json else print_progress
-    if quiet and not as_json:  # --json keeps its progress, on stderr
-        on_event = _silent
+    settings = run.settings
+    errors: list[Exception] = []  # bad task files: one line each; the rest still run
+    the_tasks = _load(run, parse_levels(levels), pattern, errors)
+    size = default_size(settings.target, run.size)
+    memory_limit_mb = settings.eval_overrides.get("memory_limit_mb")
+    the_tasks = fitting_tasks(the_tasks, [run.task], settings.target, size, memory_limit_mb, ray)
+    out = _batch_dir(run)
+    plan = plan_workers(settings.target, workers, len(the_tasks), "task", ray=ray)
+    config = bench_config(settings, out=out, methods=[run.method], steps=run.steps, size=size,
+                          devices=plan.devices, memory=run.memory, memory_mode="accumulate",
+                          ray=ray, ray_slots=plan.ray_slots)  # fmt: skip
     try:
-        config = BenchConfig(
-            out=out,
-            methods=[method],
-            steps=steps,
-            target=target,
-            language=language,
-            size=size,
-            devices=plan.devices,
-            memory=memory,
-            memory_mode="accumulate",
-            proposer=spec,
-            eval_overrides=eval_overrides,
-            ray=ray,
-            ray_slots=plan.ray_slots,
-        )
-        outcome = run_bench(config, the_tasks, resume=resume, on_event=on_event)
+        outcome = run_bench(config, the_tasks, resume=run.resume, on_event=_on_event(run))
     except (ValueError, BenchError) as exc:
         fail(str(exc))
     rows = sorted(load_rows(out), key=lambda r: r.task_id)
-    bank = config.out / "memory" / f"{method}.db"
-    learned = learn_into(memory, method, [unit_dir(r, out) for r in rows])
-    if as_json:
-        record: dict[str, object] = {"suite": suite, "method": method, "target": target}
-        record |= {"language": language}
-        record |= {"size": size, "out": str(out), "memory": str(memory), "bank": str(bank)}
-        record |= {"learned_steps": learned}
-        record |= {"count": len(rows), "tasks": task_records(rows, out)}
-        record |= {"errors": [str(error) for error in errors], "done": len(outcome.done)}
-        record |= {"failed": len(outcome.failed), "skipped": len(outcome.skipped)}
-        echo_json(record | {"wall_s": outcome.wall_s})
+    learned = learn_into(run.memory, run.method, [unit_dir(r, out) for r in rows])
+    if run.as_json:
+        record = _record(run, config, rows, learned) | {"errors": [str(e) for e in errors]}
+        record |= {"done": len(outcome.done), "failed": len(outcome.failed)}
+        echo_json(record | {"skipped": len(outcome.skipped), "wall_s": outcome.wall_s})
     else:
-        if not quiet:
-            title = f"{plural(len(rows), 'task')} · {method} · {target}/{language}"
-            console.print(_table(rows, title))
+        if not run.quiet:
+            where = f"{config.target}/{config.language}"
+            console.print(_table(rows, f"{plural(len(rows), 'task')} · {run.method} · {where}"))
         console.print(
-            f"{len(outcome.done)} done, {len(outcome.failed)} failed, {len(outcome.skipped)} "
-            f"already finished · {outcome.wall_s:.1f} s · runs {out}/runs · memory {memory} "
+            f"{outcome_line(outcome, retried=False)} · runs {out}/runs · memory {run.memory} "
             f"learned {plural(learned, 'new step')}",
             highlight=False,
             soft_wrap=True,
@@ -147,6 +89,62 @@ def optimize_many(
         )
         return USAGE_EXIT
     return 0 if any(r.correct for r in rows) else 1
+
+
+def _load(run: OptimizeRun, levels: list[int] | None, pattern: str | None, errors: list) -> list:
+    """The suite's tasks; each file that cannot be loaded is one line of stderr (and one entry
+    of ``errors``), and when none can, the command ends here (exit 2)."""
+    the_tasks = load_tasks([run.task], levels, pattern, errors)
+    for error in errors:
+        err_console.print(
+            f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True
+        )
+    if not the_tasks:  # every task file is bad: each said why above
+        if run.as_json:
+            print_json_error(
+                f"no task of {run.task} could be loaded ({plural(len(errors), 'task file')}, "
+                "each on its line of stderr)",
+                USAGE_EXIT,
+                errors=[str(error) for error in errors],
+            )
+        raise typer.Exit(USAGE_EXIT)
+    return the_tasks
+
+
+def _batch_dir(run: OptimizeRun) -> Path:
+    """The batch directory (new, or --out), writable, with the Ctrl-C hook that says how to
+    resume it, and the memory bank the batch learns into, created from the seed if missing."""
+    from htam.agent.rundir import new_run_dir
+    from htam.memory import MemoryBank
+
+    out = run.out
+    if out is None:
+        if run.resume:
+            fail("--resume of a batch needs its --out")
+        out = new_run_dir(Path("runs") / f"batch-{run.method}")
+    writable_dir(out, "batch directory")
+    resume_on_interrupt(run.ctx, out, "batch")
+    if not run.memory.exists():
+        MemoryBank.open(run.memory, create=True).close()
+    return out
+
+
+def _on_event(run: OptimizeRun):
+    """Progress lines: on stdout, on stderr with --json (stdout is its object), none quiet."""
+    if run.as_json:
+        return functools.partial(print_progress, where=err_console)
+    return _silent if run.quiet else print_progress
+
+
+def _record(run: OptimizeRun, config, rows: list, learned: int) -> dict[str, object]:
+    """--json's object: what ran, where its runs and memory are, and per task its summary."""
+    bank = config.out / "memory" / f"{run.method}.db"
+    return {
+        "suite": run.task, "method": run.method, "target": config.target,
+        "language": config.language, "size": config.size, "out": str(config.out),
+        "memory": str(run.memory), "bank": str(bank), "learned_steps": learned,
+        "count": len(rows), "tasks": task_records(rows, config.out),
+    }  # fmt: skip
 
 
 def unit_dir(row, out: Path) -> Path:

@@ -14,12 +14,13 @@ from pathlib import Path
 
 from rich.console import Group
 from rich.live import Live
+from rich.markup import escape
 from rich.spinner import Spinner
 from rich.table import Table
 
 from htam.cli.common import console
 from htam.cli.fmt import fmt_bytes, fmt_speedup, plural
-from htam.status import NO_CODE
+from htam.status import NO_CODE, Fault
 from htam.tasks.module import has_small_size, size_label
 from htam.vocab import Size
 
@@ -124,12 +125,22 @@ class StepsView:
         cost = f", ${self.cost:.4f}" if self.cost else ""
         console.print(
             f"step {record['step']}: {row[1]} / {row[2]}: {row[3]} (best {row[4]}, {row[5]} s"
-            f"{cost}){note}",
+            f"{cost}){note}{'' if self.verbose else _not_the_kernels(fb)}",
             highlight=False,
             soft_wrap=True,
         )
         if self.verbose and fb["status"] != "ok" and fb.get("messages"):
             console.print(f"  {fb['messages'][0]}", highlight=False, soft_wrap=True, markup=False)
+
+
+def _not_the_kernels(feedback: dict) -> str:
+    """The cause of an outcome that is not the kernel's doing (the endpoint's, the evaluator's,
+    the proposer's), short, after the step's line: the status alone does not say what happened,
+    and nothing of it reaches the memory."""
+    if feedback.get("fault") in (None, Fault.KERNEL) or not feedback.get("messages"):
+        return ""
+    cause = " ".join(feedback["messages"][0].split())
+    return f" · {escape(cause if len(cause) <= 200 else cause[:197] + '...')}"
 
 
 def timed_line(size: Size, shapes: list[str], nbytes: int, source: str) -> str:

@@ -1,6 +1,7 @@
 """Option groups that several commands share, each declared once as a typer ``Annotated`` alias
-(``target: Target = None``), and the one resolver from a command's options to the settings of a
-run: target and language, the proposer and the evaluator's limits (``resolve_run``)."""
+(``target: Target = None``), the one resolver from a command's options to the settings of a
+run: target and language, the proposer and the evaluator's limits (``resolve_run``), and the
+bench configuration those settings give (``bench_config``)."""
 
 from __future__ import annotations
 
@@ -23,9 +24,10 @@ from htam.cli.common import (
 from htam.cli.llm_options import check_llm_options
 
 if TYPE_CHECKING:
-    from htam.bench.bench_config import ProposerSpec
+    from htam.agent import OptimizeConfig
+    from htam.bench.bench_config import BenchConfig, ProposerSpec
 
-# Target and language (eval says its languages in a help of its own).
+# Target and language.
 Target = Annotated[str | None, typer.Option("--target", help=TARGET_HELP)]
 Language = Annotated[str | None, typer.Option("--language", help=LANGUAGE_HELP)]
 
@@ -40,6 +42,19 @@ CompileReference = Annotated[
 
 # Output.
 AsJson = Annotated[bool, typer.Option("--json", help="print one JSON object on stdout")]
+
+# What runs the units of a suite (bench, transfer; optimize on a suite has --workers alone).
+ProposerFactory = Annotated[
+    str | None,
+    typer.Option(
+        "--proposer",
+        help="a custom proposer factory module:attr, called with target= and language= "
+        "in each worker (e.g. a scripted proposer)",
+    ),
+]
+Gpus = Annotated[
+    str, typer.Option("--gpus", help="all, or indices of visible GPUs: 0,1 (one worker each)")
+]
 
 
 @dataclass(frozen=True)
@@ -67,6 +82,29 @@ class RunSettings:
     language: str
     spec: ProposerSpec
     eval_overrides: dict[str, Any] = field(default_factory=dict)
+
+    def optimize_config(self, method: str, steps: int, seed: int) -> OptimizeConfig:
+        """The loop's configuration for one run of ``method`` (a bad method: one line, exit 2)."""
+        from htam.agent import OptimizeConfig
+
+        try:
+            return OptimizeConfig(method, steps, seed, target=self.target, language=self.language)
+        except ValueError as exc:
+            fail(str(exc))
+
+
+def bench_config(settings: RunSettings, **fields: Any) -> BenchConfig:
+    """The bench configuration of a command that runs units (bench, optimize on a suite,
+    transfer): ``settings`` gives the target, language, proposer and limits, ``fields`` the
+    rest; a value BenchConfig refuses is one line (exit 2)."""
+    from htam.bench import BenchConfig
+
+    resolved: dict[str, Any] = {"target": settings.target, "language": settings.language}
+    resolved |= {"proposer": settings.spec, "eval_overrides": settings.eval_overrides}
+    try:
+        return BenchConfig(**resolved, **fields)
+    except ValueError as exc:
+        fail(str(exc))
 
 
 def resolve_run(

@@ -1,6 +1,6 @@
 """What the commands that run a suite share (``bench``, ``optimize SUITE``, ``transfer``):
 its tasks, loaded once and filtered to those whose tensors fit this machine, Ray asked for or
-not, and a line per finished, lost or fatal unit."""
+not, a line per finished, lost or fatal unit, and the line that counts them at the end."""
 
 from __future__ import annotations
 
@@ -111,3 +111,14 @@ def print_progress(kind: str, record: dict, where: Console = console) -> None:
         )
     elif kind == "worker_fatal":
         where.print(f"[red]worker {record['worker']}:[/] {escape(record['error'])}")
+
+
+def outcome_line(outcome, retried: bool = True) -> str:
+    """A finished bench's units, as ``bench`` and ``optimize SUITE`` end with them: done,
+    failed, retried (``retried``: bench, whose units a lost worker re-queues), already finished
+    by an earlier run, and the wall time."""
+    counts = [f"{len(outcome.done)} done", f"{len(outcome.failed)} failed"]
+    if retried:
+        counts.append(f"{len(outcome.retried)} retried")
+    counts.append(f"{len(outcome.skipped)} already finished")
+    return f"{', '.join(counts)} · {outcome.wall_s:.1f} s"

@@ -223,12 +223,21 @@ def _hash_seal(raw: torch.Tensor, key: int) -> int:
     memory-bound kernel) and finished unseen while the call's output was sealed, 2x on a ReLU;
     in a secret order the hash reads blocks it has not written yet."""
     digest = hashlib.sha256(key.to_bytes(8, "little"))
-    data = raw.numpy().data  # a memoryview of the bytes
+    data = _bytes_of(raw)
     blocks = list(range(0, len(data), _HASH_BLOCK))
     random.Random(key).shuffle(blocks)
     for start in blocks:
         digest.update(data[start : start + _HASH_BLOCK])
     return int.from_bytes(digest.digest()[:8], "little")
+
+
+def _bytes_of(raw: torch.Tensor) -> memoryview:
+    """The bytes of a contiguous CPU uint8 tensor, shared, not copied. Not ``raw.numpy()``:
+    that marks the storage as one that can never be resized, and the harness renews each
+    output's storage once it has handed it over (a buffer kept across calls meets fresh pages)."""
+    if raw.numel() == 0:
+        return memoryview(b"")
+    return memoryview((ctypes.c_ubyte * raw.numel()).from_address(raw.data_ptr())).cast("B")
 
 
 def _sum_seal(raw: torch.Tensor, key: int) -> int:

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from htam.evaluate.eval_config import Tolerance
 from htam.status import Status
+from htam.vocab import Size, Target
 
 HEADER = struct.Struct("!I")
 MAX_FRAME = 1 << 20  # bytes of a candidate's frame; a message that needs more is malformed
@@ -130,9 +131,9 @@ class Job(Record):
     fields of its kind)."""
 
     kind: Literal["probe", "peaks", "reference", "warm", "build", "judge"]
-    device: Literal["cpu", "cuda"]
+    device: Target
     env: dict[str, str] = {}
-    size: Literal["small", "large"] = "small"
+    size: Size = "small"
     seeds: list[int] = [0]
     init_seed: int = 0
     timing: TimingSettings
@@ -164,7 +165,7 @@ class CandidateJob(Record):
 
     code: str
     language: str
-    device: Literal["cpu", "cuda"]
+    device: Target
     l2_flush_mb: int = 0
     env: dict[str, str] = {}
     preload: str | None = None  # verified builds copied into the job directory first

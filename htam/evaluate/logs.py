@@ -11,7 +11,19 @@ O_NONBLOCK`` and read only when it is a regular file, a bounded number of bytes.
 from __future__ import annotations
 
 import os
+import re
 import stat
+
+# C0 controls but tab and newline, DEL, C1 controls: what a terminal acts on rather than shows
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character but tab and newline shown as "?". A candidate's
+    log and messages end up on the operator's terminal (``htam eval --log``), where an escape
+    sequence is acted on, not shown: it can clear the screen and print a forged verdict, set the
+    clipboard (OSC 52) or the window title."""
+    return _CONTROL.sub("?", text)
 
 
 class NotRegular(OSError):
@@ -19,8 +31,9 @@ class NotRegular(OSError):
 
 
 def read_tail(fd: int, limit: int) -> str:
-    """The last ``limit`` bytes of the regular file open on ``fd``, as text; "" if it is not one.
-    Reads by offset: the descriptor's own position (shared with a writer) is not moved."""
+    """The last ``limit`` bytes of the regular file open on ``fd``, as printable text; "" if it
+    is not one. Reads by offset: the descriptor's own position (shared with a writer) is not
+    moved."""
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -35,7 +48,7 @@ def read_tail(fd: int, limit: int) -> str:
             got += len(chunk)
     except OSError:
         return ""
-    return b"".join(chunks).decode(errors="replace")
+    return printable(b"".join(chunks).decode(errors="replace"))
 
 
 def open_regular(path: str | os.PathLike, dir_fd: int | None = None) -> int:

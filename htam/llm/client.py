@@ -129,7 +129,9 @@ class LLMClient:
         with self._slots:
             response, attempts = self._send(body)
         data = _response_data(response)
-        if self.cache is not None:
+        # A reply cut at max_tokens is the endpoint's fault, not an answer: kept, a rerun of the
+        # step would be served the same fragment without asking again.
+        if self.cache is not None and data["finish_reason"] != "length":
             self.cache.put(key, keyed, data)
         return self._record(self._reply(data, key, cached=False, attempts=attempts))
 

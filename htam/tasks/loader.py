@@ -181,8 +181,11 @@ def _execute(source: str, path: Path, name: str) -> types.ModuleType:
 def _check_module(module: types.ModuleType, path: Path) -> None:
     missing = [n for n in REQUIRED if not callable(getattr(module, n, None))]
     if missing:
+        # A Model without arguments is the common case of a missing get_init_inputs: say how.
+        none = "; a Model without arguments: def get_init_inputs(): return []"
+        hint = none if missing == ["get_init_inputs"] else ""
         raise TaskError(
-            path, f"missing {', '.join(missing)} (a task defines {', '.join(REQUIRED)})"
+            path, f"missing {', '.join(missing)} (a task defines {', '.join(REQUIRED)}{hint})"
         )
     overrides = {"HTAM_SMALL": [getattr(module, "HTAM_SMALL", None) or {}]}
     overrides["HTAM_EXTRA"] = list(getattr(module, "HTAM_EXTRA", None) or [])

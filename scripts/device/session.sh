@@ -3,8 +3,10 @@
 #
 #   bash scripts/device/session.sh PHASE:SECONDS ...
 #
-# phases: doctor, corpus (every CUDA and Triton file of tests/evaluate/corpus, 8 test workers),
-# gputests (pytest -m gpu, the corpus aside), memory (gpu_memory.py), throughput
+# phases: doctor, corpus (every CUDA and Triton file of tests/evaluate/corpus, 8 test workers;
+# CORPUS_SHARD as test_corpus.py's HTAM_CORPUS_SHARD),
+# gputests (pytest -m gpu, the corpus aside, GPU_WORKERS test workers, one per file; GPU_TESTS_K
+# as pytest's -k), memory (gpu_memory.py), throughput
 # (gpu_throughput.py), offline (the offline proposer's baseline of every KernelBench task, 6
 # processes sharing the GPU through its queue), families (gpu_families.py), mechanism
 # (gpu_mechanism.py). $OUT brings back 8 files a call: choose phases to match. Needs .whl/ and .kb/ carried (scripts/device/README.md).
@@ -22,12 +24,14 @@ for spec in "$@"; do
     echo "=== $phase ($secs s)"
     case $phase in
     doctor) timeout "$secs" python3 -m htam.cli doctor 2>&1 | tee "$OUT/doctor.txt" ;;
-    corpus) HTAM_CORPUS_SHARD=all timeout -s INT -k 20 "$secs" python3 -m pytest -v -m gpu -n 8 \
+    corpus) HTAM_CORPUS_SHARD=${CORPUS_SHARD:-all} timeout -s INT -k 20 "$secs" python3 -m pytest -v -m gpu -n 8 \
             -p no:cacheprovider tests/evaluate/test_corpus.py -rfE >"$OUT/corpus.log" 2>&1
         echo "exit $?"; grep -E " (PASSED|FAILED|ERROR) |passed|failed" "$OUT/corpus.log" | tail -60 ;;
-    gputests) timeout -s KILL "$secs" python3 -m pytest -q -m gpu -p no:cacheprovider tests \
-            --deselect tests/evaluate/test_corpus.py -rA >"$OUT/gputests.log" 2>&1
-        echo "exit $?"; grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/gputests.log" | tail -30 ;;
+    gputests) timeout -s INT -k 20 "$secs" python3 -m pytest -v -m gpu -n "${GPU_WORKERS:-6}" \
+            --dist loadfile -p no:cacheprovider -k "${GPU_TESTS_K:-}" tests --deselect tests/evaluate/test_corpus.py \
+            -rfE >"$OUT/gputests.log" 2>&1
+        echo "exit $?"; grep -E " (PASSED|FAILED|ERROR) |^(FAILED|ERROR)|passed|failed" \
+            "$OUT/gputests.log" | tail -70 ;;
     memory) timeout -s KILL "$secs" python3 scripts/device/gpu_memory.py .gpu/memory \
             >"$OUT/memory.log" 2>&1
         echo "exit $?"; tail -20 "$OUT/memory.log"; cp .gpu/memory/gpu_memory.json "$OUT/" 2>/dev/null ;;

@@ -18,7 +18,7 @@ import pytest
 from htam.agent import OptimizeConfig, Optimizer
 from htam.evaluate.eval_config import EvalConfig
 from htam.evaluate.host.cache import CachedEvaluator
-from htam.evaluate.result import EvalResult
+from htam.evaluate.result import EvalResult, Timing
 from htam.llm import LLMClient, LLMProposer, resolve_config
 from htam.llm.replay_server import ReplayServer, Scripted
 from htam.memory import MemoryBank
@@ -227,3 +227,37 @@ def test_a_fork_server_killed_mid_run_is_replaced_and_its_loss_never_learned(tmp
     assert "lost" not in summary.statuses and "lost" not in bank_steps
     kept = [json.loads(p.read_text()) for p in (tmp_path / "evals").glob("*.json")]
     assert kept and all(k["status"] != "lost" and k.get("fault") is None for k in kept)
+
+
+@pytest.mark.parametrize(
+    ("refusal", "missing"),
+    [
+        ("its kernels would get bfloat16 tensors: the templates are float32", "bfloat16 inputs"),
+        ("input x is float64; only float32 is supported", "float64 inputs"),
+        ("unsupported module 'Conv2d'", "conv (Conv2d)"),
+    ],
+)
+def test_a_refused_dtype_is_what_is_missing_not_the_tasks_family(refusal, missing):
+    from htam.agent.outcomes import missing_family
+
+    assert missing_family(f"no applicable strategy: {refusal}", ["elementwise"]) == missing
+
+
+def _paired(ms: float, ref_beside: float, iqr: float = 0.01) -> EvalResult:
+    timing = Timing(ms, ms, ms, iqr * ms, 10, "perf_counter")
+    return EvalResult(Status.OK, runtime_ms=ms, ref_runtime_ms=ref_beside, timing=timing)
+
+
+def test_a_reference_slower_beside_both_candidates_alike_is_no_noise_between_them():
+    from htam.agent.outcomes import noise_of
+    from htam.agent.state import faster_than
+
+    # a CPU run of a 0.011 ms operator: the reference took about 15x its own time beside each
+    # candidate; the second candidate is 7x faster than the first (measured so, paired)
+    first, second = _paired(1.215, 0.164), _paired(0.177, 0.161)
+    band = noise_of(second, first, ref_ms=0.011)
+    assert band < 0.05 and faster_than(second, first, band)
+    assert noise_of(first, None, ref_ms=0.011) < 0.05  # the first's own bar: its paired reference
+    # compared in milliseconds (no paired reference on one side), the drift from alone counts
+    unpaired = EvalResult(Status.OK, runtime_ms=0.177, timing=second.timing)
+    assert noise_of(unpaired, first, ref_ms=0.011) > 10

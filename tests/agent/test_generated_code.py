@@ -20,6 +20,7 @@ def _code(task, language: str) -> str | None:
     return OfflineProposer("cpu", language).propose(request).code
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("language", ["cpp", "triton"])
 def test_no_duplicate_imports_and_no_dead_helpers(language):
     generated = [c for t in builtin_suite() if (c := _code(t, language)) is not None]

@@ -26,6 +26,7 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_cli_stops_at_once_on_an_unreachable_endpoint(tmp_path):
     bank = tmp_path / "bank.db"
     with MemoryBank.open(bank, create=True):
@@ -49,6 +50,7 @@ def test_cli_stops_at_once_on_an_unreachable_endpoint(tmp_path):
     assert not (tmp_path / "runs").exists()  # no run directory for a run that never started
 
 
+@pytest.mark.slow
 def test_cli_stops_when_the_endpoint_refuses_after_the_preflight(tmp_path):
     # GET /models answers, every chat request is refused: the step is tried twice, then the run
     # stops with the endpoint's answer on the last line and the bank as it was.
@@ -107,6 +109,7 @@ def _code(name: str = "chain_triton.py", old: str = "", new: str = "") -> Script
     )
 
 
+@pytest.mark.slow
 def test_endpoint_failing_mid_run_stops_it_without_learning(tmp_path, evaluator, prices):
     # Step 0 is served; then the key is refused (401): the step is tried once more, the run
     # stops with the endpoint's answer, and only step 0 is in the memory and the run directory.
@@ -127,6 +130,7 @@ def test_endpoint_failing_mid_run_stops_it_without_learning(tmp_path, evaluator,
     assert sorted(p.name for p in (tmp_path / "run" / "steps").glob("*.json")) == ["step_00.json"]
 
 
+@pytest.mark.slow
 def test_a_repeated_candidate_is_asked_again_and_never_evaluated_twice(tmp_path, evaluator, prices):
     other = _code(old="* alpha + beta", new="* alpha + beta + 0.0")
     replies = [
@@ -160,6 +164,7 @@ def test_a_repeated_candidate_is_asked_again_and_never_evaluated_twice(tmp_path,
         assert len(set(codes[:2])) == 2
 
 
+@pytest.mark.slow
 def test_a_strategy_that_only_repeats_is_left_out_of_a_fresh_decision(tmp_path, evaluator, prices):
     """Step 1 under the chosen strategy repeats step 0's code three times: the strategy has
     nothing new left, so the step decides again without it, and its new code is evaluated."""
@@ -188,6 +193,7 @@ def test_a_strategy_that_only_repeats_is_left_out_of_a_fresh_decision(tmp_path, 
         assert bank.step_count() == 2 and summary.duplicates == 3
 
 
+@pytest.mark.slow
 def test_a_failure_of_the_evaluator_stops_the_run_without_learning(tmp_path, evaluator):
     """The reference cannot run in the sandbox (newcomer: a Python environment it could not see):
     not the candidate's failure. The run stops at its first evaluation with the cause, records

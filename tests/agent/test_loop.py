@@ -46,6 +46,7 @@ def _run(server, evaluator, bank, out, resume=False, steps=6):
     return optimizer.run(task_for(CHAIN + ".py"), out, resume=resume), records
 
 
+@pytest.mark.slow
 def test_scripted_run_survives_faults_and_updates_memory(tmp_path, evaluator, prices):
     with (
         ReplayServer(scripted_replies()) as server,
@@ -90,6 +91,7 @@ def test_scripted_run_survives_faults_and_updates_memory(tmp_path, evaluator, pr
         assert saved["best_speedup"] == summary.best_speedup and len(saved["curve"]) == 6
 
 
+@pytest.mark.slow
 def test_existing_run_needs_resume(tmp_path, evaluator, prices):
     with (
         ReplayServer(scripted_replies()) as server,
@@ -123,6 +125,7 @@ def get_init_inputs():
 """
 
 
+@pytest.mark.slow
 def test_offline_run_on_an_unmatched_task_spares_the_reference_timing(tmp_path, evaluator):
     from htam.offline import OfflineProposer
 
@@ -193,6 +196,7 @@ def test_a_step_is_recorded_under_the_strategy_its_code_realizes(tmp_path):
         assert len(bank.evidence("memory_access.vectorized_access")) == 3
 
 
+@pytest.mark.slow
 def test_the_state_describes_the_size_that_is_timed(tmp_path):
     """At the large size the state an LLM reads names the large shapes (newcomer: it named the
     small ones, 33x257, beside a bound computed for the large)."""

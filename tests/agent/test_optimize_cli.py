@@ -39,6 +39,7 @@ def _files(root: Path) -> set[str]:
     return {str(p) for p in root.rglob("*")}
 
 
+@pytest.mark.slow
 def test_version_and_ids_whole_in_a_pipe(tmp_path):
     assert _htam(tmp_path, "--version").stdout.strip().startswith("htam ")
     listed = _htam(tmp_path, "tasks", "list").stdout
@@ -88,6 +89,7 @@ def test_quickstart_twice_each_run_its_own_directory_nothing_written_elsewhere(t
     assert {p.name for p in (tmp_path / "work").iterdir()} == {"runs"}
 
 
+@pytest.mark.slow
 def test_eval_takes_the_same_task_ids_as_optimize(tmp_path):
     solution = tmp_path / "work" / "broken.py"
     solution.parent.mkdir()
@@ -145,6 +147,7 @@ def test_the_last_line_says_what_the_user_keeps():
     assert final_line(none, out).startswith("no correct candidate: the reference stands (rejected")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.path.exists("/dev/nvidiactl"), reason="a GPU is visible")
 def test_target_cuda_without_a_gpu_is_one_line_before_anything_else(tmp_path):
     run = _htam(tmp_path, "optimize", "level1/1_ReLU", "--target", "cuda", timeout=120)

@@ -52,3 +52,19 @@ def test_today_s_summary_round_trips_byte_for_byte(tmp_path):
 
 def test_a_run_directory_without_a_summary_has_none(tmp_path):
     assert RunDir(tmp_path).summary() is None
+
+
+def test_the_last_failure_of_a_traceback_is_its_exception_not_its_first_line():
+    from htam.agent.state import failure_line
+    from htam.evaluate.result import EvalResult
+    from htam.status import Status
+
+    trace = (
+        'Traceback (most recent call last):\n  File "/tmp/job/candidate.py", line 210, in _act\n'
+        "    _ext.act(src, out)\nRuntimeError: expected scalar type Float but found Double\n"
+    )
+    said = failure_line(EvalResult(Status.RUNTIME_ERROR, messages=[trace]))
+    assert said == "RuntimeError: expected scalar type Float but found Double"
+    build = EvalResult(Status.COMPILE_ERROR, messages=["the build failed: main.cpp line 3\nmore"])
+    assert failure_line(build) == "the build failed: main.cpp line 3"
+    assert failure_line(EvalResult(Status.TIMEOUT)) == "timeout"

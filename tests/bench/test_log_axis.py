@@ -12,6 +12,7 @@ def _row(i: int, speedup: float) -> UnitRow:
                    steps_planned=3, state="complete", correct=True, speedup=speedup)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_narrow_range_of_speedups_gets_labels_across_it():
     rows = [_row(i, s) for i, s in enumerate((0.85, 0.95, 1.02, 1.1, 1.3))]
     (ax,) = speedup_distribution(rows, ["htam"]).data["axes"]

@@ -151,6 +151,7 @@ def report(tmp_path_factory):
     return files, title, console, parsed
 
 
+@pytest.mark.slow
 def test_report_renders_every_figure(report):
     files, title, console, dom = report
     assert title == "IMAGES 4 BROKEN 0" and console == ""  # 3 plots + 1 bank that learned
@@ -162,6 +163,7 @@ def test_report_renders_every_figure(report):
     }
 
 
+@pytest.mark.slow
 def test_no_label_lies_over_data(report):
     """No legend over a bar, no value label over a point or over another label."""
     dom = report[3]

@@ -59,6 +59,7 @@ def test_frozen_counts_match_the_step_records(experiment):
     )
 
 
+@pytest.mark.slow
 def test_cli_bad_suite_is_one_line(tmp_path):
     done = subprocess.run(
         [*htam_cli(), "transfer", "builtin", str(tmp_path / "missing"), "--target", "cpu",

@@ -69,6 +69,7 @@ def test_bench_and_check_bad_out_is_one_line(tmp_path, monkeypatch):
 NO_SMALL = relu_task("16384", "16384")  # no HTAM_SMALL: 2.15 GB at any size
 
 
+@pytest.mark.slow
 def test_task_without_htam_small_on_cpu_says_so_and_exits_3(tmp_path):
     """An unmodified KernelBench file (no HTAM_SMALL): its reference cannot run under the limit;
     the error says why and where to read how to add a small size, with README's exit code 3.
@@ -135,6 +136,7 @@ class _InterruptedOptimizer:
         raise KeyboardInterrupt
 
 
+@pytest.mark.slow
 def test_ctrl_c_says_how_to_resume_and_resume_says_where(tmp_path, monkeypatch):
     import htam.agent
     import htam.evaluate

@@ -100,6 +100,7 @@ def recording(monkeypatch, tmp_path):
     return {"HTAM_CACHE_DIR": str(tmp_path / "cache")}
 
 
+@pytest.mark.slow
 def test_resume_takes_the_steps_from_the_run_and_a_larger_steps_extends_it(tmp_path, recording):
     out = tmp_path / "run"
     args = ["optimize", RELU, "--target", "cpu", "--size", "small", "--out", str(out)]
@@ -119,6 +120,7 @@ def test_resume_takes_the_steps_from_the_run_and_a_larger_steps_extends_it(tmp_p
     assert len(list((out / "steps").glob("step_*.json"))) == 3
 
 
+@pytest.mark.slow
 def test_resume_with_fewer_steps_or_another_seed_is_one_line_before_resuming(tmp_path, recording):
     out = tmp_path / "run"
     args = ["optimize", RELU, "--target", "cpu", "--size", "small", "--out", str(out)]
@@ -212,6 +214,7 @@ def test_failure_line_keeps_the_exception_and_the_candidates_line():
     )
 
 
+@pytest.mark.slow
 def test_eval_shows_a_candidates_exception_in_one_line_and_keeps_the_trace(tmp_path):
     from htam.cli.eval_cmd import render
     from htam.evaluate.result import EvalResult
@@ -242,6 +245,7 @@ def test_eval_shows_a_candidates_exception_in_one_line_and_keeps_the_trace(tmp_p
 # ---------------------------------------------------------------- 5. a closed stdout
 
 
+@pytest.mark.slow
 def test_a_closed_stdout_exits_141_quietly_and_leaves_no_empty_run_dir(tmp_path):
     """`htam optimize ... | head -1`: the reader goes away; exit 141 (as for SIGPIPE), not 1
     ("no correct candidate"), no traceback, and no run directory without a step."""

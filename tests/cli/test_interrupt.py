@@ -162,6 +162,7 @@ def test_sigkill_mid_step_leaves_no_evaluator_process(tmp_path):
     assert not ours & _serve_pids()
 
 
+@pytest.mark.slow
 def test_sigterm_mid_step_exits_143_and_leaves_no_sandboxed_process(tmp_path):
     """Newcomer round 5: `timeout -s TERM 10 htam optimize ...` ended htam at once and left its
     runners stopped behind it (about 550 MB, re-parented to init, 13 minutes later still

@@ -11,6 +11,7 @@ import time
 from contextlib import nullcontext
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from htam.agent.run_summary import RunSummary
@@ -52,6 +53,7 @@ def _first_message(out: Path) -> str:
 # ---------------------------------------------------------------- 1. why a run stopped
 
 
+@pytest.mark.slow
 def test_a_run_that_stops_early_says_why_on_its_last_line_and_in_json(tmp_path, env):
     task = tmp_path / "int_out.py"
     task.write_text(INT32_TASK)
@@ -125,6 +127,7 @@ class _FlaggedOptimizer:
         })  # fmt: skip
 
 
+@pytest.mark.slow
 def test_quiet_prints_the_last_line_alone_even_with_flags(tmp_path, env, monkeypatch):
     import htam.agent
     import htam.evaluate
@@ -150,6 +153,7 @@ def test_quiet_prints_the_last_line_alone_even_with_flags(tmp_path, env, monkeyp
 # ---------------------------------------------------------------- 2. Ctrl-C on a suite
 
 
+@pytest.mark.slow
 def test_ctrl_c_on_a_suite_prints_the_resume_command_of_its_batch(tmp_path):
     write_suite(tmp_path / "suite", "a", "b")
     proc = start_htam(tmp_path, ["optimize", "suite", "--target", "cpu", "--steps", "3"])

@@ -2,6 +2,7 @@
 `memory plot` refused the JSON exports that `memory merge` takes; a bench named its proposer
 by its internal key."""
 
+import pytest
 from typer.testing import CliRunner
 
 from htam.bench import ProposerSpec
@@ -84,6 +85,7 @@ def test_check_types_its_eval_settings(tmp_path):
         assert not out.exists()
 
 
+@pytest.mark.slow
 def test_a_solution_reading_a_file_beside_it_is_told_why_it_failed(tmp_path):
     """Newcomer round 5: ``load(sources=[<dir of __file__>/relu.cpp])`` failed with a traceback
     about /tmp/job/relu.cpp: the job holds the solution file alone."""

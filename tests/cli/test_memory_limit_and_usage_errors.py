@@ -146,6 +146,7 @@ def test_a_suite_skips_the_task_that_exceeds_the_limit_in_one_line_and_runs_the_
 # ---------------------------------------------------------------- 2. --json and usage errors
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args, cause",
     [

@@ -70,3 +70,16 @@ def test_resuming_another_task_says_so_not_that_the_file_changed(tmp_path, monke
     assert lines == [
         f"cannot resume {tmp_path}: TASK was builtin/level1/1_ReLU, now builtin/level1/2_GELU"
     ]
+
+
+def test_a_step_line_says_what_went_wrong_when_it_is_not_the_kernels_doing(monkeypatch):
+    lines: list[str] = []
+    monkeypatch.setattr(optimize_view.console, "print", lambda text, **kw: lines.append(text))
+    view = optimize_view.StepsView("t", 3)
+    refused = "LLM endpoint http://h/v1 refused the request (HTTP 400): [context] too long"
+    view.add(_record(0, None) | {"feedback": {"status": "no_code", "fault": "endpoint",
+                                              "messages": [refused]}})  # fmt: skip
+    view.add(_record(1, None) | {"feedback": {"status": "compile_error", "fault": "kernel",
+                                              "messages": ["main.cpp line 3: error"]}})  # fmt: skip
+    assert lines[0].endswith("(best 2.50x, 31 s) · " + refused.replace("[", "\\["))
+    assert lines[1].endswith("(best 2.50x, 31 s)")  # the kernel's failure: its status says it

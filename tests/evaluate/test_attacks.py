@@ -25,6 +25,10 @@ from tests.evaluate.attacks import ATTACKS_CPU, ATTACKS_GPU, Attack
 from tests.evaluate.cases import FIXTURES, RELU
 from tests.evaluate.conftest import fast_config, gpu_config, task_for
 
+# Each attack is a whole sandboxed evaluation, several a minute on 2 cores: the full suite runs
+# them (`pytest`); the fast tier (`-m "not slow"`) leaves them out.
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 PORT = 47391  # the fixtures connect here
 MARKER = "htam-redteam-marker"

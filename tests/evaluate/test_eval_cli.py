@@ -65,6 +65,7 @@ def test_compile_reference_on_the_cpu_gives_a_speedup_vs_torch_compile(tmp_path)
     assert data["speedup_vs_compile"] > 0
 
 
+@pytest.mark.slow
 def test_a_rejection_names_its_rule_in_the_table(tmp_path):
     """ "[rule]" is text, not rich markup (newcomer: the table swallowed it, leaving " line 0:")."""
     path = tmp_path / "solution.py"

@@ -103,6 +103,7 @@ class ModelNew(nn.Module):
 """
 
 
+@pytest.mark.slow
 def test_a_random_output_is_not_taken_for_rounding_noise(cpu_evaluator, tmp_path):
     """Dropout in training mode: after the trials the reference's random stream has moved on, so
     a float64 run draws other masks and its distance from the float32 reference is chance, not
@@ -141,6 +142,7 @@ def test_an_output_all_zero_to_float32_precision_says_a_constant_passes():
 REDTEAM12 = Path(__file__).parent / "fixtures"
 
 
+@pytest.mark.slow
 def test_one_cancelling_sum_does_not_excuse_the_rest_of_the_output():
     """Red team 12: a centred row's sum (exactly 0, float32 noise near 1e-3) beside a softmax
     whose values are all below that noise. Float32's worst rounding in the output excused every

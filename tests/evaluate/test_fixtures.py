@@ -94,6 +94,7 @@ def steady_evaluator():
         pytest.param("level1/14_Matmul.py", marks=pytest.mark.slow),
     ],
 )
+@pytest.mark.slow
 def test_reference_against_itself_is_even(steady_evaluator, task):
     """The reference timed beside a copy of itself: two isolated processes through the same
     harness, calls interleaved, each stopped while the other runs."""

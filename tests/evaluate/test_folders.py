@@ -3,6 +3,8 @@ removed but held open counted (red team 5)."""
 
 import os
 
+import pytest
+
 from htam.evaluate.host import folders
 from htam.evaluate.host.watchdog import _unlinked_bytes
 
@@ -30,6 +32,7 @@ def test_a_plain_tree_is_measured(tmp_path):
     assert usage.bytes >= 12288  # whole blocks
 
 
+@pytest.mark.slow
 def test_a_deep_chain_stops_the_walk_and_is_removed(tmp_path):
     (tmp_path / "deep").mkdir()
     try:

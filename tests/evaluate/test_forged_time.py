@@ -1,7 +1,10 @@
 """A candidate that under-reports some of its calls' times (red team): the judge's clock bears
 out every call's time, so the speedup stays what the kernel earns."""
 
+import dataclasses
+
 import pytest
+import torch
 
 from htam.evaluate import Evaluator
 from htam.evaluate.judge import judge_timing
@@ -52,18 +55,19 @@ def test_a_hand_over_with_no_copy_offsets_nothing_of_the_call():
 
 @pytest.mark.gpu
 def test_returning_the_lent_slot_buys_nothing_on_the_gpu():
-    """attack_slot_handover.py against itself with its time left honest, on 8 GiB: before, the
-    forged one got 1.68x where the honest one got 0.96x (run 61, with the hand-over fixed but
-    not yet the paired bound of judge_timing.figures: the same). What it can still take is the
-    doubt of the paired median, a few percent here."""
+    """attack_slot_handover.py, forged and with its time left honest, on 8 GiB (4 on an 80 GB
+    card): before, the forged one got 1.68x where the honest one got 0.96x. Returning the same
+    lent slot at every call is an output kept across calls: both are refused for it (H100,
+    2026-12-06), whatever their clocks say."""
     source = (FIXTURES / "attack_slot_handover.py").read_text()
     config = fast_config(size="large", memory_limit_mb=16384, min_timed=20)
     with Evaluator("cuda", config) as evaluator:
         task = task_for(FIXTURES / "relu_8gb_task.py")
+        if torch.cuda.get_device_properties(0).total_memory < (100 << 30):
+            # an 80 GB card holds the evaluation of 4 GiB (5x its tensors), not of 8
+            task = dataclasses.replace(task, source=task.source.replace("32768", "16384"))
         honest = evaluator.evaluate(task, source.replace("FORGE = True", "FORGE = False"), "triton")
         forged = evaluator.evaluate(task, source, "triton")
-    print("honest", honest.speedup, "forged", forged.status, forged.speedup, forged.messages)
-    assert honest.status == "ok", honest.messages
-    assert forged.status in ("ok", "rejected"), forged.messages
-    if forged.status == "ok":
-        assert forged.speedup < 1.15 * honest.speedup, (forged.speedup, honest.speedup)
+    for result in (honest, forged):
+        assert result.status == "rejected", result.messages
+        assert "shares storage with an output of the call before" in " ".join(result.messages)

@@ -50,6 +50,7 @@ def server(tmp_path):
     server.close()
 
 
+@pytest.mark.slow
 def test_a_job_runs_in_a_process_made_before_it_was_asked_for(server, tmp_path):
     time.sleep(1.5)
     asked = time.time()
@@ -63,6 +64,7 @@ def test_a_job_runs_in_a_process_made_before_it_was_asked_for(server, tmp_path):
         server.wait(pid)
 
 
+@pytest.mark.slow
 def test_a_dead_standby_is_replaced_and_jobs_still_run(server, tmp_path):
     time.sleep(0.5)
     standbys = _children(server.process.pid)
@@ -80,6 +82,7 @@ def test_a_dead_standby_is_replaced_and_jobs_still_run(server, tmp_path):
 @pytest.mark.parametrize(
     "sig", [signal.SIGKILL, pytest.param(signal.SIGSTOP, marks=pytest.mark.slow)]
 )
+@pytest.mark.slow
 def test_a_dead_or_stopped_server_is_reported_not_waited_for(tmp_path, sig):
     server = ForkServer(tmp_path)
     try:

@@ -1,6 +1,7 @@
 """What a finished candidate built is kept for the same code: regular files only, within a total."""
 
 import os
+from pathlib import Path
 
 from htam.evaluate.host import integrity
 
@@ -29,3 +30,24 @@ def test_builds_beyond_the_total_are_not_kept(tmp_path, monkeypatch):
     _build(job, [1000, 2000])
     integrity.promote(tmp_path / "cache", job, "abc")
     assert not integrity.builds_dir(tmp_path / "cache", "abc").exists()
+
+
+def test_a_build_promoted_by_another_evaluator_meanwhile_is_kept(tmp_path, monkeypatch):
+    """Two evaluators (bench lanes, test workers) promote the same code's build: the second's
+    rename meets the first's folder, seen on the GPU as "Directory not empty"."""
+    job = tmp_path / "job"
+    _build(job, [1000])
+    cache = tmp_path / "cache"
+    target = integrity.builds_dir(cache, "abc")
+    replace = os.replace
+
+    def raced(src, dst):
+        if Path(dst) == target:  # the other evaluator's copy lands first
+            (target / "ext").mkdir(parents=True)
+            (target / "ext" / "theirs.so").write_bytes(b"x")
+        replace(src, dst)
+
+    monkeypatch.setattr(integrity.os, "replace", raced)
+    integrity.promote(cache, job, "abc")
+    assert [p.name for p in (target / "ext").iterdir()] == ["theirs.so"]
+    assert not list(target.parent.glob("*.tmp"))

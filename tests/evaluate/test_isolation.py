@@ -3,6 +3,8 @@
 import os
 import sys
 
+import pytest
+
 from htam.evaluate import Evaluator
 from htam.evaluate.sandbox.isolation import needed_paths
 from tests.evaluate.conftest import fast_config, task_for
@@ -28,6 +30,7 @@ def test_import_paths_under_tmp_are_readable_but_never_the_cache(tmp_path, monke
     assert "/tmp" not in paths
 
 
+@pytest.mark.slow
 def test_a_candidate_imports_from_a_folder_under_tmp(tmp_path, monkeypatch):
     mods = tmp_path / "mods"
     mods.mkdir()

@@ -28,6 +28,7 @@ def get_init_inputs():
 """
 
 
+@pytest.mark.slow
 def test_a_reference_over_the_host_limit_names_the_limit_and_the_option(tmp_path):
     path = tmp_path / "big_output.py"
     path.write_text(BIG_OUTPUT)
@@ -59,6 +60,7 @@ def test_a_reference_over_the_limit_inside_a_candidates_job_is_not_the_candidate
         assert result.messages[0].startswith(EVALUATOR_FAILED) is infrastructure
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("alone_ok", [True, False])
 def test_a_reference_failing_only_beside_a_candidate_is_the_candidates_failure(
     cpu_evaluator, monkeypatch, alone_ok
@@ -163,7 +165,7 @@ def test_what_a_job_directory_holds_unseen_counts_against_its_limits(
 @pytest.mark.parametrize(
     ("fixture", "status", "where"),
     [
-        ("honest_hinge_triton.py", "ok", ""),
+        pytest.param("honest_hinge_triton.py", "ok", "", marks=pytest.mark.slow),
         ("cheat_input_distribution.py", "incorrect", "the trial on scaled and shifted inputs"),
         # each is a whole evaluation: one cheat of each kind stays in the fast tier
         pytest.param("cheat_count_calls.py", "incorrect", "timed call ", marks=pytest.mark.slow),
@@ -185,7 +187,11 @@ def test_a_shortcut_from_the_inputs_distribution_fails_on_shifted_inputs(fixture
 
 @pytest.mark.parametrize(
     ("fixture", "status"),
-    [("honest_norm_triton.py", "ok"), ("cheat_norm_distribution.py", "incorrect")],
+    # seconds of the Triton interpreter each: the fast tier has the shifted inputs' cheat above
+    [
+        pytest.param("honest_norm_triton.py", "ok", marks=pytest.mark.slow),
+        pytest.param("cheat_norm_distribution.py", "incorrect", marks=pytest.mark.slow),
+    ],
 )
 def test_a_large_output_gets_the_shifted_inputs_too(fixture, status):
     """Red team 6: x / ||x|| written as x * sqrt(3 / n), the norm of uniform inputs, passes
@@ -199,10 +205,11 @@ def test_a_large_output_gets_the_shifted_inputs_too(fixture, status):
 
 @pytest.mark.parametrize(
     ("fixture", "status"),
-    # the honest hinge is a minute and more of the interpreter on 2 cores: the cheat stays fast
+    # the honest hinge is a minute and more of the interpreter on 2 cores, the cheat seconds: the
+    # fast tier has the shifted inputs' cheat above
     [
         pytest.param("honest_hinge_triton.py", "ok", marks=pytest.mark.slow),
-        ("cheat_subsample_loss.py", "incorrect"),
+        pytest.param("cheat_subsample_loss.py", "incorrect", marks=pytest.mark.slow),
     ],
 )
 def test_a_loss_over_a_sample_misses_the_planted_outliers(fixture, status):
@@ -249,6 +256,7 @@ def test_integer_inputs_and_outputs_do_not_spare_a_task_the_shifted_inputs(task,
     assert "on scaled and shifted inputs" in result.messages[0]
 
 
+@pytest.mark.slow
 def test_work_done_while_the_harness_takes_the_outputs_is_timed():
     """Red team 8: a list subclass whose __iter__ finished the work did it after the clock; the
     items are taken inside it now, so the fixture's 40 ms wait is in its own time."""
@@ -257,6 +265,7 @@ def test_work_done_while_the_harness_takes_the_outputs_is_timed():
     assert result.runtime_ms >= 40.0
 
 
+@pytest.mark.slow
 def test_the_median_timed_call_is_one_without_outliers():
     """Red team 9: with outliers in every timed call they were the workload timed, and a
     shortcut they allow (a logsumexp made trivial by one planted column) was timed at 9x. Fewer

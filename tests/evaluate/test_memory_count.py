@@ -4,6 +4,8 @@ memory), not the pages of files it maps (torch's and CUDA's libraries in every p
 import mmap
 import os
 
+import pytest
+
 from htam.evaluate.sandbox.candidate_user import DESCRIPTOR_KB, descriptors_mb, rss_mb
 
 MB = 1 << 20
@@ -34,6 +36,7 @@ def _measured(body, measure=rss_mb) -> float:
         os.waitpid(pid, 0)
 
 
+@pytest.mark.slow
 def test_mapped_file_pages_do_not_count_and_allocations_do(tmp_path):
     big = tmp_path / "big.bin"
     with open(big, "wb") as f:

@@ -5,6 +5,7 @@ it could have touched are opened without following links and only when regular."
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import threading
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from htam.evaluate import Evaluator
-from htam.evaluate.logs import NotRegular, open_regular, read_file_tail, read_tail
+from htam.evaluate.logs import NotRegular, open_regular, printable, read_file_tail, read_tail
 from tests.evaluate.cases import FIXTURES, RELU
 from tests.evaluate.conftest import fast_config, task_for
 
@@ -109,3 +110,18 @@ def test_swapped_log_reaches_no_result(planted, kind):
     assert result.status == "runtime_error", (result.status, result.messages)
     assert any("replaced its output log" in m for m in result.messages), result.messages
     assert "htam-swap honest line before the swap" in result.log
+
+
+def test_printable_shows_control_characters():
+    assert printable("a\x1b[2Jb\x07c\x9b31m\td\ne\r") == "a?[2Jb?c?31m\td\ne?"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_terminal_escapes_reach_no_result(planted):
+    evaluator, _, _ = planted
+    code = (FIXTURES / "attack_terminal_escapes.py").read_text()
+    result = evaluator.evaluate(task_for(RELU), code, "triton")
+    text = result.log + " | ".join(result.messages)
+    assert "htam-escapes" in result.log and "htam-escapes" in text.split(" | ", 1)[-1], text
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", text), repr(text[-400:])

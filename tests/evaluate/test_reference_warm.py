@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from htam.evaluate import frames
 from htam.evaluate.judge import trusted_jobs
+from htam.status import Status
 
 SMALL = """
 import torch
@@ -22,22 +24,23 @@ def get_init_inputs():
 LARGE = SMALL.replace("torch.randn(64, 33)", "torch.randn(2**15, 2**14)")
 
 
-def _job(source: str, tmp_path) -> dict:
-    return {
-        "kind": "warm",
-        "device": "cpu",
-        "task_source": source,
-        "size": "large",
-        "seeds": [0],
-        "init_seed": 0,
-        "env": {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")},
-    }
+def _job(source: str, tmp_path) -> frames.Job:
+    return frames.Job(
+        kind="warm",
+        device="cpu",
+        task_source=source,
+        size="large",
+        env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")},
+        timing=frames.TimingSettings(
+            warmup_ms=1, timing_budget_ms=1, min_timed=1, max_timed=1, l2_flush_mb=0
+        ),
+    )
 
 
 def test_a_large_task_is_left_to_the_timed_job_without_allocating_it(tmp_path):
-    frames: list[dict] = []
-    trusted_jobs._warm(_job(LARGE, tmp_path), frames.append)
-    assert frames == [{"type": "result", "status": "ok", "message": "not warmed"}]
+    sent: list[frames.Frame] = []
+    trusted_jobs._warm(_job(LARGE, tmp_path), sent.append)
+    assert sent == [frames.ReferenceRan(status=Status.OK, message="not warmed")]
 
 
 def test_the_meta_size_counts_inputs_and_parameters():
@@ -50,7 +53,7 @@ def test_the_meta_size_counts_inputs_and_parameters():
 @pytest.mark.slow
 def test_a_small_task_is_compiled_into_the_shared_inductor_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
-    frames: list[dict] = []
-    trusted_jobs._warm(_job(SMALL, tmp_path), frames.append)
-    assert frames[-1]["message"] == "warmed", frames
+    sent: list[frames.Frame] = []
+    trusted_jobs._warm(_job(SMALL, tmp_path), sent.append)
+    assert sent[-1].message == "warmed", sent
     assert any((tmp_path / "inductor").rglob("*.py")), "nothing reached the inductor cache"

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from htam.evaluate import channel, frames
 from htam.evaluate.host.folders import mountinfo
 from htam.evaluate.host.forkserver import scrubbed_env
@@ -38,6 +40,7 @@ def _start(workroot: Path, home: Path) -> tuple[subprocess.Popen, socket.socket]
     return proc, ours
 
 
+@pytest.mark.slow
 def test_a_closed_channel_while_it_imports_torch_ends_it_quietly(tmp_path):
     proc, ours = _start(tmp_path / "work", tmp_path / "home")
     ours.close()  # the client went away: the server meets it when it says "ready"
@@ -48,6 +51,7 @@ def test_a_closed_channel_while_it_imports_torch_ends_it_quietly(tmp_path):
     assert not [p for p, _, _ in mountinfo() if p.startswith(str(tmp_path))]
 
 
+@pytest.mark.slow
 def test_its_work_root_removed_while_it_imports_torch_ends_it_quietly(tmp_path):
     """What the client did when Ctrl-C came mid-start: its cleanup removed the work root, and
     its end of the channel closed as it exited."""

@@ -3,6 +3,7 @@ generator, and a backward task's shift (its grad_outputs left as drawn)."""
 
 import types
 
+import pytest
 import torch
 import torch.nn as nn
 
@@ -44,6 +45,7 @@ class _Hinge(nn.Module):
         return torch.mean(torch.clamp(1 - predictions * targets, min=0))
 
 
+@pytest.mark.slow
 def test_every_job_of_a_hinge_loss_plants_outliers():
     """CI, stop 34: a job's outliers were calibrated on one shift, and where it moved the
     predictions and the targets to the same sign, the clamp took every outlier in: one job in

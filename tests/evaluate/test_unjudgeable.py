@@ -27,6 +27,7 @@ def get_init_inputs():
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("body", "shape", "said"),
     [
@@ -44,6 +45,7 @@ def test_the_task_is_refused_before_any_candidate(tmp_path, body, shape, said):
     assert said in str(caught.value) and "\n" not in str(caught.value)
 
 
+@pytest.mark.slow
 def test_an_empty_output_beside_a_full_one_is_judged(tmp_path):
     path = tmp_path / "task.py"
     path.write_text(TASK.format(body="(x.relu(), x[:0])", shape="64, 64"))
@@ -51,6 +53,7 @@ def test_an_empty_output_beside_a_full_one_is_judged(tmp_path):
         assert evaluator.reference(load_task(path), timed=False).flops >= 0
 
 
+@pytest.mark.slow
 def test_a_reference_working_in_place_is_no_fault_of_the_candidate(tmp_path):
     """Newcomer round 8: a forward that did `x.mul_(2.0)` on its input was caught by the check
     meant for candidates, and every candidate beside it was blamed."""

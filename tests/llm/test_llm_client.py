@@ -211,3 +211,12 @@ def test_total_usage_accumulates(server, make_client):
     client.chat(MESSAGES)  # cached
     t = client.total
     assert (t.prompt_tokens, t.completion_tokens, t.calls, t.cached_calls) == (17, 4, 3, 1)
+
+
+def test_a_reply_cut_at_max_tokens_is_not_cached(server, make_client):
+    server.add(Scripted("```python\nclass ModelNew(", finish_reason="length"))
+    server.add(Scripted("the whole answer"))
+    assert make_client().chat(MESSAGES).finish_reason == "length"
+    again = make_client().chat(MESSAGES)  # asked again, not served the fragment
+    assert (again.content, again.cached) == ("the whole answer", False)
+    assert len(server.chat_requests) == 2

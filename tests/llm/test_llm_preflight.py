@@ -54,3 +54,17 @@ def test_which_request_errors_stop_a_run():
     assert LLMRequestError("u", 401, "").infrastructure
     assert LLMRequestError("u", 404, "").infrastructure
     assert not LLMRequestError("u", 400, "prompt too long").infrastructure
+
+
+def test_a_preset_without_its_key_is_one_line_that_says_what_to_export(monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    from htam.cli import app
+
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    args = ["optimize", "level1/1_ReLU", "--target", "cpu", "--llm", "deepseek"]
+    result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "run")])
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert lines[0].startswith("error: preset 'deepseek' needs an API key in the environment "
+                               "variable DEEPSEEK_API_KEY, which is not set; export")  # fmt: skip

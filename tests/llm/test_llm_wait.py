@@ -42,6 +42,7 @@ def silent_endpoint():
     listener.close()
 
 
+@pytest.mark.slow
 def test_a_stuck_endpoint_shows_its_wait_and_stops_at_the_timeout(
     silent_endpoint, tmp_path, monkeypatch, caplog
 ):

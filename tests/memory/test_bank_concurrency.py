@@ -47,6 +47,7 @@ WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_four_writers_lose_nothing(tmp_path):
     path = tmp_path / "bank.db"
     MemoryBank.create(path).close()

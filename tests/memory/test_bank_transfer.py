@@ -133,6 +133,7 @@ history = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(history, history)
 def test_merge_is_commutative_on_statistics(steps_a, steps_b):

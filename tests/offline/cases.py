@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from htam.offline.pipeline import analyze, applicable
 from htam.offline.pipeline import match_task as match
 from htam.tasks.module import extra_configs, load_task_module
@@ -10,20 +12,28 @@ from tests.offline.harness import task_of
 from tests.offline.sources import CASES
 
 
-def builtin_tasks() -> list[Task]:
+# Loaded once per session: three test modules parametrize over them at collection, and each load
+# reads, validates and signs every builtin task (seconds, paid three times before).
+@functools.cache
+def builtin_tasks() -> tuple[Task, ...]:
     from htam.tasks import builtin_suite
 
-    return builtin_suite()
+    return tuple(builtin_suite())
 
 
-def all_cases() -> list[tuple[Task, list[dict]]]:
-    """(task, size overrides) for every task that one of the three families should cover."""
+@functools.cache
+def _all_cases() -> tuple[tuple[Task, list[dict]], ...]:
     out = [(task_of(name, src), shapes) for name, (src, _, shapes) in CASES.items()]
     for task in builtin_tasks():
         if match(task) is not None:
             extras = extra_configs(load_task_module(task.source, "small"))
             out.append((task, [{}, *extras]))
-    return out
+    return tuple(out)
+
+
+def all_cases() -> list[tuple[Task, list[dict]]]:
+    """(task, size overrides) for every task that one of the three families should cover."""
+    return [(task, [dict(shape) for shape in shapes]) for task, shapes in _all_cases()]
 
 
 def everything(task: Task, language: str) -> tuple[str, ...]:

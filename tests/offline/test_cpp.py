@@ -95,6 +95,7 @@ def test_a_solution_file_runs_as_written(tmp_path):
     assert library.stat().st_mtime_ns == built
 
 
+@pytest.mark.slow
 def test_builtin_cpp_solutions_pass_the_static_rules_without_torch_headers():
     """Every family's kernel includes Python.h, never torch/ headers, except the whole-model
     family: its C++ runtime (graph/cpp_rt.py) is one fixed set of primitives shared by every

@@ -2,6 +2,7 @@
 infinities: x * sigmoid(x) where expf overflows is -0, not NaN clamped to -1 (the quickstart's
 best.py, found by a newcomer: inputs below -88 after the affine)."""
 
+import pytest
 import torch
 
 from htam.tasks import load_task
@@ -9,6 +10,7 @@ from tests.evaluate.conftest import BUILTIN
 from tests.offline.harness import load_solution, solution
 
 
+@pytest.mark.slow
 def test_an_overflowing_exp_stays_infinite_in_a_fast_math_chain():
     task = load_task(BUILTIN / "level2" / "5_Elementwise_Chain.py")
     code = solution(task, "cpp", ("fusion.elementwise_chain_fusion",))

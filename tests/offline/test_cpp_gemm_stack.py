@@ -3,6 +3,7 @@
 simd``, and GCC gave each of its runs a stack copy that lived until the function returned: one
 per output, 32 MB of stack on one thread at 1024x2048."""
 
+import pytest
 import torch
 
 from tests.offline.harness import load_solution, solution, task_of
@@ -30,6 +31,7 @@ def get_init_inputs():
 """
 
 
+@pytest.mark.slow
 def test_the_vectorized_gemm_runs_at_a_large_output():
     code = solution(task_of("gemm_relu", SOURCE), "cpp", ("memory_access.vectorized_access",))
     assert '"vec": 4' in code.splitlines()[0]

@@ -215,6 +215,7 @@ def test_linear_weight_is_read_k_major_in_place(monkeypatch):
     assert (s_ak, s_bk) == (1, 1) and s_bn == 24  # B[k, n] = W[n, k]: stride K along n
 
 
+@pytest.mark.slow
 def test_plain_b_is_copied_k_major_when_reused(monkeypatch):
     """M >= 1024: a row-major B is copied once into K-major rows (padded to 16 elements)."""
     monkeypatch.setenv("TRITON_INTERPRET", "1")
@@ -239,7 +240,12 @@ def test_transposed_a_is_copied_k_major_when_reused(monkeypatch):
     assert _strides(small)[:2] == (1, 5)
 
 
-@pytest.mark.parametrize("name", [PLAIN, TRANS_B, TRANS_A, LINEAR], ids=["plain", "tb", "ta", "fc"])
+@pytest.mark.parametrize(
+    "name",
+    # the linear layer's is seconds under the interpreter: in the full suite
+    [PLAIN, TRANS_B, TRANS_A, pytest.param(LINEAR, marks=pytest.mark.slow)],
+    ids=["plain", "tb", "ta", "fc"],
+)
 def test_every_strategy_on_small_shapes(name, monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     m = analyze(task_of("gemm_shapes", name))
@@ -250,6 +256,7 @@ def test_every_strategy_on_small_shapes(name, monkeypatch):
 # -- matrix-vector ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(GEMVS))
 def test_gemv_kernel_for_a_vector_operand(name, monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")

@@ -6,7 +6,6 @@ Run on the GPU machine: ``pytest -m gpu tests/offline/test_gpu.py -s``.
 import pytest
 import torch
 
-from htam.offline.pipeline import analyze
 from tests.offline.cases import all_cases, variants
 from tests.offline.harness import build_pair, compare, load_solution, solution, time_ms
 
@@ -15,9 +14,10 @@ IDS = [task.name for task, _ in CASES]
 
 
 def _tf32(task, strategies) -> bool:
-    """Products in TF32: a GEMM's baseline chooses them wherever the float32 tolerance allows
-    (every KernelBench K), the strategy forces them."""
-    return "precision.tensor_core_dot" in strategies or analyze(task).family == "gemm"
+    """Products in TF32: every template with a ``tl.dot`` (GEMMs and library GEMM prefixes,
+    convolutions, attention, triangular products) chooses them wherever the float32 tolerance
+    allows, the strategy forces them."""
+    return 'input_precision="tf32"' in solution(task, "triton", strategies)
 
 
 @pytest.mark.gpu

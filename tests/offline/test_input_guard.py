@@ -39,6 +39,7 @@ def _helper(code: str):
     return namespace["_checked_inputs"]
 
 
+@pytest.mark.slow
 def test_the_quickstart_s_best_refuses_float64_and_other_dtypes():
     model, ext = _model("5_Elementwise_Chain", (1.7, -0.3))
     for dtype in (torch.float64, torch.float16, torch.int64):

@@ -80,7 +80,13 @@ SHAPES = {
 }
 
 
-@pytest.mark.parametrize("name", list(SOURCES))
+# a second or more each under the interpreter: the other convolutions stay in the fast tier
+SLOW_EPILOGUES = {"conv_residual", "conv2d", "conv_transpose3d"}
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_EPILOGUES else n for n in SOURCES]
+)
 def test_channels_last_epilogue_matches_the_reference(name):
     task = task_of(f"layout_{name}", kb(*SOURCES[name]))
     assert "fusion.elementwise_chain_fusion" not in applicable(analyze(task), "triton")
@@ -280,7 +286,7 @@ class Model(nn.Module):
 
 # Each case runs its kernel (under Triton's interpreter on the CPU): the 3-D logsumexp and the
 # keepdim min take minutes there, and run with the slow tests; the per-channel amax stays fast.
-SLOW_ROWS = {"logsumexp_3d", "min_keepdim"}
+SLOW_ROWS = {"logsumexp_3d", "min_keepdim", "amax_per_channel"}
 
 
 @pytest.mark.parametrize(

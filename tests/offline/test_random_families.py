@@ -87,7 +87,13 @@ def test_the_new_families_are_drawn_with_their_variants():
     assert max(max(g.shape) for g in big) > 1000
 
 
-@pytest.mark.parametrize("start", range(0, N, CHUNK), ids=lambda s: f"tasks{s}-{s + CHUNK - 1}")
+# Each chunk is seconds under Triton's interpreter: the fast tier checks the first, the slow
+# tests all N tasks.
+@pytest.mark.parametrize(
+    "start",
+    [s if s == 0 else pytest.param(s, marks=pytest.mark.slow) for s in range(0, N, CHUNK)],
+    ids=lambda s: f"tasks{s}-{s + CHUNK - 1}",
+)
 def test_generated_tasks_are_correct_in_triton(start):
     problems = []
     for i, g in enumerate(TASKS[start : start + CHUNK], start):
@@ -118,7 +124,13 @@ def _check(tasks, every) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("family", NEW)
+# seconds each under the interpreter: the other families stay in the fast tier
+SLOW_NEW = {"convolution", "triangular", "special_loss"}
+
+
+@pytest.mark.parametrize(
+    "family", [pytest.param(f, marks=pytest.mark.slow) if f in SLOW_NEW else f for f in NEW]
+)
 def test_new_family_tasks_are_correct_in_triton(family):
     # each family's draws alternate the baseline and every strategy together
     tasks = [g for g in TASKS_NEW if g.task.name.startswith(f"random_{family}_")]

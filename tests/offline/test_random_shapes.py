@@ -39,7 +39,7 @@ def test_the_generator_is_seeded_and_covers_the_edges():
 
 # Each chunk is seconds under Triton's interpreter: the fast tier checks the first FAST_CHUNKS
 # chunks, the slow tests all N tasks.
-FAST_CHUNKS = 2
+FAST_CHUNKS = 1
 
 
 @pytest.mark.parametrize(
@@ -86,6 +86,7 @@ def test_a_handful_pass_the_htam_evaluator():
 CONV_TASKS = random_tasks(40, seed=0, size="small", families=("conv",))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("start", range(0, 40, CHUNK), ids=lambda s: f"conv{s}-{s + CHUNK - 1}")
 def test_random_convolutions_read_channels_last_and_match(start):
     """Every kind of convolution, 1-40 output channels, kernels 1-3, strides 1-2, size-1 dims,

@@ -50,7 +50,14 @@ class Model(nn.Module):
     return kb(body, inputs)
 
 
-@pytest.mark.parametrize("name", list(MIDDLE))
+# a second or more each under the interpreter: in the full suite (the others stay fast)
+SLOW_MIDDLE = {"softmax", "log_softmax", "std", "rms_norm", "mean", "l2_norm", "min_values",
+               "max_values", "argmax_ties", "argmin_ties"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_MIDDLE else n for n in MIDDLE]
+)
 def test_middle_dim_reductions_match_under_the_interpreter(name):
     task = task_of(f"middle_{name}", _source(*MIDDLE[name]))
     variants = [(), everything(task, "triton"), ("data_reuse.register_row_cache",)]

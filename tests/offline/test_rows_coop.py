@@ -88,6 +88,7 @@ def test_coop_kernel_combines_chunks_like_the_reference(name, cols):
         torch.testing.assert_close(got, expected, atol=2e-5, rtol=2e-4, msg=f"{strategies}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sms, chunk", [(4, 8192), (2, 16384), (1, None)])
 def test_chunks_grow_until_a_row_has_one_per_sm_else_the_loop_runs(sms, chunk):
     task = _task("softmax", cols=20000)  # 3 chunks of 8192; 2 of 16384; never 1

@@ -5,8 +5,16 @@ import pytest
 from tests.offline.cases import all_cases, variants
 from tests.offline.harness import compare, load_solution, solution
 
-CASES = all_cases()
-IDS = [task.name for task, _ in CASES]
+# a second or more each under the interpreter: they run in the full suite (the rest stay fast)
+SLOW = {
+    "row_hinge_mean", "2_Causal_Attention", "row_stats", "row_layer_norm", "row_log_softmax",
+    "triu_matmul", "3_Transformer_Layer", "ew_channel", "row_softmax_module",
+    "attention_causal_wide", "ew_two_inputs", "gemm_bmm", "row_l2_normalize",
+    "norm_batch_2d", "gemm_transposed", "10_Gemm_LogSumExp", "norm_group", "gemm_linear_3d",
+    "row_argmin_middle", "conv_t_3d_groups", "gemm_residual", "8_LayerNorm", "4_Small_CNN",
+}  # fmt: skip
+CASES = [pytest.param(c, marks=pytest.mark.slow) if c[0].name in SLOW else c for c in all_cases()]
+IDS = [task.name for task, _ in all_cases()]
 
 
 def _check(task, shapes, strategies, tf32_ok=False):

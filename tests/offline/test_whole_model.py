@@ -92,6 +92,39 @@ def test_a_module_that_never_runs_is_no_segment():
         analyze(task_of("unused_relu", src))
 
 
+F64_GELU = """import math
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        scale = torch.tensor(np.linspace(0.5, 1.5, 129), dtype=torch.float64)
+        self.register_buffer("scale", scale)
+
+    def forward(self, x):
+        return torch.nn.functional.gelu(x * self.scale) * math.sqrt(2.0)
+
+
+def get_inputs():
+    return [torch.randn(37, 129, dtype=torch.float64)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_float64_model_is_not_handed_to_float32_kernels():
+    # it ran as the baseline and failed (expected scalar type Float but found Double)
+    task = task_of("f64_gelu", F64_GELU)
+    assert "its kernels would get float64 tensors" in explain_no_match(task)
+    assert analyze(task_of("f32_gelu", F64_GELU.replace("float64", "float32")))  # it fits one
+
+
 @pytest.mark.parametrize("name", sorted(MODELS))
 @pytest.mark.parametrize("language", ["triton", "cpp"])
 def test_solution_passes_the_static_checks(name, language):

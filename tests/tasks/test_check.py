@@ -78,6 +78,7 @@ def test_builtin_references_are_measured_and_resumed(tmp_path):
     assert "holds a check with another eval_settings; choose another --out" in other.stderr
 
 
+@pytest.mark.slow
 def test_a_reference_that_fails_is_named_with_its_cause_on_one_line(tmp_path):
     write(tmp_path / "suite" / "fails_large.py", FAILS_LARGE)
     out = tmp_path / "check"

@@ -16,6 +16,11 @@ BAD = {
         GOOD.replace("def get_inputs():", "def make_inputs():"),
         "missing get_inputs (a task defines Model, get_inputs, get_init_inputs)",
     ),
+    "no_init_inputs.py": (
+        GOOD.replace("def get_init_inputs():", "def init_inputs():"),
+        "missing get_init_inputs (a task defines Model, get_inputs, get_init_inputs; a Model "
+        "without arguments: def get_init_inputs(): return [])",
+    ),
     "raises.py": (
         GOOD.replace("return torch.relu(x) * 2.0", "raise ValueError('reference exploded')"),
         "the reference failed at the reduced size (HTAM_SMALL): ValueError: reference exploded",

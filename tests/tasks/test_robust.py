@@ -136,6 +136,7 @@ SHIPPED_OUTPUTS = {
 }  # fmt: skip
 
 
+@pytest.mark.slow
 @shipped
 def test_every_shipped_forward_reference_runs_on_cpu_at_its_single_configuration():
     """About 20 s on two CPU cores: resnet_block (237 GFLOP) and llama_ffw dominate."""

@@ -183,6 +183,7 @@ def test_a_reference_without_meta_kernels_runs_isolated(tmp_path):
     assert not marker.exists()
 
 
+@pytest.mark.slow
 def test_a_failing_reference_on_real_data_is_one_line(tmp_path):
     from htam.tasks.task import Task, TaskError
 

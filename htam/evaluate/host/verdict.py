@@ -11,6 +11,7 @@ from htam.evaluate import footprint, roofline
 from htam.evaluate.eval_config import EvalConfig
 from htam.evaluate.frames import TimingFigures, Verdict
 from htam.evaluate.host.watchdog import JobOutcome
+from htam.evaluate.logs import printable
 from htam.evaluate.result import EvalResult, Timing
 from htam.status import EVALUATOR_GPU_MEMORY, Fault, Status
 
@@ -63,7 +64,8 @@ def judge_outcome(result: EvalResult, outcome: JobOutcome, config: EvalConfig) -
             f"the candidate's process ended ({signal_name(outcome.candidate_exit)}): "
             + _last_line(outcome.log, "no output")
         )
-    result.messages = [message or f"{status} without a message"]
+    # the candidate's own words (an exception's, a compiler's quote of its source)
+    result.messages = [printable(message or f"{status} without a message")]
 
 
 def blame(

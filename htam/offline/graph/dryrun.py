@@ -20,39 +20,47 @@ from htam.tasks.module import load_task_module
 # the right shape.
 _STANDINS = """
 _CALLS = []
+_DTYPES = set()  # what the kernels would be handed: they compute in float32 only
 
 
 def _act(x, spec, inplace=False):
     _CALLS.append("act")
+    _DTYPES.add(x.dtype)
     return x if inplace else torch.zeros_like(x)
 
 
 def _affine_act(x, scale, shift, channels, inner, spec, out=None):
     _CALLS.append("affine_act")
+    _DTYPES.add(x.dtype)
     return torch.zeros_like(x) if out is None else out
 
 
 def _bias_act(y, bias, inner, spec):
     _CALLS.append("bias_act")
+    _DTYPES.add(y.dtype)
     return y
 
 
 def _bn_train(x, channels, inner, weight, bias, eps, running_mean, running_var, momentum):
     _CALLS.append("bn_train")
+    _DTYPES.add(x.dtype)
     return x.new_ones(channels), x.new_zeros(channels)
 
 
 def _rows(x, mode, weight=None, bias=None, eps=0.0):
     _CALLS.append("rows")
+    _DTYPES.add(x.dtype)
     return torch.zeros_like(x)
 
 
 def _lstm_cell(gx, gh, c, h, out):
     _CALLS.append("lstm_cell")
+    _DTYPES.add(gx.dtype)
 
 
 def _gru_cell(gx, gh, h, out):
     _CALLS.append("gru_cell")
+    _DTYPES.add(gx.dtype)
 
 
 _FUSE = True
@@ -92,6 +100,11 @@ def _run(code: str, source: str) -> list[str]:
         _deterministic(model)
         with torch.no_grad():
             model(*task.get_inputs())
+    other = sorted(str(d).removeprefix("torch.") for d in module._DTYPES - {torch.float32})
+    if other:
+        raise NoMatch(
+            f"its kernels would get {', '.join(other)} tensors: the templates are float32"
+        )
     return list(module._CALLS)
 
 
