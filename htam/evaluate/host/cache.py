@@ -36,7 +36,7 @@ def not_evidence(result: EvalResult) -> bool:
 def _rules() -> str:
     """The evaluator's own code, hashed: a result judged under other rules is not served. (A
     number bumped by hand was not, for several rule changes, and served a cheat the new rules
-    reject its old ``ok``: red team 8's candidates, run again after their holes were closed.)"""
+    reject its old ``ok``: cheats run again after their holes were closed.)"""
     digest = hashlib.sha256()
     root = Path(__file__).parents[1]
     for path in sorted(root.rglob("*.py")):

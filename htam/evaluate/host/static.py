@@ -234,7 +234,7 @@ def _kernel_rule(checker: _Checker, language: str) -> list[Violation]:
         if checker.jit_functions:
             return []
         detail = "no @triton.jit kernel is defined"
-        if checker.load_inline_calls:  # newcomer round 8: a C++ solution told --allow-torch
+        if checker.load_inline_calls:  # a C++ solution labelled triton was told --allow-torch
             detail += "; it builds a C++/CUDA extension: give the language as cpp or cuda"
     else:
         if checker.load_inline_calls:
@@ -242,6 +242,6 @@ def _kernel_rule(checker: _Checker, language: str) -> list[Violation]:
         detail = (
             f"no {language} kernel is built with torch.utils.cpp_extension (load_inline or load)"
         )
-        if checker.jit_functions:  # newcomer round 6: the hint that helps
+        if checker.jit_functions:  # the hint that helps: the language was mislabelled
             detail += "; it launches a @triton.jit kernel: give the language as triton"
     return [Violation("no-kernel", 0, detail + "; pass --allow-torch to time torch-only code")]
