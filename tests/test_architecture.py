@@ -252,3 +252,19 @@ def test_building_the_offline_proposer_through_the_cli_imports_nothing_of_the_ll
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.stdout.strip() == "[]"
+
+
+def test_no_script_imports_the_tests():
+    """scripts/ drives the package; what it shares with the tests lives in htam/."""
+    found = []
+    for path in sorted((REPO / "scripts").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            found += [f"{path.relative_to(REPO)}: {n}" for n in names if n.split(".")[0] == "tests"]
+    assert found == []

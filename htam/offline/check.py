@@ -21,7 +21,7 @@ from htam.tasks.module import load_task_module
 UNCHECKED = "not checked"  # the verdict's start when the reference itself fails
 
 
-def _load(code: str):
+def load_solution(code: str):
     """The solution as a module imported from a real file (Triton reads kernels' source)."""
     digest = hashlib.sha1(code.encode()).hexdigest()[:16]
     path = Path(tempfile.gettempdir()) / "htam_offline_check" / f"sol_{digest}.py"
@@ -51,7 +51,7 @@ def check_solution(source: str, code: str, device: str = "cpu") -> str:
     except Exception as err:  # noqa: BLE001 - sizes tied by a literal (a shrunken task)
         return f"{UNCHECKED}: the reference fails at this size ({type(err).__name__}: {err})"[:200]
     try:
-        sol = _load(code)
+        sol = load_solution(code)
         torch.manual_seed(0)
         new = sol.ModelNew(*init).to(device)
         with torch.no_grad():

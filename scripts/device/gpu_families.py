@@ -24,16 +24,16 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository, for tests/
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository, for htam
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, for kb_common
 
 from kb_common import kb_paths, kb_task  # noqa: E402
 
 from htam.evaluate.eval_config import TOLERANCES  # noqa: E402
 from htam.evaluate.judge.compare import compare_tensor  # noqa: E402
+from htam.offline.check import load_solution  # noqa: E402
 from htam.offline.pipeline import analyze, applicable, apply_strategy, baseline, generate  # noqa: E402
 from htam.tasks.module import load_task_module  # noqa: E402
-from tests.offline.harness import load_solution  # noqa: E402
 
 DEFAULT = (
     "level1/5_*,level1/12_*,level1/96_*,level1/94_*,level1/4[1-6]_*,level1/89_*,level1/9[0-3]_*,"
