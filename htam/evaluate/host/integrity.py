@@ -17,12 +17,16 @@ import stat
 from pathlib import Path
 
 from htam.evaluate.host import folders
+from htam.evaluate.logs import NotRegular, open_regular
 
 _SECRET_NAME = "secret.key"
 MAX_BUILD_FILE = 512 << 20
 # what one code's builds may keep in the cache in all (a candidate that failed on
 # purpose left 601 MB of random bytes there, copied and hashed again at every rerun)
 MAX_BUILD_TOTAL = 1 << 30
+# files and folders of one code's builds: each is an inode of the host's disk for good (an
+# honest Triton cache holds a few per kernel, an extension's build about six)
+MAX_BUILD_ENTRIES = 4096
 
 
 def _secret(cache_dir: Path) -> bytes:
@@ -81,24 +85,18 @@ def builds_dir(cache_dir: Path, code_digest: str) -> Path:
 
 def promote(cache_dir: Path, job_dir: Path, code_digest: str, parts=("ext", "triton")) -> None:
     """Copy what a finished (dead) candidate built into the cache for the same code only, with a
-    sealed manifest of every file's hash; nothing when it comes to more than MAX_BUILD_TOTAL."""
-    # A link in place of a folder would make this (privileged) copy read what it points to.
-    present = [
-        p
-        for p in parts
-        if stat.S_ISDIR(os.lstat(job_dir / p).st_mode if os.path.lexists(job_dir / p) else 0)
-        and any((job_dir / p).iterdir())
-    ]
-    if not present:
-        return
-    usage = [folders.scan(str(job_dir / p)) for p in present]
-    if any(u.over for u in usage) or sum(u.sizes for u in usage) > MAX_BUILD_TOTAL:
-        return
+    sealed manifest of every file's hash; nothing when it comes to more than MAX_BUILD_TOTAL
+    bytes or MAX_BUILD_ENTRIES files and folders."""
     target = builds_dir(cache_dir, code_digest)
     staging = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     shutil.rmtree(staging, ignore_errors=True)
-    for part in present:
-        shutil.copytree(job_dir / part, staging / part, ignore=_special)
+    try:
+        kept = _copy_parts(job_dir, parts, staging)
+    except _TooMuch:
+        kept = 0
+    if not kept:
+        shutil.rmtree(staging, ignore_errors=True)
+        return
     write_sealed(cache_dir, staging / "manifest.json", {"files": _files_except(staging)})
     shutil.rmtree(target, ignore_errors=True)
     try:
@@ -109,21 +107,104 @@ def promote(cache_dir: Path, job_dir: Path, code_digest: str, parts=("ext", "tri
             raise
 
 
-def _kept_size(path: str) -> int | None:
-    """The size of a regular file a promotion would copy; None for what a hostile build left
-    that is not one (a FIFO would block the copy, a link would be followed) or is too large."""
-    st = os.lstat(path)
-    return st.st_size if stat.S_ISREG(st.st_mode) and st.st_size < MAX_BUILD_FILE else None
+class _TooMuch(Exception):
+    """The build passed one of the promotion's totals: none of it is kept."""
 
 
-def _special(folder: str, names: list[str]) -> list[str]:
-    """The names under ``folder`` a promotion skips: neither a kept file nor a folder."""
-    return [
-        name
-        for name in names
-        if _kept_size(path := os.path.join(folder, name)) is None
-        and not stat.S_ISDIR(os.lstat(path).st_mode)  # links are not copied: nor followed
-    ]
+# Every name is opened relative to its folder's descriptor, never followed when it is a link,
+# and each file is read through the descriptor it was checked on: the folder belongs to the
+# candidate, and a process of its that outlived the job could swap a checked name for a link
+# (to the cache's key) between a look by path and a copy by path.
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _copy_parts(job_dir: Path, parts: tuple[str, ...], staging: Path) -> int:
+    """Copy the folders ``parts`` of ``job_dir`` into ``staging``: how many files were kept."""
+    try:
+        root = os.open(job_dir, _DIR_FLAGS)
+    except OSError:
+        return 0
+    budget = _Budget()
+    try:
+        for part in parts:
+            try:
+                fd = os.open(part, _DIR_FLAGS, dir_fd=root)
+            except OSError:  # absent, a link, not a folder
+                continue
+            _copy_tree(fd, staging / part, budget)
+    finally:
+        os.close(root)
+    return budget.files
+
+
+class _Budget:
+    def __init__(self) -> None:
+        self.bytes = self.entries = self.files = 0
+
+    def entry(self) -> None:
+        self.entries += 1
+        if self.entries > MAX_BUILD_ENTRIES:
+            raise _TooMuch(f"more than {MAX_BUILD_ENTRIES} files and folders")
+
+    def take(self, size: int) -> None:
+        self.bytes += size
+        if self.bytes > MAX_BUILD_TOTAL:
+            raise _TooMuch(f"more than {MAX_BUILD_TOTAL} bytes")
+
+
+def _copy_tree(top: int, dest: Path, budget: _Budget) -> None:
+    """Copy the regular files and folders under the open folder ``top`` (closed here) into
+    ``dest``, without recursion: links, FIFOs, sockets and devices are left out."""
+    stack = [(top, dest, 0)]
+    try:
+        while stack:
+            fd, folder, depth = stack.pop()
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                with os.scandir(fd) as entries:
+                    names = [e.name for e in entries]
+                for name in names:
+                    budget.entry()
+                    try:
+                        child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                    except OSError:
+                        _copy_file(fd, name, folder / name, budget)
+                        continue
+                    stack.append((child, folder / name, depth + 1))
+                    if depth + 1 > folders.MAX_DEPTH:
+                        raise _TooMuch(f"folders nested deeper than {folders.MAX_DEPTH}")
+            finally:
+                os.close(fd)
+    finally:
+        for fd, _, _ in stack:  # left open by a total passed
+            os.close(fd)
+
+
+def _copy_file(dir_fd: int, name: str, dest: Path, budget: _Budget) -> None:
+    """Copy ``name`` under ``dir_fd`` when it is a regular file below MAX_BUILD_FILE, at most
+    the length it had when it was opened."""
+    try:
+        fd = open_regular(name, dir_fd=dir_fd)
+    except NotRegular:
+        return
+    try:
+        st = os.fstat(fd)
+        if st.st_size >= MAX_BUILD_FILE:
+            return
+        budget.take(st.st_size)
+        out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            left = st.st_size
+            while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+                os.write(out, chunk)
+                left -= len(chunk)
+            os.fchmod(out, stat.S_IMODE(st.st_mode) & 0o755)
+            os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
+        finally:
+            os.close(out)
+        budget.files += 1
+    finally:
+        os.close(fd)
 
 
 def _files_except(root: Path) -> dict[str, str]:
