@@ -161,3 +161,21 @@ def test_special_files_and_links_in_a_build_are_left_out(tmp_path):
     files = sorted(str(p.relative_to(kept)) for p in kept.rglob("*") if p.is_file())
     assert files == ["ext/part0.so", "ext/sub/deep.so", "manifest.json"]
     assert integrity.verified(tmp_path / "cache", "abc") == kept
+
+
+def test_all_builds_together_stay_within_the_cache_total(tmp_path, monkeypatch):
+    """Each passing version of a solution kept up to MAX_BUILD_TOTAL in the cache for good: a run
+    of many steps, each a little different, filled the host's disk 1 GiB a step. The least
+    recently used builds go first."""
+    monkeypatch.setattr(integrity, "MAX_CACHE_BUILDS", 7000, raising=False)
+    cache = tmp_path / "cache"
+    for k in range(4):
+        job = tmp_path / f"job{k}"
+        _build(job, [2000])
+        if k == 3:  # code1 was used least recently, code0 since (by verified)
+            for name, when in (("code0", 100), ("code1", 50), ("code2", 200)):
+                os.utime(integrity.builds_dir(cache, name) / "manifest.json", (when, when))
+            assert integrity.verified(cache, "code0")
+        integrity.promote(cache, job, f"code{k}")
+    kept = sorted(p.name for p in (cache / "builds").iterdir())
+    assert kept == ["code0", "code2", "code3"]

@@ -27,6 +27,9 @@ MAX_BUILD_TOTAL = 1 << 30
 # files and folders of one code's builds: each is an inode of the host's disk for good (an
 # honest Triton cache holds a few per kernel, an extension's build about six)
 MAX_BUILD_ENTRIES = 4096
+# what all codes' builds may keep in the cache together: each passing version of a solution may
+# keep MAX_BUILD_TOTAL for good, so without it a run of many steps filled the host's disk
+MAX_CACHE_BUILDS = 8 << 30
 
 
 def _secret(cache_dir: Path) -> bytes:
@@ -105,6 +108,24 @@ def promote(cache_dir: Path, job_dir: Path, code_digest: str, parts=("ext", "tri
         shutil.rmtree(staging, ignore_errors=True)  # between: its copy serves as well
         if err.errno not in (errno.ENOTEMPTY, errno.EEXIST):
             raise
+    _evict(target.parent, keep=target)
+
+
+def _evict(builds: Path, keep: Path) -> None:
+    """Remove the least recently used builds until all of them together hold no more than
+    MAX_CACHE_BUILDS (``keep``, the one just promoted, stays)."""
+    found = []
+    for folder in builds.iterdir():
+        manifest = folder / "manifest.json"
+        if folder.suffix == ".tmp" or folder == keep or not manifest.is_file():
+            continue
+        found.append((manifest.stat().st_mtime, folder, folders.scan(str(folder)).sizes))
+    total = folders.scan(str(keep)).sizes + sum(size for _, _, size in found)
+    for _, folder, size in sorted(found, key=lambda row: row[0]):
+        if total <= MAX_CACHE_BUILDS:
+            break
+        shutil.rmtree(folder, ignore_errors=True)
+        total -= size
 
 
 class _TooMuch(Exception):
@@ -221,4 +242,5 @@ def verified(cache_dir: Path, code_digest: str) -> Path | None:
     if _files_except(target) != manifest["files"]:
         shutil.rmtree(target, ignore_errors=True)
         return None
+    os.utime(target / "manifest.json")  # used now: the last a full cache evicts
     return target
