@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import socket
 import threading
 from pathlib import Path
 
@@ -18,6 +19,11 @@ from tests.evaluate.cases import FIXTURES, RELU
 from tests.evaluate.conftest import fast_config, task_for
 
 SWAPS = ("environ", "secret", "fifo", "folder", "device")
+# variants refused by name too: a chain of links, a link to a folder, a socket
+NAMED_VARIANTS = ("chain", "folder_link", "socket")
+# a hard link is a regular file of its own: only the descriptor opened before tells it from the
+# log (and a job directory is a filesystem of its own, where a link to a host file fails: EXDEV)
+VARIANTS = (*NAMED_VARIANTS, "hardlink")
 
 
 # --------------------------------------------------------------------------- the readers
@@ -34,12 +40,28 @@ def _swap(folder: Path, kind: str, secret: Path) -> Path:
         os.mkfifo(log)
     elif kind == "folder":
         log.mkdir()
+    elif kind == "chain":
+        (folder / "hop2").symlink_to("/proc/self/environ")
+        (folder / "hop1").symlink_to(folder / "hop2")
+        log.symlink_to(folder / "hop1")
+    elif kind == "folder_link":
+        log.symlink_to(folder)
+    elif kind == "socket":
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(str(log))
+        server.listen(1)
+        _SOCKETS.append(server)  # listening while the reader tries it
+    elif kind == "hardlink":
+        os.link(secret, log)
     else:
         log.symlink_to("/dev/zero")
     return log
 
 
-@pytest.mark.parametrize("kind", SWAPS)
+_SOCKETS: list[socket.socket] = []
+
+
+@pytest.mark.parametrize("kind", SWAPS + NAMED_VARIANTS)
 def test_reader_by_name_refuses_a_swapped_log(tmp_path, kind):
     secret = tmp_path / "secret.key"
     secret.write_text("sk-" + secrets.token_hex(8))
@@ -55,7 +77,7 @@ def test_reader_by_name_refuses_a_swapped_log(tmp_path, kind):
         os.close(open_regular(log))
 
 
-@pytest.mark.parametrize("kind", SWAPS)
+@pytest.mark.parametrize("kind", SWAPS + VARIANTS)
 def test_descriptor_opened_before_reads_the_log_itself(tmp_path, kind):
     secret = tmp_path / "secret.key"
     secret.write_text("sk-" + secrets.token_hex(8))
