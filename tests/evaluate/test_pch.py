@@ -2,6 +2,7 @@
 seen again, used by a candidate's C++ compile (gcc says so with -H), never writable by a
 candidate, and a build whose flags differ from the header's is a plain build that works."""
 
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -176,3 +177,17 @@ def test_a_prebuild_in_the_sandbox_reads_the_hosts_header(pch_cache):
     (deps,) = built.rglob(".ninja_deps")
     assert b"main.cpp" in deps.read_bytes()
     assert wrapper.encode() not in deps.read_bytes()
+
+
+def test_the_hosts_lock_is_not_open_to_a_candidate(tmp_path):
+    """The lock beside the headers lay in a candidate's read-only view, readable by all: a
+    candidate could open it and hold it (a lock needs no write access), and every build stage
+    of the evaluator waited on it while the candidate ran."""
+    lock = pch.root(tmp_path) / ".lock"
+    lock.write_text("")
+    lock.chmod(0o644)  # as an earlier version left it
+    with pch._locked(lock):
+        assert stat.S_IMODE(lock.stat().st_mode) == 0o600
+    fresh = tmp_path / "fresh.lock"
+    with pch._locked(fresh):
+        assert stat.S_IMODE(fresh.stat().st_mode) == 0o600

@@ -154,9 +154,15 @@ def use_flags(arguments: dict) -> list[str]:
 
 @contextlib.contextmanager
 def _locked(path: Path):
-    with open(path, "a") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
-        yield held
+    # Only the evaluator's user may open it: the folder is in a candidate's view (read-only),
+    # and a lock needs no write access, so a candidate that held it stalled every build stage.
+    fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # one made before, readable by all
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield fd
+    finally:
+        os.close(fd)
 
 
 def _seen(folder: Path) -> int:
