@@ -1,7 +1,11 @@
 """What a candidate sees of the filesystem: its Python, wherever it lives, and not the cache."""
 
 import os
+import secrets
+import shutil
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -42,3 +46,42 @@ def test_a_candidate_imports_from_a_folder_under_tmp(tmp_path, monkeypatch):
     with Evaluator("cpu", fast_config()) as evaluator:
         result = evaluator.evaluate(task_for("level1/1_ReLU.py"), SOLUTION, "cpp", allow_torch=True)
     assert result.status == "ok", f"{result.messages}\n{result.log[-1500:]}"
+
+
+READER = """
+import os
+
+import torch
+import torch.nn as nn
+
+PATH = "BANK_PATH"
+print("htam-cache-view", os.path.exists(PATH) and open(PATH).read(), flush=True)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+"""
+
+
+@pytest.mark.slow
+def test_the_evaluators_cache_is_out_of_view():
+    """The cache lay in a candidate's (read-only) view wherever it was not under a home or /tmp,
+    its files readable by all: the memory bank, whose SQLite locks a reader can hold (every
+    write of the host's then waits, and fails), and the records of earlier jobs."""
+    repo = Path(__file__).resolve().parents[2]  # in view wherever the repository lies
+    cache = Path(tempfile.mkdtemp(prefix=".htam-test-cache-", dir=repo))
+    try:
+        cache.chmod(0o755)
+        token = "bank-" + secrets.token_hex(8)
+        bank = cache / "memory.db"
+        bank.write_text(token)
+        bank.chmod(0o644)
+        code = READER.replace("BANK_PATH", str(bank))
+        with Evaluator("cpu", fast_config(cache_dir=cache)) as evaluator:
+            result = evaluator.evaluate(task_for("level1/1_ReLU.py"), code, "cpp", allow_torch=True)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    assert result.status == "ok", f"{result.messages}\n{result.log[-1500:]}"
+    assert token not in result.log
+    assert "htam-cache-view False" in result.log, result.log[-1500:]

@@ -157,6 +157,7 @@ def enter(job_dir: str, uid: int, plan: Plan, limits: Limits) -> str:
             if os.path.isdir(private):
                 mount("tmpfs", private, "tmpfs", MS_NOSUID | MS_NODEV, "size=1g,mode=1777")
         _expose(needed, masks)
+        _hide_caches()
         if pch_fd is not None:
             _bind_readonly(pch_fd, PCH_MOUNT)
             os.environ[PCH_ENV] = PCH_MOUNT
@@ -184,9 +185,7 @@ def needed_paths(cache_dir: str | None = None, work_dir: str | None = None) -> l
     a private /tmp (a virtualenv in /tmp) are bound back read-only, except a private root itself
     and any folder that holds, or lies in, the cache directory (its secret key and sealed
     records) or ``work_dir`` (where the evaluator's jobs live)."""
-    paths = {sys.prefix, sys.exec_prefix, sys.base_prefix}
-    paths |= {p for p in sys.path if p and os.path.isabs(p)}
-    paths.add(str(Path(__file__).resolve().parents[2]))  # htam itself
+    paths = _import_roots()  # the Python installation, the import paths, htam itself
     secret = [os.path.realpath(d) for d in (cache_dir or str(cache_root()), work_dir) if d]
 
     def allowed(p: str) -> bool:
@@ -196,6 +195,25 @@ def needed_paths(cache_dir: str | None = None, work_dir: str | None = None) -> l
         )
 
     return sorted(p for p in paths if os.path.isdir(p) and allowed(p))
+
+
+def _hide_caches() -> None:
+    """An empty folder over each evaluator cache still in view (one outside a home or /tmp):
+    a candidate needs none of it (the headers are bound apart, at PCH_MOUNT), and what lies
+    there is the host's, readable by all: the memory bank, whose SQLite locks a reader can hold
+    (every write of the host's then waits, and fails), and the records of earlier jobs."""
+    caches = {str(cache_root()), *([os.path.dirname(d)] if (d := os.environ.get(PCH_ENV)) else [])}
+    imports = [os.path.realpath(p) for p in _import_roots()]
+    for cache in sorted(os.path.realpath(c) for c in caches):
+        holds_imports = any(p == cache or p.startswith(cache + "/") for p in imports)
+        if cache == "/" or holds_imports or not os.path.isdir(cache):
+            continue  # gone from view already (a home, /tmp), or the candidate's own imports
+        mount("tmpfs", cache, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,mode=755")
+
+
+def _import_roots() -> set[str]:
+    roots = {sys.prefix, sys.exec_prefix, sys.base_prefix, str(Path(__file__).resolve().parents[2])}
+    return roots | {p for p in sys.path if p and os.path.isabs(p)}
 
 
 def _closed_ancestor(path: str) -> str | None:
