@@ -179,3 +179,16 @@ def test_all_builds_together_stay_within_the_cache_total(tmp_path, monkeypatch):
         integrity.promote(cache, job, f"code{k}")
     kept = sorted(p.name for p in (cache / "builds").iterdir())
     assert kept == ["code0", "code2", "code3"]
+
+
+def test_all_builds_together_stay_within_the_cache_entries(tmp_path, monkeypatch):
+    """Empty files weigh nothing against the byte total, but each is an inode of the host's disk
+    for good: 4,096 of them at every passing version of a solution."""
+    monkeypatch.setattr(integrity, "MAX_CACHE_ENTRIES", 30, raising=False)
+    cache = tmp_path / "cache"
+    for k in range(3):
+        job = tmp_path / f"job{k}"
+        _build(job, [0] * 10)
+        integrity.promote(cache, job, f"code{k}")
+    kept = sorted(p.name for p in (cache / "builds").iterdir())
+    assert kept == ["code1", "code2"]  # 12 entries each: ext, its 10 files, the manifest

@@ -30,6 +30,7 @@ MAX_BUILD_ENTRIES = 4096
 # what all codes' builds may keep in the cache together: each passing version of a solution may
 # keep MAX_BUILD_TOTAL for good, so without it a run of many steps filled the host's disk
 MAX_CACHE_BUILDS = 8 << 30
+MAX_CACHE_ENTRIES = 100_000  # and their files and folders: inodes, whatever their size
 
 
 def _secret(cache_dir: Path) -> bytes:
@@ -113,19 +114,22 @@ def promote(cache_dir: Path, job_dir: Path, code_digest: str, parts=("ext", "tri
 
 def _evict(builds: Path, keep: Path) -> None:
     """Remove the least recently used builds until all of them together hold no more than
-    MAX_CACHE_BUILDS (``keep``, the one just promoted, stays)."""
+    MAX_CACHE_BUILDS bytes and MAX_CACHE_ENTRIES files and folders (``keep``, the one just
+    promoted, stays)."""
     found = []
     for folder in builds.iterdir():
         manifest = folder / "manifest.json"
         if folder.suffix == ".tmp" or folder == keep or not manifest.is_file():
             continue
-        found.append((manifest.stat().st_mtime, folder, folders.scan(str(folder)).sizes))
-    total = folders.scan(str(keep)).sizes + sum(size for _, _, size in found)
-    for _, folder, size in sorted(found, key=lambda row: row[0]):
-        if total <= MAX_CACHE_BUILDS:
+        found.append((manifest.stat().st_mtime, folder, folders.scan(str(folder))))
+    kept = folders.scan(str(keep))
+    size = kept.sizes + sum(usage.sizes for _, _, usage in found)
+    entries = kept.entries + sum(usage.entries for _, _, usage in found)
+    for _, folder, usage in sorted(found, key=lambda row: row[0]):
+        if size <= MAX_CACHE_BUILDS and entries <= MAX_CACHE_ENTRIES:
             break
         shutil.rmtree(folder, ignore_errors=True)
-        total -= size
+        size, entries = size - usage.sizes, entries - usage.entries
 
 
 class _TooMuch(Exception):
