@@ -192,3 +192,22 @@ def test_all_builds_together_stay_within_the_cache_entries(tmp_path, monkeypatch
         integrity.promote(cache, job, f"code{k}")
     kept = sorted(p.name for p in (cache / "builds").iterdir())
     assert kept == ["code1", "code2"]  # 12 entries each: ext, its 10 files, the manifest
+
+
+def test_a_build_of_paths_too_long_to_copy_is_not_kept(tmp_path):
+    """A chain of folders of 255-character names passes any path length the host can copy to."""
+    job = tmp_path / "job"
+    _build(job, [10])
+    fd = os.open(job / "ext", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(20):  # 20 x 256 characters
+            os.mkdir("d" * 255, dir_fd=fd)
+            inner = os.open("d" * 255, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        os.close(os.open("f.so", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
+    finally:
+        os.close(fd)
+    integrity.promote(tmp_path / "cache", job, "abc")
+    assert not integrity.builds_dir(tmp_path / "cache", "abc").exists()
+    assert not list((tmp_path / "cache" / "builds").glob("*.tmp"))

@@ -96,7 +96,7 @@ def promote(cache_dir: Path, job_dir: Path, code_digest: str, parts=("ext", "tri
     shutil.rmtree(staging, ignore_errors=True)
     try:
         kept = _copy_parts(job_dir, parts, staging)
-    except _TooMuch:
+    except (_TooMuch, OSError):  # past a total, or a tree the host cannot copy: not kept
         kept = 0
     if not kept:
         shutil.rmtree(staging, ignore_errors=True)
@@ -118,10 +118,13 @@ def _evict(builds: Path, keep: Path) -> None:
     promoted, stays)."""
     found = []
     for folder in builds.iterdir():
-        manifest = folder / "manifest.json"
-        if folder.suffix == ".tmp" or folder == keep or not manifest.is_file():
+        if folder.suffix == ".tmp" or folder == keep:
             continue
-        found.append((manifest.stat().st_mtime, folder, folders.scan(str(folder))))
+        try:  # another evaluator may remove one meanwhile
+            used = (folder / "manifest.json").stat().st_mtime
+        except OSError:
+            continue
+        found.append((used, folder, folders.scan(str(folder))))
     kept = folders.scan(str(keep))
     size = kept.sizes + sum(usage.sizes for _, _, usage in found)
     entries = kept.entries + sum(usage.entries for _, _, usage in found)
@@ -190,6 +193,8 @@ def _copy_tree(top: int, dest: Path, budget: _Budget) -> None:
                     names = [e.name for e in entries]
                 for name in names:
                     budget.entry()
+                    if len(str(folder / name)) - len(str(dest)) > folders.MAX_PATH:
+                        raise _TooMuch(f"paths longer than {folders.MAX_PATH} characters")
                     try:
                         child = os.open(name, _DIR_FLAGS, dir_fd=fd)
                     except OSError:
