@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from htam.evaluate import Evaluator
 from htam.evaluate.host import integrity
+from htam.evaluate.sandbox.mounts import mountinfo
+from tests.evaluate.cases import FIXTURES, RELU
+from tests.evaluate.conftest import fast_config, task_for
 
 
 def _build(job_dir, sizes: list[int]) -> None:
@@ -211,3 +215,24 @@ def test_a_build_of_paths_too_long_to_copy_is_not_kept(tmp_path):
     integrity.promote(tmp_path / "cache", job, "abc")
     assert not integrity.builds_dir(tmp_path / "cache", "abc").exists()
     assert not list((tmp_path / "cache" / "builds").glob("*.tmp"))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_failure_after_the_run_leaves_no_job_directory_mounted(monkeypatch):
+    """Each job directory is a tmpfs of its own (up to 4 GiB of memory): one raised after the run
+    (in the promotion, the verdict, the blame) left both mounted on the host for good."""
+    seen: list[Path] = []
+
+    def failing(cache_dir, job_dir, code_digest, parts=("ext", "triton")):
+        seen.append(Path(job_dir))
+        raise RuntimeError("the promotion failed")
+
+    code = (FIXTURES / "honest_relu_triton.py").read_text()
+    with Evaluator("cpu", fast_config()) as evaluator:
+        monkeypatch.setattr(integrity, "promote", failing)
+        with pytest.raises(RuntimeError, match="the promotion failed"):
+            evaluator.evaluate(task_for(RELU), code, "triton")
+        mounted = {point for point, _, _ in mountinfo()}
+    assert seen, "the honest candidate did not pass"
+    assert str(seen[0]) not in mounted and not seen[0].exists()

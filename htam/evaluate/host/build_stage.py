@@ -56,11 +56,13 @@ def prebuild(ev: Evaluator, code: str, language: str) -> float:
             outcome = ev._run(job, spec, gpu=False)
         except ForkServerError:
             break  # the timed evaluation builds it, and meets the server's fate
-        status = outcome.result.get("status") if outcome.result else None
-        if outcome.job_dir and status == "ok" and not outcome.killed:
-            integrity.promote(ev.cache_dir, Path(outcome.job_dir), name, parts=("ext",))
-        if outcome.job_dir:
-            folders.remove(outcome.job_dir)
+        try:
+            status = outcome.result.get("status") if outcome.result else None
+            if outcome.job_dir and status == "ok" and not outcome.killed:
+                integrity.promote(ev.cache_dir, Path(outcome.job_dir), name, parts=("ext",))
+        finally:  # a tmpfs of its own, whatever happened above
+            if outcome.job_dir:
+                folders.remove(outcome.job_dir)
     return time.perf_counter() - t0
 
 

@@ -269,14 +269,22 @@ class Evaluator:
             result.status, result.fault = Status.LOST, Fault.EVALUATOR
             result.messages = [f"{exc}; it was replaced, and this evaluation is lost (rerun it)"]
             return result
-        result.log = truncate(outcome.log)
-        judge_outcome(result, outcome, self.config)
-        blame(result, outcome, ref.nbytes, self.gpu_free, lambda: references.runs_alone(self, task))
-        if outcome.job_dir and result.status is Status.OK:  # a failed build is not reused
-            integrity.promote(self.cache_dir, Path(outcome.job_dir), code_digest)
-        for folder in (outcome.job_dir, outcome.runner_dir):
-            if folder:
-                folders.remove(folder)
+        try:
+            result.log = truncate(outcome.log)
+            judge_outcome(result, outcome, self.config)
+            blame(
+                result,
+                outcome,
+                ref.nbytes,
+                self.gpu_free,
+                lambda: references.runs_alone(self, task),
+            )
+            if outcome.job_dir and result.status is Status.OK:  # a failed build is not reused
+                integrity.promote(self.cache_dir, Path(outcome.job_dir), code_digest)
+        finally:  # each a tmpfs of its own (DISK_LIMIT_MB), whatever happened above
+            for folder in (outcome.job_dir, outcome.runner_dir):
+                if folder:
+                    folders.remove(folder)
         if result.status is Status.OK:
             add_timing(result, outcome, ref, self.config, self.peaks(), self.device)
         return result
