@@ -3,10 +3,12 @@ them can reach the process that stops them."""
 
 import os
 import signal
+import threading
 import time
 
 import pytest
 
+from htam.evaluate.sandbox import candidate_user
 from htam.evaluate.sandbox.candidate_user import UID_BASE, Stopper, private_tmp_mb, uid_pids
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="changing user ids needs root")
@@ -112,3 +114,43 @@ def test_a_private_tmp_counts_as_the_candidates_memory():
     finally:
         os.write(go[1], b"k")
         assert os.waitpid(pid, 0)[1] == 0
+
+
+def test_the_final_kill_cannot_be_stopped_by_the_candidate(monkeypatch):
+    """The process that ends a candidate's user took that user's ids for its ``kill(-1)``: a
+    process of the candidate's sending SIGSTOP to all of its user in a loop could stop it first.
+    The fork server then waited on it for good, the evaluation was lost, and the candidate's
+    processes outlived the server that was replaced. Here the window between the change of user
+    and the kill is widened, so that the loop meets it every time."""
+    real_kill = os.kill
+
+    def slow_kill(pid: int, sig: int) -> None:
+        if pid == -1 and sig == signal.SIGKILL:  # the killer, as the candidate's user
+            time.sleep(0.5)
+        real_kill(pid, sig)
+
+    monkeypatch.setattr(os, "kill", slow_kill)
+
+    def stop_everything() -> int:
+        while True:
+            try:
+                real_kill(-1, signal.SIGSTOP)
+            except ProcessLookupError:
+                pass
+            time.sleep(0.002)
+
+    looper = _as_candidate(stop_everything)
+    time.sleep(0.2)
+    killer = threading.Thread(target=candidate_user.kill_uid, args=(UID,), daemon=True)
+    killer.start()
+    killer.join(10.0)
+    ended = not killer.is_alive()
+    if not ended:  # the killer was stopped: end everything of the user from here, as root
+        for pid in uid_pids(UID) + [looper]:
+            try:
+                real_kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        killer.join(10.0)
+    os.waitpid(looper, 0)
+    assert ended, "a process of the candidate's user stopped the final kill"

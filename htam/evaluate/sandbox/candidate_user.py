@@ -132,17 +132,29 @@ def signal_all(pids: list[int], sig: int) -> None:
 
 
 def kill_uid(uid: int) -> None:
-    """SIGKILL every process of ``uid`` at once: ``kill(-1)`` from a process of that user reaches
-    all of them atomically, however fast they fork."""
+    """SIGKILL every process of ``uid`` at once: ``kill(-1)`` acting as that user reaches all of
+    them atomically, however fast they fork. The killer's real and saved ids are the guard id,
+    as a ``Stopper``'s: with the user's own ids, a process of the candidate's stopping all of
+    its user in a loop stopped the killer before its kill, and the server waited on it for
+    good."""
     pid = os.fork()
     if pid == 0:
         try:
-            os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
+            _act_as(uid)
             os.kill(-1, signal.SIGKILL)
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
+
+
+def _act_as(uid: int) -> None:
+    """Act as ``uid`` (its effective id) with the guard id as real and saved id: this process
+    reaches every process of ``uid`` with a signal, and none of them reaches it (the kernel lets
+    a process signal another only when one of its ids is the other's real or saved id)."""
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid + GUARD_OFFSET, uid, uid + GUARD_OFFSET)
+    if os.getresuid() != (uid + GUARD_OFFSET, uid, uid + GUARD_OFFSET):
+        raise OSError(f"could not act as user {uid} under its guard id")
 
 
 class Stopper:
@@ -179,9 +191,9 @@ class Stopper:
 
 
 def _serve_stops(sock: socket.socket, uid: int) -> None:
-    os.setresgid(uid, uid, uid)
-    os.setresuid(uid + GUARD_OFFSET, uid, uid + GUARD_OFFSET)
-    if os.getresuid() != (uid + GUARD_OFFSET, uid, uid + GUARD_OFFSET):
+    try:
+        _act_as(uid)
+    except OSError:
         return  # kill(-1) with any other ids could reach other users' processes
     while sig := sock.recv(1):
         try:
