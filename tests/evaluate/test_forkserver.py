@@ -3,6 +3,7 @@ is itself replaced when it dies or stops answering."""
 
 import os
 import signal
+import threading
 import time
 
 import pytest
@@ -107,3 +108,74 @@ def test_only_the_allowed_environment_reaches_candidates(monkeypatch):
     env = scrubbed_env({"PYTHONPATH": "/p"})
     assert not [name for name in secrets if name in env]
     assert all(name in env for name in kept) and env["PYTHONPATH"] == "/p"
+
+
+HELPER_LEFT = """
+import time
+
+import torch
+import torch.nn as nn
+
+_B = __builtins__ if isinstance(__builtins__, dict) else __builtins__.__dict__
+_imp = _B["__im" + "port__"]
+subprocess, sys = _imp("sub" + "process"), _imp("sys")
+subprocess.Popen(
+    [sys.executable, "-c", "import time; time.sleep(300)", "htam-helper-left"],
+    start_new_session=True,
+)
+time.sleep(120)  # the server dies meanwhile
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+"""
+
+
+def _helpers() -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if b"htam-helper-left" in f.read():
+                    found.append(int(entry))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(os.geteuid() != 0, reason="candidates have users of their own only as root")
+def test_a_candidates_helpers_end_with_a_server_that_died_mid_job():
+    """The final kill is the server's: a server killed mid-job (the out-of-memory killer, a
+    crash) left a candidate's helpers, in sessions of their own, running on the host for good
+    under a user id no later server would end."""
+    from htam.evaluate import Evaluator
+    from tests.evaluate.conftest import fast_config, task_for
+
+    results = []
+    try:
+        with Evaluator("cpu", fast_config()) as evaluator:
+            server_pid = evaluator.server.process.pid
+            job = threading.Thread(
+                target=lambda: results.append(
+                    evaluator.evaluate(task_for("level1/1_ReLU.py"), HELPER_LEFT, "cpp", True)
+                ),
+                daemon=True,
+            )
+            job.start()
+            for _ in range(600):
+                if _helpers():
+                    break
+                time.sleep(0.1)
+            assert _helpers(), "the candidate's helper never started"
+            os.kill(server_pid, signal.SIGKILL)
+            job.join(120)
+        time.sleep(0.5)
+        left = _helpers()
+    finally:
+        for pid in _helpers():
+            os.kill(pid, signal.SIGKILL)
+    assert results and results[0].status == "lost", results
+    assert not left, "the candidate's helper outlived its server"

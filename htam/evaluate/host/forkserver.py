@@ -28,7 +28,7 @@ from htam.evaluate import channel, frames
 from htam.evaluate import server_frames as sf
 from htam.evaluate.eval_config import env_allowed
 from htam.evaluate.host import folders
-from htam.evaluate.sandbox import isolation
+from htam.evaluate.sandbox import candidate_user, isolation
 
 PRELOAD = (
     "torch",
@@ -194,7 +194,9 @@ class ForkServer:
 
     def kill(self) -> None:
         """The server and every process of its session gone (a stopped server too), now, and
-        the job directories it mounted with it (a server killed could not unmount them)."""
+        the job directories it mounted with it (a server killed could not unmount them), and
+        every process left of its candidates' users: a candidate's helpers lead sessions of
+        their own and outlive the server that died mid-job, which would have ended them."""
         if self.process.poll() is None:
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
@@ -204,6 +206,8 @@ class ForkServer:
         self._sock.close()
         if os.geteuid() == 0:
             folders.unmount_all(self._workroot)
+            for slot in range(candidate_user.SLOTS):
+                candidate_user.kill_uid(candidate_user.candidate_uid(self.process.pid, slot))
 
 
 class Runner:

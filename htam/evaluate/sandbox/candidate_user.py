@@ -15,12 +15,15 @@ GUARD_OFFSET = 1 << 30
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
+SLOTS = 8  # candidate user ids per fork server
+
+
 def candidate_uid(server_pid: int, slot: int) -> int:
     """A user id per (fork server, slot): unique on the machine while both live (a server has
     at most five isolated processes alive: two standbys, a job's two, one being ended). The
     whole pid, not a part: servers whose pids differ by 100000, on a machine with pid_max at
     2**22, shared ids."""
-    return UID_BASE + server_pid * 8 + slot % 8
+    return UID_BASE + server_pid * SLOTS + slot % SLOTS
 
 
 def uid_pids(uid: int) -> list[int]:
