@@ -72,3 +72,21 @@ def test_a_cpp_solution_given_as_triton_is_told_its_language():
     build = "ext = torch.utils.cpp_extension.load_inline('e', cpp_sources='')\n"
     (found,) = [v for v in check_source(HEAD + build + MODEL, "triton") if v.rule == "no-kernel"]
     assert "give the language as cpp or cuda" in found.detail
+
+
+@pytest.mark.parametrize(
+    "guard",
+    [
+        # the shapes real LLM solutions give a guarded build or call (CUDA-L1, LLMKernel)
+        "try:\n    ext = load_inline(name='e', cpp_sources='')\nexcept Exception as e:\n"
+        "    print(e)\n    ext = None\n",
+        "def run(x):\n    try:\n        return ext.run(x)\n    except:\n        return x\n",
+        "def run(x):\n    try:\n        return ext.run(x)\n    except RuntimeError as e:\n"
+        "        if 'out of memory' not in str(e):\n            raise\n    return x\n",
+    ],
+)
+def test_a_guarded_build_or_call_is_not_refused(guard):
+    """A fallback hidden by except is the kernel probe's to judge (a kernel that raised ran
+    nothing the outputs depend on): the source alone cannot tell a guard from a cheat."""
+    code = HEAD + KERNEL + guard + MODEL
+    assert check_source(code, "cpp") == []

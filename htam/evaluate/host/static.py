@@ -167,13 +167,6 @@ class _Checker(ast.NodeVisitor):
                      "timer-patch", node, f"assigns to {ast.unparse(node)}")  # fmt: skip
         self.generic_visit(node)
 
-    def visit_Try(self, node: ast.Try | ast.TryStar) -> None:
-        if node.handlers:
-            self.add("try-except", node, "try/except can hide a fallback to the reference")
-        self.generic_visit(node)
-
-    visit_TryStar = visit_Try
-
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for base in node.bases:
             text = ast.unparse(base)
