@@ -90,3 +90,55 @@ def test_a_guarded_build_or_call_is_not_refused(guard):
     nothing the outputs depend on): the source alone cannot tell a guard from a cheat."""
     code = HEAD + KERNEL + guard + MODEL
     assert check_source(code, "cpp") == []
+
+
+@pytest.mark.parametrize(
+    ("line", "refused"),
+    [
+        # how LLM solutions set up their build (kernelbench.com and CUDA-L1 solutions)
+        ("os.environ.setdefault('TORCH_CUDA_ARCH_LIST', '9.0a')", False),
+        ("os.environ['TORCH_CUDA_ARCH_LIST'] = '9.0'", False),
+        ("os.environ['CUDA_HOME'] = '/usr/local/cuda'", False),
+        ("os.environ['PATH'] = '/usr/local/cuda/bin:' + os.environ.get('PATH', '')", False),
+        ("os.environ.setdefault('MAX_JOBS', '4')", False),
+        ("os.environ.pop('TORCH_CUDA_ARCH_LIST', None)", False),
+        # what steers the runtime, the caches or the threads stays refused
+        ("os.environ.setdefault('OMP_NUM_THREADS', '64')", True),
+        ("os.environ['TORCH_EXTENSIONS_DIR'] = '/tmp/x'", True),
+        ("os.environ[name] = '1'", True),  # a computed name
+        ("os.environ.update(TORCH_CUDA_ARCH_LIST='9.0')", True),
+    ],
+)
+def test_build_settings_in_the_environment_are_allowed(line, refused):
+    code = "import os\nname = 'X'\n" + HEAD + line + "\n" + KERNEL + MODEL
+    assert ("environment" in {v.rule for v in check_source(code, "cpp")}) is refused
+
+
+@pytest.mark.parametrize(
+    ("line", "refused"),
+    [
+        ("setattr(self, f'conv{i}', nn.Linear(2, 2))", False),  # a real LLM idiom
+        ("delattr(self, 'conv0')", False),
+        ("setattr(self.block, 'scale', 2.0)", False),
+        ("setattr(torch.cuda.Event, 'elapsed_time', lambda *a: 1.0)", True),
+        ("setattr(time, 'perf_counter', lambda: 0.0)", True),
+        ("setattr(nn.Module, '__call__', None)", True),  # an imported root
+        ("setattr(type(self), 'forward', None)", True),  # a computed object
+        ("f = setattr", True),  # taken as a value, its target is unknown
+    ],
+)
+def test_setattr_on_the_solutions_own_objects_is_allowed(line, refused):
+    method = f"\n    def build(self, i):\n        {line}\n"
+    code = "import time\n" + HEAD + KERNEL + MODEL + method
+    assert ("timer-patch" in {v.rule for v in check_source(code, "cpp")}) is refused
+
+
+def test_a_class_model_of_the_solutions_own_is_not_the_reference():
+    """Level-3 LLM solutions keep a copy of the reference as their own ``class Model`` and
+    subclass it; without one of its own, the name can only mean the reference."""
+    own = "\nclass Model(nn.Module):\n    pass\n\n\nclass ModelNew(Model):\n    pass\n"
+    assert check_source(HEAD + KERNEL + own, "cpp") == []
+    borrowed = "\nclass ModelNew(Model):\n    pass\n"
+    assert "reference-call" in {v.rule for v in check_source(HEAD + KERNEL + borrowed, "cpp")}
+    nested = "\ndef f():\n    class Model:\n        pass\n" + MODEL + "\nm = Model()\n"
+    assert "reference-call" in {v.rule for v in check_source(HEAD + KERNEL + nested, "cpp")}
