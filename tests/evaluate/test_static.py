@@ -142,3 +142,24 @@ def test_a_class_model_of_the_solutions_own_is_not_the_reference():
     assert "reference-call" in {v.rule for v in check_source(HEAD + KERNEL + borrowed, "cpp")}
     nested = "\ndef f():\n    class Model:\n        pass\n" + MODEL + "\nm = Model()\n"
     assert "reference-call" in {v.rule for v in check_source(HEAD + KERNEL + nested, "cpp")}
+
+
+@pytest.mark.parametrize(
+    ("line", "refused"),
+    [
+        # kernels in the style of torch's generated code (KernelLLM) import its helpers
+        ("from torch._inductor.runtime import triton_helpers", False),
+        ("from torch._inductor.runtime.triton_helpers import libdevice, math as tl_math", False),
+        ("from torch._inductor.select_algorithm import extern_kernels", False),
+        ("assert_size_stride = torch._C._dynamo.guards.assert_size_stride", False),
+        ("from torch._C._dynamo.guards import _empty_strided_cuda", False),
+        # what compiles, or reaches dynamo's frame hooks, stays refused
+        ("from torch._inductor.select_algorithm import AlgorithmSelectorCache", True),
+        ("from torch._inductor import config", True),
+        ("hook = torch._C._dynamo.eval_frame", True),
+        ("fast = torch._dynamo.optimize('inductor')", True),
+    ],
+)
+def test_torchs_generated_code_style_is_not_its_compiler(line, refused):
+    code = HEAD + line + "\n" + KERNEL + MODEL
+    assert ("torch-compiler" in {v.rule for v in check_source(code, "cpp")}) is refused

@@ -79,6 +79,11 @@ BUILD_VARIABLES = {
 KEYED_MUTATORS = {"setdefault", "pop", "__setitem__", "__delitem__"}
 # torch's own compiler writes kernels: code that calls it is torch-only code (--allow-torch).
 COMPILER_ATTRS = {"_dynamo", "_inductor"}
+# Except the helpers that kernels written in the style of torch's generated code (KernelLLM's)
+# import: grids, device math, dynamo's C guards (assert_size_stride, empty_strided_cuda) and
+# the aten calls inductor names extern kernels. None of them compiles anything.
+COMPILER_HELPERS = ("torch._inductor.runtime", "torch._C._dynamo.guards")
+COMPILER_HELPER_NAMES = {"torch._inductor.select_algorithm": {"extern_kernels"}}
 
 
 @dataclass(frozen=True)
@@ -120,13 +125,13 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
-            self._module(alias.name, node)
+            self._module(alias.name, node, None)
             self.imported.add(alias.asname or alias.name.split(".")[0])
             if alias.name == "torch.utils.cpp_extension" and alias.asname:
                 self.extension_modules.add(alias.asname)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        self._module(node.module or "", node)
+        self._module(node.module or "", node, {alias.name for alias in node.names})
         for alias in node.names:
             self.imported.add(alias.asname or alias.name)
             if node.module == "torch.utils.cpp_extension" and alias.name in ("load", "load_inline"):
@@ -138,11 +143,12 @@ class _Checker(ast.NodeVisitor):
                 self.add(rule, node, f"imports {alias.name}")
         self.generic_visit(node)
 
-    def _module(self, name: str, node: ast.AST) -> None:
+    def _module(self, name: str, node: ast.AST, names: set[str] | None) -> None:
         top = name.split(".")[0]
         if top in FORBIDDEN_MODULES:
             self.add(FORBIDDEN_MODULES[top], node, f"imports {name}")
-        if set(name.split(".")) & COMPILER_ATTRS:
+        helper = _helper(name) or bool(names and names <= COMPILER_HELPER_NAMES.get(name, set()))
+        if set(name.split(".")) & COMPILER_ATTRS and not helper:
             self._compiler(node, f"imports {name}")
 
     def _compiler(self, node: ast.AST, what: str) -> None:
@@ -171,9 +177,16 @@ class _Checker(ast.NodeVisitor):
             and id(node) not in self.allowed
         ):
             self.add("environment", node, f"changes the process environment ({ast.unparse(node)})")
-        if node.attr in COMPILER_ATTRS or (node.attr == "compile" and _root(node) == "torch"):
-            self._compiler(node, f"uses {ast.unparse(node)}")
         text = ast.unparse(node)
+        if _helper(text):  # torch._C._dynamo.guards.assert_size_stride: the chain is a helper
+            inner: ast.AST = node
+            while isinstance(inner, ast.Attribute):
+                self.allowed.add(id(inner))
+                inner = inner.value
+        if (node.attr in COMPILER_ATTRS and id(node) not in self.allowed) or (
+            node.attr == "compile" and _root(node) == "torch"
+        ):
+            self._compiler(node, f"uses {text}")
         if (
             isinstance(node.ctx, (ast.Store, ast.Del))
             and (_root(node) in PATCHED_ROOTS or _root(node) in self.imported)
@@ -245,6 +258,10 @@ class _Checker(ast.NodeVisitor):
             root = _root(target) if target is not None else None
             if root is None or root in PATCHED_ROOTS or root in self.imported:
                 self.add(FORBIDDEN_NAMES[name], call, f"uses {name}()")
+
+
+def _helper(dotted: str) -> bool:
+    return any(dotted == p or dotted.startswith(p + ".") for p in COMPILER_HELPERS)
 
 
 def _build_variable(key: ast.AST) -> bool:
