@@ -9,7 +9,8 @@
 # as pytest's -k), memory (gpu_memory.py), throughput
 # (gpu_throughput.py), offline (the offline proposer's baseline of every KernelBench task, 6
 # processes sharing the GPU through its queue), families (gpu_families.py), mechanism
-# (gpu_mechanism.py). $OUT brings back 8 files a call: choose phases to match. Needs .whl/ and .kb/ carried (scripts/device/README.md).
+# (gpu_mechanism.py; its rows, banks and cache in $OUT/mech_state.tgz, resumed from
+# .gpu/mech_state.tgz when carried back). $OUT brings back 8 files a call: choose phases to match. Needs .whl/ and .kb/ carried (scripts/device/README.md).
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /opt/htam-site .whl/*.whl >/dev/null 2>&1 || { echo "wheels failed"; exit 1; }
@@ -55,9 +56,12 @@ for spec in "$@"; do
         head -40 "$OUT/offline_check.txt" ;;
     families) python3 scripts/device/gpu_families.py .gpu/families "$secs" >.gpu/families.log 2>&1
         echo "exit $?"; cp .gpu/families/families.md "$OUT/" 2>/dev/null; tail -30 "$OUT/families.md" ;;
-    mechanism) python3 scripts/device/gpu_mechanism.py .gpu/mech --budget-s $((secs - 50)) \
-            --grace-s 40 --workers 6 >"$OUT/mechanism.log" 2>&1
+    mechanism) # resumes from .gpu/mech_state.tgz (the last call's, carried back) if there is one
+        [ -f .gpu/mech_state.tgz ] && [ ! -d .gpu/mech ] && tar xzf .gpu/mech_state.tgz -C .gpu
+        python3 scripts/device/gpu_mechanism.py .gpu/mech --budget-s $((secs - 60)) \
+            --grace-s 30 --workers "${MECH_WORKERS:-6}" >"$OUT/mechanism.log" 2>&1
         echo "exit $?"; cp .gpu/mech/mechanism.md .gpu/mech/mechanism.json "$OUT/" 2>/dev/null
+        tar czf "$OUT/mech_state.tgz" -C .gpu --exclude mech/runs mech
         head -60 "$OUT/mechanism.md" 2>/dev/null ;;
     *) echo "unknown phase $phase" ;;
     esac
