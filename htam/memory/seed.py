@@ -1,7 +1,7 @@
 """The packaged seed knowledge (seed.json): directions, strategies and prior transitions.
 
 Each seed strategy names the targets and languages it applies to (``targets``, ``languages``):
-warp shuffles, tensor cores, occupancy or CUDA graphs mean nothing to a CPU C++ run, and a run is
+tensor cores, occupancy, TMA or CUDA graphs mean nothing to a CPU C++ run, and a run is
 offered only the strategies for its own target and language (``applies``).
 """
 

@@ -11,9 +11,9 @@ from htam.memory.seed import applies, load_seed
 from htam.policy import PolicyConfig, StateFeatures
 from htam.vocab import LANGUAGES, Direction
 
-GPU_SHAPED = {
+GPU_SHAPED = {  # on a GPU only
     "launch_overhead.cuda_graph_capture",
-    "instruction_throughput.warp_shuffle_reduction",
+    "parallel_mapping.warp_specialization",
     "precision.tensor_core_dot",
     "precision.wgmma_tensor_cores",
     "occupancy.launch_bounds",
@@ -57,3 +57,13 @@ def test_the_strategy_offer_follows_the_runs_target_and_language(target, languag
     _, breakdown = guide.decide(ctx)
     assert ("occupancy" in breakdown["probabilities"]) is (target == "cuda")
     assert ("occupancy" in breakdown.get("excluded", [])) is (target == "cpu")
+
+
+def test_what_the_offline_cpp_backend_implements_is_offered_to_a_cpu_run():
+    """The offline C++ backend's templates are the project's own word on what a strategy means
+    on a CPU (cache tiling, block sizes, rows per thread, exp2): none of them is filtered out."""
+    from htam.offline.backends.cpp import NOT_ON_CPU
+    from htam.offline.strategies import RULES
+
+    implemented = {s for table in RULES.values() for s in table} - set(NOT_ON_CPU)
+    assert implemented and all(applies(s, "cpu", "cpp") for s in implemented)
