@@ -118,7 +118,7 @@ class _Checker(ast.NodeVisitor):
         self.compiler: list[Violation] = []  # torch.compile and friends: refused unless allowed
         self.extension_modules: set[str] = set()  # names bound to torch.utils.cpp_extension
         self.allowed: set[int] = set()  # ids of nodes a narrower rule in visit_Call let through
-        self.set_attrs: list[ast.Call] = []  # setattr/delattr calls, judged once imports are known
+        self.set_attrs: list[tuple[str, ast.Call]] = []  # setattr/delattr: judged after imports
 
     def add(self, rule: str, node: ast.AST, detail: str) -> None:
         self.found.append(Violation(rule, getattr(node, "lineno", 0), detail))
@@ -241,7 +241,7 @@ class _Checker(ast.NodeVisitor):
             self.allowed.add(id(func))
         if isinstance(func, ast.Name) and func.id in ("setattr", "delattr"):
             self.allowed.add(id(func))
-            self.set_attrs.append(node)
+            self.set_attrs.append((func.id, node))
         if self.builds(func):
             self.load_inline_calls += 1
         if ast.unparse(func) in ("triton.jit", "jit") and node.args:
@@ -252,8 +252,7 @@ class _Checker(ast.NodeVisitor):
         """``setattr(obj, name, v)`` is ``obj.<name> = v``: refused where that assignment is (an
         imported or patched root, or an object the source computes), allowed on the solution's
         own objects (``setattr(self, f"conv{i}", ...)``)."""
-        for call in self.set_attrs:
-            name = call.func.id  # type: ignore[attr-defined]  # a Name: visit_Call kept only those
+        for name, call in self.set_attrs:
             target = call.args[0] if call.args else None
             root = _root(target) if target is not None else None
             if root is None or root in PATCHED_ROOTS or root in self.imported:
