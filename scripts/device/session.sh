@@ -59,7 +59,7 @@ for spec in "$@"; do
     mechanism) # resumes from .gpu/mech_state.tgz (the last call's, carried back) if there is one
         [ -f .gpu/mech_state.tgz ] && [ ! -d .gpu/mech ] && tar xzf .gpu/mech_state.tgz -C .gpu
         python3 scripts/device/gpu_mechanism.py .gpu/mech --budget-s $((secs - 60)) \
-            --grace-s 30 --workers "${MECH_WORKERS:-6}" >"$OUT/mechanism.log" 2>&1
+            --grace-s 30 --workers "${MECH_WORKERS:-6}" ${MECH_ARGS:-} >"$OUT/mechanism.log" 2>&1
         echo "exit $?"; cp .gpu/mech/mechanism.md .gpu/mech/mechanism.json "$OUT/" 2>/dev/null
         tar czf "$OUT/mech_state.tgz" -C .gpu --exclude mech/runs mech
         head -60 "$OUT/mechanism.md" 2>/dev/null ;;
