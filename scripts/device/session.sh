@@ -4,7 +4,7 @@
 #   bash scripts/device/session.sh PHASE:SECONDS ...
 #
 # phases: doctor, corpus (every CUDA and Triton file of tests/evaluate/corpus, 8 test workers;
-# CORPUS_SHARD as test_corpus.py's HTAM_CORPUS_SHARD),
+# CORPUS_SHARD as test_corpus.py's HTAM_CORPUS_SHARD, CORPUS_K as pytest's -k),
 # gputests (pytest -m gpu, the corpus aside, GPU_WORKERS test workers, one per file; GPU_TESTS_K
 # as pytest's -k), memory (gpu_memory.py), throughput
 # (gpu_throughput.py), offline (the offline proposer's baseline of every KernelBench task, 6
@@ -27,7 +27,7 @@ for spec in "$@"; do
     case $phase in
     doctor) timeout "$secs" python3 -m htam.cli doctor 2>&1 | tee "$OUT/doctor.txt" ;;
     corpus) HTAM_CORPUS_SHARD=${CORPUS_SHARD:-all} timeout -s INT -k 20 "$secs" python3 -m pytest -v -m gpu -n 8 \
-            -p no:cacheprovider tests/evaluate/test_corpus.py -rfE >"$OUT/corpus.log" 2>&1
+            -p no:cacheprovider -k "${CORPUS_K:-}" tests/evaluate/test_corpus.py -rfE >"$OUT/corpus.log" 2>&1
         echo "exit $?"; grep -E " (PASSED|FAILED|ERROR) |passed|failed" "$OUT/corpus.log" | tail -60 ;;
     gputests) timeout -s INT -k 20 "$secs" python3 -m pytest -v -m gpu -n "${GPU_WORKERS:-6}" \
             --dist loadfile -p no:cacheprovider -k "${GPU_TESTS_K:-}" tests --deselect tests/evaluate/test_corpus.py \
