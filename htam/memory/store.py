@@ -295,11 +295,13 @@ def _build_file(path: Path, data: dict[str, Any]) -> None:
     half-built or foreign file is never visible under ``path`` and nothing is overwritten.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
+    # mkstemp's file is the owner's alone (0600), and SQLite gives the bank's -wal and -shm its
+    # mode: a bank under a folder that candidates can see is neither readable nor lockable by
+    # them. An empty file is an empty database to SQLite.
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".building", dir=path.parent)
     os.close(fd)
     tmp = Path(tmp_name)
     try:
-        tmp.unlink()  # sqlite3 must create the file itself: an empty file is not a database
         conn = schema.connect(str(tmp), wal=True)
         try:
             with _transaction(conn):

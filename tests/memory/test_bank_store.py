@@ -94,6 +94,19 @@ def test_open_create_reopen_keeps_data(tmp_path, make_step):
     assert not list(tmp_path.glob("sub/.bank.db.*"))  # no build leftovers
 
 
+def test_a_new_bank_and_its_journal_are_the_owners_alone(tmp_path, make_step):
+    """A bank under a folder candidates can see (``htam optimize --out``) is neither readable
+    nor lockable by them: SQLite gives -wal and -shm the database's mode."""
+    path = tmp_path / "bank.db"
+    bank = MemoryBank.create(path)
+    bank.record_step(make_step(0), config=RULE)
+    files = [path, path.with_name("bank.db-wal"), path.with_name("bank.db-shm")]
+    modes = {f.name: f.stat().st_mode & 0o777 for f in files if f.exists()}
+    bank.close()
+    assert "bank.db-wal" in modes
+    assert set(modes.values()) == {0o600}, modes
+
+
 def test_create_never_overwrites(tmp_path):
     path = tmp_path / "bank.db"
     path.write_text("precious")
