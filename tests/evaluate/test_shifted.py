@@ -33,7 +33,7 @@ def test_a_backward_tasks_shift_moves_the_inputs_and_not_the_grad_outputs():
     module = types.SimpleNamespace(Model=_Mean)
     x, grad = torch.rand(64, 64), torch.randn(())
     shifter = shifted.Shifter(module, [], 0, "cpu", grads=1)
-    moved = shifter.first([x, grad])
+    moved = shifter.first(lambda: [x.clone(), grad])
     assert moved is not None and moved[1] is grad
     assert not torch.equal(moved[0], x)
     # the judge's copy took the whole step: its outputs are the mean and its gradient
@@ -53,8 +53,11 @@ def test_every_job_of_a_hinge_loss_plants_outliers():
     module = types.SimpleNamespace(Model=_Hinge)
     unplanted = 0
     for _ in range(60):
-        x = [torch.rand(256, 256), torch.randint(0, 2, (256,)).float() * 2 - 1]
+
+        def draw():
+            return [torch.rand(256, 256), torch.randint(0, 2, (256,)).float() * 2 - 1]
+
         shifter = shifted.Shifter(module, [], 0, "cpu")
-        assert shifter.first(x) is not None
+        assert shifter.first(draw) is not None
         unplanted += shifter.scale is None
     assert unplanted == 0
