@@ -23,8 +23,9 @@ That is 4T. On top, independent of T: the comparison's float32 slices in the jud
 most, compare.py) and six CUDA contexts (the judge, two runners and the fork server's three
 standbys). On the CPU the same code holds the same copies, less the allocators' caches (glibc
 hands large blocks back, and the candidate's held outputs are renewed untouched): 2.5T, and
-tests/evaluate/test_footprint.py measures 2.66T there (htam/evaluate/peak_memory.py; 4.79T before
-the inputs were staged and shifted in place). scripts/device/gpu_memory.py measures the peak on
+tests/evaluate/test_footprint.py measures 2.7-3.3T there (htam/evaluate/peak_memory.py, an upper
+bound: it reads the processes one after another; 4.79T before the inputs were staged and
+shifted in place). scripts/device/gpu_memory.py measures the peak on
 a card. Before, 5T and more was measured on an 80 GB H100 (19_ReLU, 12 GiB of tensors: 78.2 GiB,
 6.34x): the judge held the round's inputs, their shifted copy, its reference's outputs on them
 and a mask of its finite elements (torch.isfinite takes one and a half times its input) at once,
@@ -38,7 +39,9 @@ TRANSIENT_MULTIPLE = 0.5  # a fresh draw, or the judge's reference outputs on sh
 JUDGE_MULTIPLE = LENT_MULTIPLE + TRANSIENT_MULTIPLE
 RUNNER_MULTIPLE = 0.5  # the reference runner's cached outputs
 CANDIDATE_SHARE = 1.0  # an honest candidate's held and new outputs
-COMPARE_BYTES = 9 << 28  # the comparison's slices: two float32 GiB and a 256 MiB mask
+# The comparison's slices (compare.py, 2^28 elements): the float64 copy of a float32 slice its
+# norm takes, or two float32 slices of errors, and a mask of 256 MiB.
+COMPARE_BYTES = 9 << 28
 CONTEXTS_BYTES = 6 * (512 << 20)
 FIXED_BYTES = COMPARE_BYTES + CONTEXTS_BYTES
 EVALUATOR_MULTIPLE = JUDGE_MULTIPLE + RUNNER_MULTIPLE

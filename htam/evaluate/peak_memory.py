@@ -1,6 +1,7 @@
 """The peak memory of a process tree on the CPU, sampled: the sum of every descendant's
-proportional set size (PSS: a page that several processes map counts once in all, as the
-judge's lent buffers are) and of what ``/dev/shm`` holds beyond what it held at the start.
+proportional set size of anonymous and shared memory (PSS: a page that several processes map
+counts once in all, as the judge's lent buffers are) and of what ``/dev/shm`` holds beyond what
+it held at the start.
 
 The CPU evaluator holds the same copies of a task's tensors as the GPU one (the same judge,
 runners and harness, with host memory for device memory), and glibc hands large blocks back
@@ -40,16 +41,23 @@ def descendants(root: int) -> list[int]:
     return found
 
 
+_COUNTED = ("Pss_Anon:", "Pss_Shmem:")
+
+
 def pss_bytes(pid: int) -> int:
-    """A process's proportional set size, 0 when it is gone or cannot be read."""
+    """A process's proportional set size of anonymous and shared memory (where tensors live:
+    the heap, large mappings, memfd buffers), 0 when it is gone or cannot be read. Pages of
+    files (the libraries every process maps) are left out: their share moves with which
+    processes happen to run, not with the task's tensors."""
+    total = 0
     try:
         with open(_PROC / str(pid) / "smaps_rollup") as f:
             for line in f:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) << 10
+                if line.startswith(_COUNTED):
+                    total += int(line.split()[1]) << 10
     except OSError:
-        pass
-    return 0
+        return 0
+    return total
 
 
 def shm_bytes() -> int:

@@ -155,15 +155,16 @@ def summary(rows: list[dict], device: str, base: int) -> str:
         f"{footprint.EVALUATOR_MULTIPLE + footprint.CANDIDATE_SHARE:g}x the tensors and "
         f"{footprint.FIXED_BYTES / GIB:.2f} GiB",
         "",
-        "| task | tensors | status | peak | x tensors | estimate | processes (GiB) | s |",
-        "|---|---|---|---|---|---|---|---|",
+        "| task | tensors | status | peak | x tensors | estimate | within | processes (GiB) | s |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         status = r["status"] + (f" ({r['message'][:80]})" if r["status"] != "ok" else "")
+        within = "yes" if r.get("peak_gib", 0) <= r.get("estimate", 0) else "no"
         lines.append(
             f"| {r['task']} | {r.get('tensor_gib', 0):.2f} GiB | {status} | "
             f"{r.get('peak_gib', 0):.1f} GiB | {r.get('multiple', 0):.2f} | "
-            f"{r.get('estimate', 0):.1f} GiB | {r.get('processes_gib', [])} | "
+            f"{r.get('estimate', 0):.1f} GiB | {within} | {r.get('processes_gib', [])} | "
             f"{r['wall_s']:.0f} |"
         )
     return "\n".join(lines) + "\n"
