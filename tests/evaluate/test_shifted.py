@@ -61,3 +61,28 @@ def test_every_job_of_a_hinge_loss_plants_outliers():
         assert shifter.first(draw) is not None
         unplanted += shifter.scale is None
     assert unplanted == 0
+
+
+def test_a_shift_in_place_moves_the_tensor_itself_to_the_same_values():
+    """In place (a large task's inputs held once, footprint.py), a slice at a time, the values
+    are the new tensor's to the bit; an input sharing memory with another is moved into a new
+    tensor (each of the two is moved once)."""
+    x = torch.randn(3 * shifted.CHUNK // 2 + 5)
+    x[::7] = 0.0
+    expected = shifted._moved(x, 1.7, 0.3)
+    moved = shifted._moved(x, 1.7, 0.3, in_place=True)
+    assert moved is x and torch.equal(moved, expected)
+    shifter = shifted.Shifter(types.SimpleNamespace(Model=_Hinge), [], 0, "cpu")
+    shifter.model, shifter.mild, y = _Hinge(), True, torch.rand(64)
+    shifter.base = [(torch.Size([]), True)]  # what ``first`` learns: a finite scalar
+    pair = [y, y]
+    assert shifter.next(pair, in_place=True) is pair
+    assert pair[0] is not y and pair[1] is not y  # shared memory: new tensors
+
+
+def test_finiteness_is_checked_a_slice_at_a_time():
+    x = torch.zeros(shifted.CHUNK + 3)
+    assert shifted.all_finite(x)
+    x[-1] = float("nan")
+    assert not shifted.all_finite(x)
+    assert not shifted.all_finite(x[::2].clone().fill_(float("inf"))[:4])

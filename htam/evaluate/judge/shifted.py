@@ -204,8 +204,7 @@ class Shifter:
             return None
         n = len(x) - self.grads
         # two inputs of one storage are each moved once, into new tensors
-        in_place = in_place and _distinct(x[:n])
-        shifted = apply(_params(x[:n], self.mild), x[:n], in_place)
+        shifted = apply(_params(x[:n], self.mild), x[:n], in_place and _distinct(x[:n]))
         if self.scale and outliers:
             needles.plant(shifted, self.scale)
         shifted += x[n:]
