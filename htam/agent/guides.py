@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from htam.memory import FlatMemory, MemoryBank, StepRecord, choice_guidance, guidance
+from htam.memory.seed import applies
 from htam.policy import PolicyConfig, StateFeatures, make_policy, step_rng
 from htam.proposer import Choice, Strategy
 from htam.vocab import Direction, Guide, MethodSpec
@@ -109,7 +110,11 @@ class FlatGuide(NoGuide):
 
     def candidates(self, direction: str, ctx: Context) -> list[Strategy]:
         nodes = self.bank.all_locals()
-        return [n.to_strategy() for n in nodes if n.id not in ctx.exhausted_strategies]
+        return [
+            n.to_strategy()
+            for n in nodes
+            if n.id not in ctx.exhausted_strategies and applies(n.id, ctx.target, ctx.language)
+        ]
 
     def choice_guidance(self, direction: str, candidates: list[Strategy], ctx: Context) -> str:
         return self._retrieved(ctx)  # the strategy choice sees the retrieved memory too
@@ -139,11 +144,24 @@ class HTAMGuide:
 
     def decide(self, ctx: Context) -> tuple[str, dict[str, Any]]:
         rng = step_rng(ctx.seed, ctx.task_id, ctx.step)
-        decision = self.policy.decide(ctx.prefix, ctx.state, rng, ctx.exhausted_directions)
+        exclude = ctx.exhausted_directions | self._foreign(ctx)
+        decision = self.policy.decide(ctx.prefix, ctx.state, rng, exclude)
         return decision.direction, {**decision.breakdown, "direction": decision.direction}
 
+    def _foreign(self, ctx: Context) -> frozenset[str]:
+        """Directions none of whose strategies fits the run's target and language (occupancy
+        on a CPU): decided, they would leave the proposer a GPU-shaped direction and nothing
+        to choose under it."""
+        return frozenset(
+            g
+            for g in self.bank.direction_ids
+            if (nodes := self.bank.locals_of(g))
+            and not any(applies(n.id, ctx.target, ctx.language) for n in nodes)
+        )
+
     def candidates(self, direction: str, ctx: Context) -> list[Strategy]:
-        return self.policy.candidates(direction, ctx.state, ctx.exhausted_strategies)
+        offered = self.policy.candidates(direction, ctx.state, ctx.exhausted_strategies)
+        return [s for s in offered if applies(s.id, ctx.target, ctx.language)]
 
     def choice_guidance(self, direction: str, candidates: list[Strategy], ctx: Context) -> str:
         if not candidates:

@@ -2,8 +2,8 @@
 # The corpus of LLM-idiomatic solutions on the GPU (tests/evaluate/test_corpus.py), one shard per
 # device call: each CUDA file builds its own extension (~40 s), so they run in three shards.
 #
-#   bash scripts/device/corpus_gpu.sh triton   the 19 Triton files          (~3 min on an H200)
-#   bash scripts/device/corpus_gpu.sh 1/3      7-8 of the 22 CUDA files     (~6 min each; then 2/3, 3/3)
+#   bash scripts/device/corpus_gpu.sh triton   the 21 Triton files          (~3 min on an H200)
+#   bash scripts/device/corpus_gpu.sh 1/3      7-8 of the 23 CUDA files     (~6 min each; then 2/3, 3/3)
 set -uo pipefail
 # the dependencies gpu_run.sh installs (its first lines), where a call has installed them
 if [ ! -d /opt/htam-site ] && ls .whl/*.whl >/dev/null 2>&1; then

@@ -4,12 +4,14 @@
 #   bash scripts/device/session.sh PHASE:SECONDS ...
 #
 # phases: doctor, corpus (every CUDA and Triton file of tests/evaluate/corpus, 8 test workers;
-# CORPUS_SHARD as test_corpus.py's HTAM_CORPUS_SHARD),
+# CORPUS_SHARD as test_corpus.py's HTAM_CORPUS_SHARD, CORPUS_K as pytest's -k),
 # gputests (pytest -m gpu, the corpus aside, GPU_WORKERS test workers, one per file; GPU_TESTS_K
 # as pytest's -k), memory (gpu_memory.py), throughput
 # (gpu_throughput.py), offline (the offline proposer's baseline of every KernelBench task, 6
-# processes sharing the GPU through its queue), families (gpu_families.py), mechanism
-# (gpu_mechanism.py). $OUT brings back 8 files a call: choose phases to match. Needs .whl/ and .kb/ carried (scripts/device/README.md).
+# processes sharing the GPU through its queue), families (gpu_families.py), probe (gpu_reference_probe.py
+# $PROBE_ARGS), mechanism
+# (gpu_mechanism.py; its rows, banks and cache in $OUT/mech_state.tgz, resumed from
+# .gpu/mech_state.tgz when carried back). $OUT brings back 8 files a call: choose phases to match. Needs .whl/ and .kb/ carried (scripts/device/README.md).
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /opt/htam-site .whl/*.whl >/dev/null 2>&1 || { echo "wheels failed"; exit 1; }
@@ -25,7 +27,7 @@ for spec in "$@"; do
     case $phase in
     doctor) timeout "$secs" python3 -m htam.cli doctor 2>&1 | tee "$OUT/doctor.txt" ;;
     corpus) HTAM_CORPUS_SHARD=${CORPUS_SHARD:-all} timeout -s INT -k 20 "$secs" python3 -m pytest -v -m gpu -n 8 \
-            -p no:cacheprovider tests/evaluate/test_corpus.py -rfE >"$OUT/corpus.log" 2>&1
+            -p no:cacheprovider -k "${CORPUS_K:-}" tests/evaluate/test_corpus.py -rfE >"$OUT/corpus.log" 2>&1
         echo "exit $?"; grep -E " (PASSED|FAILED|ERROR) |passed|failed" "$OUT/corpus.log" | tail -60 ;;
     gputests) timeout -s INT -k 20 "$secs" python3 -m pytest -v -m gpu -n "${GPU_WORKERS:-6}" \
             --dist loadfile -p no:cacheprovider -k "${GPU_TESTS_K:-}" tests --deselect tests/evaluate/test_corpus.py \
@@ -55,10 +57,16 @@ for spec in "$@"; do
         head -40 "$OUT/offline_check.txt" ;;
     families) python3 scripts/device/gpu_families.py .gpu/families "$secs" >.gpu/families.log 2>&1
         echo "exit $?"; cp .gpu/families/families.md "$OUT/" 2>/dev/null; tail -30 "$OUT/families.md" ;;
-    mechanism) python3 scripts/device/gpu_mechanism.py .gpu/mech --budget-s $((secs - 50)) \
-            --grace-s 40 --workers 6 >"$OUT/mechanism.log" 2>&1
+    mechanism) # resumes from .gpu/mech_state.tgz (the last call's, carried back) if there is one
+        [ -f .gpu/mech_state.tgz ] && [ ! -d .gpu/mech ] && tar xzf .gpu/mech_state.tgz -C .gpu
+        python3 scripts/device/gpu_mechanism.py .gpu/mech --budget-s $((secs - 60)) \
+            --grace-s 30 --workers "${MECH_WORKERS:-6}" ${MECH_ARGS:-} >"$OUT/mechanism.log" 2>&1
         echo "exit $?"; cp .gpu/mech/mechanism.md .gpu/mech/mechanism.json "$OUT/" 2>/dev/null
+        tar czf "$OUT/mech_state.tgz" -C .gpu --exclude mech/runs mech
         head -60 "$OUT/mechanism.md" 2>/dev/null ;;
+    probe) timeout -s KILL "$secs" python3 scripts/device/gpu_reference_probe.py ${PROBE_ARGS:-} \
+            >"$OUT/probe.log" 2>&1
+        echo "exit $?"; grep -v Warning "$OUT/probe.log" | tail -30 ;;
     *) echo "unknown phase $phase" ;;
     esac
     echo "--- $phase took $(($(date +%s) - t0)) s"

@@ -21,7 +21,9 @@ CHEATS_CPU = [
         "shares storage with an output of the call before",
     ),
     ("cheat_call_reference.py", RELU, "triton", "rejected", "[reference-call]"),
-    ("cheat_try_except.py", RELU, "triton", "rejected", "[try-except]"),
+    # a broken kernel hidden by a fallback to torch: the kernel probe sees the call and
+    # outputs that are torch's
+    ("cheat_try_except.py", RELU, "triton", "rejected", "do not come from the solution's kernels"),
     ("cheat_patch_time.py", RELU, "triton", "rejected", "[timer-patch]"),
     ("cheat_patch_event.py", RELU, "triton", "rejected", "[timer-patch]"),
     ("cheat_slow_reference.py", RELU, "triton", "rejected", "[timer-patch]"),

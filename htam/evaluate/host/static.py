@@ -63,8 +63,27 @@ PATCHED_ROOTS = {"time", "torch", "triton", "os", "sys", "np", "numpy"}
 # chosen): a candidate may read it (where to build), never change it.
 ENVIRONMENT_WRITES = {"putenv", "unsetenv"}
 MUTATORS = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
+# Except the variables that only say how torch.utils.cpp_extension builds (which nvcc, which
+# architectures, how many compile jobs), which LLM solutions set before load_inline
+# (``os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0a")``): the build runs in the
+# candidate's own sandboxed process, and nothing of the judge's reads them.
+BUILD_VARIABLES = {
+    "TORCH_CUDA_ARCH_LIST",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "PYTORCH_NVCC",
+    "MAX_JOBS",
+    "PATH",
+}
+# the mutators whose first argument names the variable
+KEYED_MUTATORS = {"setdefault", "pop", "__setitem__", "__delitem__"}
 # torch's own compiler writes kernels: code that calls it is torch-only code (--allow-torch).
 COMPILER_ATTRS = {"_dynamo", "_inductor"}
+# Except the helpers that kernels written in the style of torch's generated code (KernelLLM's)
+# import: grids, device math, dynamo's C guards (assert_size_stride, empty_strided_cuda) and
+# the aten calls inductor names extern kernels. None of them compiles anything.
+COMPILER_HELPERS = ("torch._inductor.runtime", "torch._C._dynamo.guards")
+COMPILER_HELPER_NAMES = {"torch._inductor.select_algorithm": {"extern_kernels"}}
 
 
 @dataclass(frozen=True)
@@ -85,8 +104,11 @@ def _root(node: ast.AST) -> str | None:
 
 
 class _Checker(ast.NodeVisitor):
-    def __init__(self) -> None:
+    def __init__(self, own_model: bool = False) -> None:
         self.found: list[Violation] = []
+        # the solution defines a class Model of its own (a copy of the reference it subclasses,
+        # as LLMs write in level 3): the name is its own, and the reference stays out of reach
+        self.own_model = own_model
         self.imported: set[str] = set()  # names bound to modules or their members by imports
         self.jit_functions: set[str] = set()
         self.load_inline_calls = 0
@@ -95,19 +117,21 @@ class _Checker(ast.NodeVisitor):
         self.builders: set[str] = {"load_inline"}
         self.compiler: list[Violation] = []  # torch.compile and friends: refused unless allowed
         self.extension_modules: set[str] = set()  # names bound to torch.utils.cpp_extension
+        self.allowed: set[int] = set()  # ids of nodes a narrower rule in visit_Call let through
+        self.set_attrs: list[tuple[str, ast.Call]] = []  # setattr/delattr: judged after imports
 
     def add(self, rule: str, node: ast.AST, detail: str) -> None:
         self.found.append(Violation(rule, getattr(node, "lineno", 0), detail))
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
-            self._module(alias.name, node)
+            self._module(alias.name, node, None)
             self.imported.add(alias.asname or alias.name.split(".")[0])
             if alias.name == "torch.utils.cpp_extension" and alias.asname:
                 self.extension_modules.add(alias.asname)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        self._module(node.module or "", node)
+        self._module(node.module or "", node, {alias.name for alias in node.names})
         for alias in node.names:
             self.imported.add(alias.asname or alias.name)
             if node.module == "torch.utils.cpp_extension" and alias.name in ("load", "load_inline"):
@@ -119,11 +143,12 @@ class _Checker(ast.NodeVisitor):
                 self.add(rule, node, f"imports {alias.name}")
         self.generic_visit(node)
 
-    def _module(self, name: str, node: ast.AST) -> None:
+    def _module(self, name: str, node: ast.AST, names: set[str] | None) -> None:
         top = name.split(".")[0]
         if top in FORBIDDEN_MODULES:
             self.add(FORBIDDEN_MODULES[top], node, f"imports {name}")
-        if set(name.split(".")) & COMPILER_ATTRS:
+        helper = _helper(name) or bool(names and names <= COMPILER_HELPER_NAMES.get(name, set()))
+        if set(name.split(".")) & COMPILER_ATTRS and not helper:
             self._compiler(node, f"imports {name}")
 
     def _compiler(self, node: ast.AST, what: str) -> None:
@@ -133,9 +158,9 @@ class _Checker(ast.NodeVisitor):
         )  # fmt: skip
 
     def visit_Name(self, node: ast.Name) -> None:
-        if node.id == "Model":
+        if node.id == "Model" and not self.own_model:
             self.add("reference-call", node, "uses the reference class Model")
-        elif node.id in FORBIDDEN_NAMES:
+        elif node.id in FORBIDDEN_NAMES and id(node) not in self.allowed:
             self.add(FORBIDDEN_NAMES[node.id], node, f"uses {node.id}()")
         self.generic_visit(node)
 
@@ -147,12 +172,21 @@ class _Checker(ast.NodeVisitor):
         if node.attr == "modules" and _root(node) == "sys":
             self.add("reference-call", node, "uses sys.modules")
         if node.attr in ENVIRONMENT_WRITES or (
-            node.attr in MUTATORS and ast.unparse(node.value).endswith("environ")
+            node.attr in MUTATORS
+            and ast.unparse(node.value).endswith("environ")
+            and id(node) not in self.allowed
         ):
             self.add("environment", node, f"changes the process environment ({ast.unparse(node)})")
-        if node.attr in COMPILER_ATTRS or (node.attr == "compile" and _root(node) == "torch"):
-            self._compiler(node, f"uses {ast.unparse(node)}")
         text = ast.unparse(node)
+        if _helper(text):  # torch._C._dynamo.guards.assert_size_stride: the chain is a helper
+            inner: ast.AST = node
+            while isinstance(inner, ast.Attribute):
+                self.allowed.add(id(inner))
+                inner = inner.value
+        if (node.attr in COMPILER_ATTRS and id(node) not in self.allowed) or (
+            node.attr == "compile" and _root(node) == "torch"
+        ):
+            self._compiler(node, f"uses {text}")
         if (
             isinstance(node.ctx, (ast.Store, ast.Del))
             and (_root(node) in PATCHED_ROOTS or _root(node) in self.imported)
@@ -163,16 +197,11 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         if isinstance(node.ctx, (ast.Store, ast.Del)) and _root(node) in PATCHED_ROOTS:
-            self.add("environment" if ast.unparse(node.value).endswith("environ") else
-                     "timer-patch", node, f"assigns to {ast.unparse(node)}")  # fmt: skip
+            environ = ast.unparse(node.value).endswith("environ")
+            if not (environ and _build_variable(node.slice)):
+                self.add("environment" if environ else "timer-patch", node,
+                         f"assigns to {ast.unparse(node)}")  # fmt: skip
         self.generic_visit(node)
-
-    def visit_Try(self, node: ast.Try | ast.TryStar) -> None:
-        if node.handlers:
-            self.add("try-except", node, "try/except can hide a fallback to the reference")
-        self.generic_visit(node)
-
-    visit_TryStar = visit_Try
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for base in node.bases:
@@ -202,11 +231,40 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in KEYED_MUTATORS
+            and ast.unparse(func.value).endswith("environ")
+            and node.args
+            and _build_variable(node.args[0])
+        ):
+            self.allowed.add(id(func))
+        if isinstance(func, ast.Name) and func.id in ("setattr", "delattr"):
+            self.allowed.add(id(func))
+            self.set_attrs.append((func.id, node))
         if self.builds(func):
             self.load_inline_calls += 1
         if ast.unparse(func) in ("triton.jit", "jit") and node.args:
             self.jit_functions.add(ast.unparse(node.args[0]))  # kernel = triton.jit(fn)
         self.generic_visit(node)
+
+    def judge_set_attrs(self) -> None:
+        """``setattr(obj, name, v)`` is ``obj.<name> = v``: refused where that assignment is (an
+        imported or patched root, or an object the source computes), allowed on the solution's
+        own objects (``setattr(self, f"conv{i}", ...)``)."""
+        for name, call in self.set_attrs:
+            target = call.args[0] if call.args else None
+            root = _root(target) if target is not None else None
+            if root is None or root in PATCHED_ROOTS or root in self.imported:
+                self.add(FORBIDDEN_NAMES[name], call, f"uses {name}()")
+
+
+def _helper(dotted: str) -> bool:
+    return any(dotted == p or dotted.startswith(p + ".") for p in COMPILER_HELPERS)
+
+
+def _build_variable(key: ast.AST) -> bool:
+    return isinstance(key, ast.Constant) and key.value in BUILD_VARIABLES
 
 
 def check_source(code: str, language: str, allow_torch: bool = False) -> list[Violation]:
@@ -215,8 +273,10 @@ def check_source(code: str, language: str, allow_torch: bool = False) -> list[Vi
         tree = ast.parse(code)
     except SyntaxError as exc:
         return [Violation("syntax", exc.lineno or 0, f"syntax error: {exc.msg}")]
-    checker = _Checker()
+    own_model = any(isinstance(n, ast.ClassDef) and n.name == "Model" for n in tree.body)
+    checker = _Checker(own_model)
     checker.visit(tree)
+    checker.judge_set_attrs()
     found = checker.found
     has_model_new = any(
         isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in ast.walk(tree)
