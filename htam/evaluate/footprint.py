@@ -20,8 +20,8 @@ round:
 - the candidate (T): its last call's outputs, held as a caller would, beside the new ones.
 
 That is 4T. On top, independent of T: the comparison's float32 slices in the judge (2.25 GiB at
-most, compare.py) and six CUDA contexts (the judge, two runners and the fork server's three
-standbys). On the CPU the same code holds the same copies, less the allocators' caches (glibc
+most, compare.py), each runner's L2 flush buffer and six CUDA contexts (the judge, two runners
+and the fork server's three standbys). On the CPU the same code holds the same copies, less the allocators' caches (glibc
 hands large blocks back, and the candidate's held outputs are renewed untouched): 2.5T, and
 tests/evaluate/test_footprint.py measures 2.7-3.3T there (htam/evaluate/peak_memory.py, an upper
 bound: it reads the processes one after another; 4.79T before the inputs were staged and
@@ -43,7 +43,8 @@ CANDIDATE_SHARE = 1.0  # an honest candidate's held and new outputs
 # norm takes, or two float32 slices of errors, and a mask of 256 MiB.
 COMPARE_BYTES = 9 << 28
 CONTEXTS_BYTES = 6 * (512 << 20)
-FIXED_BYTES = COMPARE_BYTES + CONTEXTS_BYTES
+FLUSH_BYTES = 2 * (256 << 20)  # each runner's L2 flush buffer (EvalConfig.l2_flush_mb)
+FIXED_BYTES = COMPARE_BYTES + CONTEXTS_BYTES + FLUSH_BYTES
 EVALUATOR_MULTIPLE = JUDGE_MULTIPLE + RUNNER_MULTIPLE
 
 
