@@ -4,29 +4,53 @@ for the card is named before any candidate runs, and an out-of-memory that the e
 share explains is the evaluator's (an infrastructure cause, never the candidate's, never
 learned).
 
-Where the memory goes, for inputs I and outputs O (T = I + O + parameters): the judge holds a
-round's inputs and, for each runner, the inputs and output slots it lends (3I + 2O, about 2.5T);
-the reference's runner keeps its outputs and temporaries in its allocator (about T); the
-candidate holds its last call's outputs (as a caller would) beside the new ones and its
-temporaries (about 1.5T). Six CUDA contexts (the judge, two runners and the fork server's three
-standbys) come on top. scripts/device/gpu_memory.py measures the real peak on a card against
-these figures: on an 80 GB H100 (79.2 GiB) the 14 GiB tasks (34_InstanceNorm, 35_GroupNorm_,
-36_RMSNorm_) were judged, and the 16 GiB ones (38_L1Norm_, 39_L2Norm_, 45_Average_Pooling_2D)
-ran out of memory beside an honest candidate: 5T and the contexts sit between the two.
+Where the memory goes, for inputs I and outputs O (the large tasks are elementwise, a
+normalization or a pooling: I = O = T/2 is the figure used), at the worst moment of a timed
+round:
+
+- the judge (2.5T): the inputs and output slots it lends each runner, 2(I + O) = 2T; the round's
+  inputs are held in the reference runner's lent inputs (``Judge.stage``: a reference that
+  leaves its inputs as they were), so the judge keeps no copy of its own beside them, only a
+  transient of T/2: a fresh draw before it is staged, or its own copy of the reference's
+  outputs on the shifted inputs (moved in place, shifted.py). What its allocator cached of these
+  goes back to the card each round (``Judge.release``);
+- the reference's runner (T/2): its allocator keeps the blocks of its last outputs for its next
+  call, which is timed beside the candidate's (released, its next call would pay for fresh
+  memory inside its timing and the candidate's would not);
+- the candidate (T): its last call's outputs, held as a caller would, beside the new ones.
+
+That is 4T. On top, independent of T: the comparison's float32 slices in the judge (2.25 GiB at
+most, compare.py), each runner's L2 flush buffer and six CUDA contexts (the judge, two runners
+and the fork server's three standbys). On the CPU the same code holds the same copies, less the allocators' caches (glibc
+hands large blocks back, and the candidate's held outputs are renewed untouched): 2.5T, and
+tests/evaluate/test_footprint.py measures 2.7-3.3T there (htam/evaluate/peak_memory.py, an upper
+bound: it reads the processes one after another; 4.79T before the inputs were staged and
+shifted in place). scripts/device/gpu_memory.py measures the peak on
+a card. Before, 5T and more was measured on an 80 GB H100 (19_ReLU, 12 GiB of tensors: 78.2 GiB,
+6.34x): the judge held the round's inputs, their shifted copy, its reference's outputs on them
+and a mask of its finite elements (torch.isfinite takes one and a half times its input) at once,
+and its allocator kept all of it reserved.
 """
 
 from __future__ import annotations
 
-JUDGE_MULTIPLE = 2.5
-RUNNER_MULTIPLE = 1.0
-CANDIDATE_SHARE = 1.5
+LENT_MULTIPLE = 2.0  # inputs and output slots lent to each of the two runners
+TRANSIENT_MULTIPLE = 0.5  # a fresh draw, or the judge's reference outputs on shifted inputs
+JUDGE_MULTIPLE = LENT_MULTIPLE + TRANSIENT_MULTIPLE
+RUNNER_MULTIPLE = 0.5  # the reference runner's cached outputs
+CANDIDATE_SHARE = 1.0  # an honest candidate's held and new outputs
+# The comparison's slices (compare.py, 2^28 elements): the float64 copy of a float32 slice its
+# norm takes, or two float32 slices of errors, and a mask of 256 MiB.
+COMPARE_BYTES = 9 << 28
 CONTEXTS_BYTES = 6 * (512 << 20)
+FLUSH_BYTES = 2 * (256 << 20)  # each runner's L2 flush buffer (EvalConfig.l2_flush_mb)
+FIXED_BYTES = COMPARE_BYTES + CONTEXTS_BYTES + FLUSH_BYTES
 EVALUATOR_MULTIPLE = JUDGE_MULTIPLE + RUNNER_MULTIPLE
 
 
 def own_bytes(tensor_bytes: int) -> float:
     """The evaluation's own GPU memory, the candidate's process aside."""
-    return EVALUATOR_MULTIPLE * tensor_bytes + CONTEXTS_BYTES
+    return EVALUATOR_MULTIPLE * tensor_bytes + FIXED_BYTES
 
 
 def needed_bytes(tensor_bytes: int) -> float:
@@ -46,8 +70,8 @@ def too_big(tensor_bytes: int, card_bytes: int) -> str | None:
     multiple = EVALUATOR_MULTIPLE + CANDIDATE_SHARE
     return (
         f"too big for this card: judging a candidate takes about {_gib(need)} of GPU memory "
-        f"({multiple:g}x the task's {_gib(tensor_bytes)} of tensors, and the processes' "
-        f"contexts), the card has {_gib(card_bytes)}"
+        f"({multiple:g}x the task's {_gib(tensor_bytes)} of tensors, the comparison's slices "
+        f"and the processes' contexts), the card has {_gib(card_bytes)}"
     )
 
 

@@ -109,7 +109,7 @@ for phase in "$@"; do
     memory)  # issue 38: peak GPU memory of the largest KernelBench tasks, honest candidates
         timeout $(($(left) - 30)) python3 scripts/device/gpu_memory.py .gpu/memory \
             2>&1 | tee "$OUT/memory.log" | tail -12
-        cp .gpu/memory/gpu_memory.json "$OUT/" 2>/dev/null ;;
+        cp .gpu/memory/gpu_memory.json .gpu/memory/gpu_memory.md "$OUT/" 2>/dev/null ;;
     report)
         htam report .gpu/bench >"$OUT/report.log" 2>&1
         python3 scripts/device/offline_table.py .gpu/bench 2>&1 | tee "$OUT/bench_offline_table.txt"

@@ -36,7 +36,7 @@ for spec in "$@"; do
             "$OUT/gputests.log" | tail -70 ;;
     memory) timeout -s KILL "$secs" python3 scripts/device/gpu_memory.py .gpu/memory \
             >"$OUT/memory.log" 2>&1
-        echo "exit $?"; tail -20 "$OUT/memory.log"; cp .gpu/memory/gpu_memory.json "$OUT/" 2>/dev/null ;;
+        echo "exit $?"; tail -20 "$OUT/memory.log"; cp .gpu/memory/gpu_memory.json .gpu/memory/gpu_memory.md "$OUT/" 2>/dev/null ;;
     throughput) python3 scripts/device/gpu_throughput.py .gpu/throughput --budget-s $((secs - 30)) \
             ${THROUGHPUT_ARGS:-} >"$OUT/throughput.log" 2>&1
         echo "exit $?"; tail -16 "$OUT/throughput.log" ;;

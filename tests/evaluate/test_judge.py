@@ -2,10 +2,12 @@
 
 import types
 
+import pytest
 import torch
 
 from htam.evaluate.frames import Job, TimingSettings
 from htam.evaluate.judge.judge import Judge
+from htam.evaluate.judge.runner import Verdict
 
 
 def _judge() -> Judge:
@@ -63,3 +65,42 @@ def test_a_thaw_is_on_the_judges_clock(monkeypatch):
     judge.copy_ms = 0.0
     judge.call(judge.cand, [torch.ones(4)], 1.0, "test")
     assert log[:4] == ["cand checked", "clock", "cand thawed", "cand call"]
+
+
+def test_staged_inputs_are_held_once_in_the_reference_runners_buffers():
+    """The round's inputs go into the reference runner's lent inputs and the judge's own copy
+    is dropped (its footprint, footprint.py); plain values stay in the list as they were."""
+    judge = _judge()
+    judge.held.staging = True
+    judge.ref = types.SimpleNamespace(ins=[torch.zeros(4), None])
+    drawn = torch.arange(4.0)
+    x = [drawn, 3]
+    judge.stage(x)
+    assert x[0] is judge.ref.ins[0] and torch.equal(x[0], drawn) and x[1] == 3
+    judge.held.seal(judge.ref.ins, x)
+    judge.held.check(judge.ref.ins, "trial 0")  # left as they were: no complaint
+
+
+def test_a_reference_that_modifies_its_staged_inputs_makes_the_task_unjudgeable():
+    """Staging is for a reference that left its inputs as they were on the judge's first
+    call; one that modifies them on a later call would have the candidate checked against
+    inputs that are not the call's, so the task is named, never the candidate."""
+    judge = _judge()
+    judge.held.staging = True
+    judge.ref = types.SimpleNamespace(ins=[torch.zeros(4)])
+    x = [torch.ones(4)]
+    judge.stage(x)
+    judge.held.seal(judge.ref.ins, x)
+    judge.ref.ins[0].mul_(2.0)
+    with pytest.raises(Verdict) as raised:
+        judge.held.check(judge.ref.ins, "timed call 3")
+    assert raised.value.infrastructure and "modified its inputs" in raised.value.message
+
+
+def test_without_staging_the_judge_keeps_its_own_inputs():
+    judge = _judge()
+    judge.ref = types.SimpleNamespace(ins=[torch.zeros(4)])
+    x = [torch.ones(4)]
+    judge.stage(x)
+    judge.held.seal(judge.ref.ins, x)
+    assert x[0] is not judge.ref.ins[0] and judge.held.staged is None

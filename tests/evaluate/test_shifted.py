@@ -33,7 +33,7 @@ def test_a_backward_tasks_shift_moves_the_inputs_and_not_the_grad_outputs():
     module = types.SimpleNamespace(Model=_Mean)
     x, grad = torch.rand(64, 64), torch.randn(())
     shifter = shifted.Shifter(module, [], 0, "cpu", grads=1)
-    moved = shifter.first([x, grad])
+    moved = shifter.first(lambda: [x.clone(), grad])
     assert moved is not None and moved[1] is grad
     assert not torch.equal(moved[0], x)
     # the judge's copy took the whole step: its outputs are the mean and its gradient
@@ -53,8 +53,36 @@ def test_every_job_of_a_hinge_loss_plants_outliers():
     module = types.SimpleNamespace(Model=_Hinge)
     unplanted = 0
     for _ in range(60):
-        x = [torch.rand(256, 256), torch.randint(0, 2, (256,)).float() * 2 - 1]
+
+        def draw():
+            return [torch.rand(256, 256), torch.randint(0, 2, (256,)).float() * 2 - 1]
+
         shifter = shifted.Shifter(module, [], 0, "cpu")
-        assert shifter.first(x) is not None
+        assert shifter.first(draw) is not None
         unplanted += shifter.scale is None
     assert unplanted == 0
+
+
+def test_a_shift_in_place_moves_the_tensor_itself_to_the_same_values():
+    """In place (a large task's inputs held once, footprint.py), a slice at a time, the values
+    are the new tensor's to the bit; an input sharing memory with another is moved into a new
+    tensor (each of the two is moved once)."""
+    x = torch.randn(3 * shifted.CHUNK // 2 + 5)
+    x[::7] = 0.0
+    expected = shifted._moved(x, 1.7, 0.3)
+    moved = shifted._moved(x, 1.7, 0.3, in_place=True)
+    assert moved is x and torch.equal(moved, expected)
+    shifter = shifted.Shifter(types.SimpleNamespace(Model=_Hinge), [], 0, "cpu")
+    shifter.model, shifter.mild, y = _Hinge(), True, torch.rand(64)
+    shifter.base = [(torch.Size([]), True)]  # what ``first`` learns: a finite scalar
+    pair = [y, y]
+    assert shifter.next(pair, in_place=True) is pair
+    assert pair[0] is not y and pair[1] is not y  # shared memory: new tensors
+
+
+def test_finiteness_is_checked_a_slice_at_a_time():
+    x = torch.zeros(shifted.CHUNK + 3)
+    assert shifted.all_finite(x)
+    x[-1] = float("nan")
+    assert not shifted.all_finite(x)
+    assert not shifted.all_finite(x[::2].clone().fill_(float("inf"))[:4])

@@ -34,6 +34,7 @@ from htam.evaluate.judge import (
     lending,
     phases,
     shifted,
+    staging,
 )
 from htam.evaluate.judge.runner import Runner, Verdict, jsonable
 from htam.evaluate.judge.trusted_jobs import (
@@ -69,6 +70,7 @@ class Judge:
         self.notes: dict[int | str, str] = {}  # what the result should say: float64, retimed
         self.exact_budget = exact.byte_budget(job.memory_limit_mb)  # float64 copies
         self._probe = torch.empty(1, device="cuda") if self.device == "cuda" else None
+        self.held = staging.Held(self.device)  # how a round's inputs are held (staging.py)
 
     def both(self, request: channel.Request, timeout_s: float) -> None:
         for runner in (self.ref, self.cand):
@@ -89,6 +91,8 @@ class Judge:
             x = inputs_for(module, seed, self.device)
             self.grad_specs = gradients.output_specs(reference, x)
         sample = self.inputs(module, seed)
+        key = _secret()
+        before = staging.seals(sample, key)
         t0 = _perf()
         outs = self.step(reference, sample)
         self.sync()
@@ -99,6 +103,11 @@ class Judge:
         if why := unjudgeable(outs):
             raise Verdict.unjudgeable(why)
         specs = [(list(o.shape), o.dtype) for o in outs]
+        self.held = staging.Held(
+            self.device,
+            staging=staging.seals(sample, key) == before,  # the reference left them as they were
+            large=staging.nbytes(sample) + staging.nbytes(outs) >= staging.LARGE_BYTES,
+        )
         del reference, outs
         if self.device == "cuda":
             # what the reference's run here left in this process's allocator goes back to the
@@ -144,7 +153,7 @@ class Judge:
         if not other.stopped:
             other.freeze(True)
         for buf, v in zip(runner.ins, x, strict=True):
-            if buf is not None:
+            if buf is not None and buf is not v:
                 buf.copy_(v)
         self.sync()
         key = _secret()
@@ -171,6 +180,8 @@ class Judge:
             # in a task's forward was blamed on every candidate beside it)
             if not runner.trusted and buf is not None and not torch.equal(buf, v):
                 raise runner._fail(Status.REJECTED, f"the solution modified its inputs (input {k})")
+        if runner.trusted:
+            self.held.check(runner.ins, where)
         if len(done.seals) != len(runner.slots):
             raise runner._fail(Status.REJECTED, f"{where}: {len(done.seals)} seals for the outputs")
         runner.sealed = (key, done.seals)
@@ -180,11 +191,15 @@ class Judge:
         return done.ms, hidden, probe
 
     def round(self, x: list, where: str, timeout_s: float, cand_first: bool) -> judge_timing.Sample:
+        """One round on inputs ``x`` (a list the judge's own: staged in place)."""
+        self.stage(x)
+        self.held.seal(self.ref.ins, x)
         order = (self.cand, self.ref) if cand_first else (self.ref, self.cand)
         got = {r.name: self.call(r, x, timeout_s, where) for r in order}
         outputs = judge_outputs.Round(x, where, self.cand.slots, self.ref.slots, self.cand.sealed)
         for k, note in judge_outputs.check(outputs, self.rules()).items():
             self.notes.setdefault(k, note)
+        self.held.release()  # the comparison's slices
         self.cand.check_still()
         (c, ch, probe), (r, rh, _) = got[self.cand.name], got[self.ref.name]
         return judge_timing.Sample(c, ch, r, rh, probe)
@@ -194,6 +209,10 @@ class Judge:
         if self.grad_specs is None:  # a training step has no float64 second opinion
             exact = judge_outputs.Exact(*self.model_args, self.device, self.exact_budget)
         return judge_outputs.Rules(self.job.tolerances, self.draws, exact)
+
+    def stage(self, x: list) -> None:
+        """The round's inputs ``x`` held in the reference runner's lent inputs (staging.py)."""
+        self.held.stage(self.ref.ins, x)
 
     def sync(self) -> None:
         if self.device == "cuda":

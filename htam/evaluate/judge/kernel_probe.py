@@ -24,6 +24,8 @@ TORCH_ONLY = "pass --allow-torch to time torch-only code"
 def check(judge, module) -> None:
     """Raise the verdict when the candidate's outputs do not come from its own kernels."""
     x = judge.inputs(module)
+    judge.stage(x)
+    judge.held.seal(judge.ref.ins, x)
     judge.call(judge.ref, x, judge.call_timeout_s, "the kernel probe")
     cand = judge.cand
     for buf, v in zip(cand.ins, x, strict=True):

@@ -64,7 +64,7 @@ def trials(judge: Judge):
     for index, (extra, trial_seeds) in enumerate(configs(job)):
         module = judge.setup(index, extra, secrets.randbits(63))
         base = base or (index, module, ref.slots, cand.slots, ref.ins, cand.ins,
-                        judge.grad_specs, judge.model_args)  # fmt: skip
+                        judge.grad_specs, judge.model_args, judge.held)  # fmt: skip
         for t in range(len(trial_seeds)):
             first = index == 0 and t == 0
             n = t if extra is None else len(job.seeds) + index - 1
@@ -77,7 +77,7 @@ def trials(judge: Judge):
     if base is None:
         raise RuntimeError("no configuration was judged")
     index, module, ref.slots, cand.slots, ref.ins, cand.ins = base[:6]
-    judge.grad_specs, judge.model_args = base[6:]
+    judge.grad_specs, judge.model_args, judge.held = base[6:]
     if len(configs(job)) > 1:
         judge.both(channel.Use(config=index), judge.call_timeout_s)
     if shifted.applies(ref.slots):
@@ -90,7 +90,8 @@ def shifted_trial(judge: Judge, module) -> None:
     the timed calls get outliers."""
     grads = len(judge.grad_specs or ())
     judge.shifter = shifted.Shifter(*judge.model_args, judge.device, grads)
-    x = judge.shifter.first(judge.inputs(module))
+    x = judge.shifter.first(lambda: staged_inputs(judge, module))
+    judge.held.release()  # the judge's copy of the reference's outputs
     if x is None:
         return
     judge.round(x, f"the trial on {judge.shifter.inputs()}", judge.call_timeout_s, True)
@@ -113,9 +114,20 @@ def timing_plan(judge: Judge) -> judge_timing.Plan:
 
 def timed_round(judge: Judge, module, i: int, outliers: bool) -> judge_timing.Sample:
     """Timed round ``i`` on fresh inputs (shifted, with ``outliers`` where they are planted)."""
-    x, where = judge.inputs(module), f"timed call {i}"
+    x, where = staged_inputs(judge, module), f"timed call {i}"
     shifter = judge.shifter
-    moved = shifter.next(x, outliers) if shifter else None
-    if moved is not None and shifter is not None:
-        x, where = moved, f"{where} (on {shifter.inputs(outliers)})"
+    if shifter is not None and shifter.mild is not None:
+        # moved in place (held once); spoiled where the reference does not take the shift
+        if shifter.next(x, outliers, in_place=True) is None:
+            x = staged_inputs(judge, module)
+        else:
+            where = f"{where} (on {shifter.inputs(outliers)})"
+        judge.held.release()  # the judge's copy of the reference's outputs
     return judge.round(x, where, judge.call_timeout_s, i % 2 == 0)
+
+
+def staged_inputs(judge: Judge, module) -> list:
+    """A call's fresh inputs, staged where the judge stages them (Judge.stage)."""
+    x = judge.inputs(module)
+    judge.stage(x)
+    return x

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -84,11 +85,16 @@ def _params(x: list, mild: bool) -> Shift:
     return out
 
 
-def apply(shift: Shift, x: list) -> list:
+def apply(shift: Shift, x: list, in_place: bool = False) -> list:
     """``x`` with each floating tensor scaled and shifted as ``shift`` says, zeros kept, and
-    each integer one skewed (new tensors)."""
+    each integer one skewed (new tensors; ``in_place``: the floating ones moved where they
+    are, so that a large task's inputs are not held twice)."""
     return [
-        v if how is None else _skewed(v, how) if isinstance(how, float) else _moved(v, *how)
+        v
+        if how is None
+        else _skewed(v, how)
+        if isinstance(how, float)
+        else _moved(v, *how, in_place=in_place)
         for how, v in zip(shift, x, strict=True)
     ]
 
@@ -106,7 +112,21 @@ def _skewed(v: torch.Tensor, share: float) -> torch.Tensor:
     return out.view(v.shape)
 
 
-def _moved(v: torch.Tensor, a: float, b: float) -> torch.Tensor:
+# Elements moved or checked at a time: the temporaries stay small (torch.isfinite takes an
+# absolute value and two masks, one and a half times its input).
+CHUNK = 1 << 24
+
+
+def _moved(v: torch.Tensor, a: float, b: float, in_place: bool = False) -> torch.Tensor:
+    if in_place and v.is_contiguous():
+        flat = v.view(-1)
+        for i in range(0, flat.numel(), CHUNK):
+            part = flat[i : i + CHUNK]
+            zero = part == 0 if b else None
+            part.mul_(a)
+            if zero is not None:
+                part.add_(b).masked_fill_(zero, 0.0)
+        return v
     out = v * a
     if b:
         out += b
@@ -130,8 +150,11 @@ class Shifter:
         self.scale: float | None = None  # of the outliers planted (needles.py), if any
         self.small = False  # outputs small enough for the strong shift and the outliers
 
-    def first(self, x: list) -> list | None:
-        """``x`` shifted, deciding the kind; None when the reference takes neither."""
+    def first(self, draw: Callable[[], list]) -> list | None:
+        """Inputs from ``draw`` shifted, deciding the kind; None when the reference takes
+        neither. Each attempt moves a draw of its own in place: the judge never holds a call's
+        inputs and their shifted copy at once (on a large task, a copy of its tensors)."""
+        x = draw()
         try:
             module, init_args, seed, device = self.made
             self.model = build(module.Model, init_args, seed, device)
@@ -144,45 +167,57 @@ class Shifter:
         self.small = needles.small([b[0] for b in self.base if b is not None])
         for mild in (False, True) if self.small else (True,):
             self.mild = mild
-            shifted = self.next(x)
+            shifted = self.next(x, in_place=True)
             if shifted is not None:
-                return self._with_outliers(x, shifted)
+                return self._with_outliers(draw, shifted)
+            x = draw()
         self.mild = None
         return None
 
-    def _with_outliers(self, x: list, shifted: list) -> list:
-        """``x`` shifted afresh with outliers planted, when the outputs are small and the
+    def _with_outliers(self, draw: Callable[[], list], shifted: list) -> list:
+        """A fresh draw shifted with outliers planted, when the outputs are small and the
         reference shows them (needles.py) on one of ``CALIBRATIONS`` shifts; else ``shifted``.
         One shift was not enough: where it moved a hinge loss's predictions and targets to the
         same sign, its clamp took every outlier in, and one job in 25 planted none (a sample
         of every other row then passed: CI, stop 34)."""
         if not self.small:
             return shifted
+        # the judge's own copy: a later draw may be staged where these inputs are
+        # (Judge.stage), and ``shifted`` stays the answer where no later shift is taken
+        shifted = [v.clone() if torch.is_tensor(v) else v for v in shifted]
         for _ in range(CALIBRATIONS):
             try:
                 self.scale = needles.calibrate(self._run, shifted, self.grads)
             except Exception:  # noqa: BLE001 - no outliers for a reference that cannot take them
                 return shifted
             if self.scale:
-                return self.next(x) or shifted
-            shifted = self.next(x) or shifted
+                return self.next(draw(), in_place=True) or shifted
+            shifted = self.next(draw(), in_place=True) or shifted
         return shifted
 
-    def next(self, x: list, outliers: bool = True) -> list | None:
+    def next(self, x: list, outliers: bool = True, in_place: bool = False) -> list | None:
         """``x`` under a fresh shift of the kind decided (with outliers planted, if any are and
-        ``outliers``), or None where the reference does not take it."""
+        ``outliers``), or None where the reference does not take it. ``in_place``: the list
+        ``x`` and its floating tensors are moved themselves, and returned (spoiled when None
+        is returned: the caller draws again)."""
         if self.mild is None:
             return None
         n = len(x) - self.grads
-        shifted = apply(_params(x[:n], self.mild), x[:n])
+        # two inputs of one storage are each moved once, into new tensors
+        shifted = apply(_params(x[:n], self.mild), x[:n], in_place and _distinct(x[:n]))
         if self.scale and outliers:
             needles.plant(shifted, self.scale)
         shifted += x[n:]
+        if in_place:  # the caller's list, now of the moved tensors
+            x[:] = shifted
+            shifted = x
         try:
             out = self._run(shifted)
         except Exception:  # noqa: BLE001 - not a domain this reference takes
             return None
-        return shifted if _takes(self.base, out) else None
+        taken = _takes(self.base, out)
+        del out  # the judge's own outputs go before the runners' calls
+        return shifted if taken else None
 
     def unplanted(self, x: list) -> str | None:
         """Why no outliers were planted where floating inputs ``x`` had room for them and a
@@ -211,13 +246,29 @@ class Shifter:
             return as_list(self.model(*x))
 
 
+def _distinct(x: list) -> bool:
+    """No two tensors of ``x`` share memory (so each can be moved where it is)."""
+    ptrs = [v.untyped_storage().data_ptr() for v in x if torch.is_tensor(v) and v.numel()]
+    return len(ptrs) == len(set(ptrs))
+
+
 def _finite(out) -> tuple | None:
     """What ``_takes`` needs of an output: None for a non-tensor, else its shape and True when
     all of it is finite (the usual case: no copy of a large output is kept), else where it is."""
     if not torch.is_tensor(out):
         return None
-    finite = torch.isfinite(out)
-    return out.shape, True if bool(finite.all()) else finite
+    return out.shape, True if all_finite(out) else torch.isfinite(out)
+
+
+def all_finite(t: torch.Tensor) -> bool:
+    """Whether every element of ``t`` is finite, a slice at a time where ``t`` is contiguous
+    (a mask of the whole of a large output was a quarter of it again)."""
+    if not t.is_contiguous():
+        return bool(torch.isfinite(t).all())
+    flat = t.view(-1)
+    return all(
+        bool(torch.isfinite(flat[i : i + CHUNK]).all()) for i in range(0, flat.numel(), CHUNK)
+    )
 
 
 def _takes(base: list, out: list) -> bool:
@@ -231,6 +282,8 @@ def _takes(base: list, out: list) -> bool:
         shape, finite = b
         if not torch.is_tensor(o) or o.shape != shape:
             return False
-        if bool((finite & ~torch.isfinite(o)).any()):
+        if finite is True and not all_finite(o):
+            return False
+        if finite is not True and bool((finite & ~torch.isfinite(o)).any()):
             return False
     return True
