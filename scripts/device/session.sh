@@ -6,7 +6,7 @@
 # phases: doctor, corpus (every CUDA and Triton file of tests/evaluate/corpus, 8 test workers;
 # CORPUS_SHARD as test_corpus.py's HTAM_CORPUS_SHARD, CORPUS_K as pytest's -k),
 # gputests (pytest -m gpu, the corpus aside, GPU_WORKERS test workers, one per file; GPU_TESTS_K
-# as pytest's -k), memory (gpu_memory.py), throughput
+# as pytest's -k, GPU_TESTS_PATHS the folders or files), memory (gpu_memory.py), throughput
 # (gpu_throughput.py), offline (the offline proposer's baseline of every KernelBench task, 6
 # processes sharing the GPU through its queue), families (gpu_families.py), probe (gpu_reference_probe.py
 # $PROBE_ARGS), mechanism
@@ -30,7 +30,7 @@ for spec in "$@"; do
             -p no:cacheprovider -k "${CORPUS_K:-}" tests/evaluate/test_corpus.py -rfE >"$OUT/corpus.log" 2>&1
         echo "exit $?"; grep -E " (PASSED|FAILED|ERROR) |passed|failed" "$OUT/corpus.log" | tail -60 ;;
     gputests) timeout -s INT -k 20 "$secs" python3 -m pytest -v -m gpu -n "${GPU_WORKERS:-6}" \
-            --dist loadfile -p no:cacheprovider -k "${GPU_TESTS_K:-}" tests --deselect tests/evaluate/test_corpus.py \
+            --dist loadfile -p no:cacheprovider -k "${GPU_TESTS_K:-}" ${GPU_TESTS_PATHS:-tests} --deselect tests/evaluate/test_corpus.py \
             -rfE >"$OUT/gputests.log" 2>&1
         echo "exit $?"; grep -E " (PASSED|FAILED|ERROR) |^(FAILED|ERROR)|passed|failed" \
             "$OUT/gputests.log" | tail -70 ;;
