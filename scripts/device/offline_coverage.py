@@ -23,6 +23,7 @@ import argparse
 import ast
 import fnmatch
 import json
+import math
 import os
 import sys
 import time
@@ -32,13 +33,14 @@ from pathlib import Path
 DEFAULT_ROOT = Path(__file__).resolve().parents[3] / "shared" / "kernelbench" / "KernelBench"
 # a helper's worktree (/work/wt/NAME) sits one level deeper than the main tree
 DEFAULT_ROOT = DEFAULT_ROOT if DEFAULT_ROOT.is_dir() else Path("/work/shared/kernelbench/KernelBench")
-BATCH, CAP, GROUPS = 2, 16, 4
+BATCH, CAP, GROUPS, FACTORS = 2, 16, 4, 12
 
 
 class _Shrink(ast.NodeTransformer):
     """Module-level int constants (and ints in module-level tuples) made small."""
 
-    def __init__(self, name: str, cap: int | None):
+    def __init__(self, name: str, cap: int | None, factors: bool = False):
+        self.factors = factors
         self.batch = "batch" in name.lower()
         # a norm's group count (or attention's heads) at the cap would leave one channel a
         # group: its statistics are then round-off, which no two summation orders agree on
@@ -49,7 +51,11 @@ class _Shrink(ast.NodeTransformer):
         if type(node.value) is int and node.value > 0:
             v = min(node.value, BATCH) if self.batch else node.value
             v = min(v, GROUPS) if self.groups and self.cap else v
-            v = min(v, self.cap) if self.cap else v
+            if self.cap and v > self.cap:
+                # keeping small factors keeps sizes that divide each other divisible (240
+                # channels in 3 groups, a quarter of 480 for a bottleneck: 12, 12 and 3)
+                step = math.gcd(v, FACTORS) if self.factors else 1
+                v = max(step * (self.cap // step), step) if step <= self.cap else self.cap
             return ast.copy_location(ast.Constant(v), node)
         return node
 
@@ -63,8 +69,9 @@ def _arithmetic(node: ast.AST) -> bool:
     )
 
 
-def shrink(source: str, cap: int | None = CAP) -> str:
-    """The task with batch sizes at most 2 and (unless ``cap`` is None) other ints at most cap."""
+def shrink(source: str, cap: int | None = CAP, factors: bool = False) -> str:
+    """The task with batch sizes at most 2 and (unless ``cap`` is None) other ints at most cap;
+    with ``factors``, each shrunk int a multiple of its greatest common divisor with 12."""
     tree = ast.parse(source)
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign) and _arithmetic(stmt.value):  # N = 2048 * 2
@@ -72,7 +79,7 @@ def shrink(source: str, cap: int | None = CAP) -> str:
             stmt.value = ast.Constant(value)
         if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant | ast.Tuple):
             names = [t.id for t in stmt.targets if isinstance(t, ast.Name)]
-            stmt.value = _Shrink(" ".join(names), cap).visit(stmt.value)
+            stmt.value = _Shrink(" ".join(names), cap, factors).visit(stmt.value)
     return ast.unparse(tree)
 
 
@@ -124,14 +131,17 @@ def check_task(task, languages: list[str], cap: int, max_cap: int, evaluator) ->
 
     texts, results = [], {}
     for lang in languages:
-        size = cap
+        size, factors = cap, False
         while True:
             small = Task(id=task.id + f"-small{size}", name=task.name,
-                         source=shrink(task.source, size))  # fmt: skip
+                         source=shrink(task.source, size, factors))  # fmt: skip
             try:
                 ms = analyze(small)
             except NoMatch as err:  # sizes tied by a literal (full size is hours)
                 verdict = Verdict(f"{UNCHECKED}, the shrunk task does not build: {str(err)[:120]}")
+                if not factors:  # the same size again, sizes kept divisible by each other
+                    factors = True
+                    continue
             else:
                 code = generate(ms, lang, baseline(ms), [])
                 verdict = _verdict(small, code, lang, evaluator, check, check_source, Verdict)

@@ -81,3 +81,11 @@ def test_a_size_that_cannot_decide_is_retried_larger():
     assert not cov._retry(f"{UNCHECKED}: {ILL_CONDITIONED} (...)", cov.ILL_CAP)
     assert not cov._retry("incorrect: 3 of 8 elements outside", 16)
     assert not cov._retry("correct", 16)
+
+
+def test_shrink_can_keep_sizes_divisible_by_each_other():
+    source = "in_channels = 240\nout_channels = 480\ngroups = 3\nheight = 224\n"
+    small = _coverage().shrink(source, 16, factors=True)
+    assert "in_channels = 12" in small and "out_channels = 12" in small
+    assert "groups = 3" in small and "height = 16" in small
+    assert "in_channels = 16" in _coverage().shrink(source, 16)
