@@ -89,3 +89,10 @@ def test_shrink_can_keep_sizes_divisible_by_each_other():
     assert "in_channels = 12" in small and "out_channels = 12" in small
     assert "groups = 3" in small and "height = 16" in small
     assert "in_channels = 16" in _coverage().shrink(source, 16)
+
+
+def test_a_small_cap_leaves_channel_counts_at_sixteen():
+    source = "in_channels = 32\nout_channels = 64\nkernel_size = 5\nlength = 131072\n"
+    small = _coverage().shrink(source, 4)
+    assert "in_channels = 16" in small and "out_channels = 16" in small
+    assert "kernel_size = 4" in small and "length = 4" in small
