@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -19,6 +20,8 @@ from htam.evaluate.judge.compare import compare_tensor
 from htam.tasks.module import load_task_module
 
 UNCHECKED = "not checked"  # the verdict's start when the reference itself fails
+REFERENCE_FAILS = "the reference fails at this size"
+ILL_CONDITIONED = "ill-conditioned, the reference is off from float64 too"
 
 
 def load_solution(code: str):
@@ -34,11 +37,42 @@ def load_solution(code: str):
     return module
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """A check's outcome: ``message`` is "correct" or why not; ``max_error`` the largest
+    absolute difference from the reference where both are tensors of one shape (else None)."""
+
+    message: str
+    max_error: float | None = None
+
+    @property
+    def status(self) -> str:
+        """correct, incorrect, error or unchecked (the message's first word, normalized)."""
+        if self.message.startswith(UNCHECKED):
+            return "unchecked"
+        return self.message.split(":")[0].split(" ")[0]
+
+
+def max_error(out, ref) -> float | None:
+    """The largest absolute difference of two same-shaped floating tensors (None otherwise)."""
+    same = isinstance(out, torch.Tensor) and isinstance(ref, torch.Tensor)
+    if not same or out.shape != ref.shape or not ref.is_floating_point() or ref.numel() == 0:
+        return None
+    diff = (out.double() - ref.double()).abs().nan_to_num(nan=float("inf"))
+    both_nan = torch.isnan(out) & torch.isnan(ref)
+    return float(diff.masked_fill(both_nan | (out == ref), 0.0).max())
+
+
 def check_solution(source: str, code: str, device: str = "cpu") -> str:
     """ "correct", or what went wrong running ``code``'s ModelNew against ``source``'s Model
     (its own sizes, on ``device``). Starts with :data:`UNCHECKED` when the reference fails, or
     when the candidate differs from a reference that differs from its own float64 form (the
     comparison then measures rounding, not the candidate)."""
+    return check(source, code, device).message
+
+
+def check(source: str, code: str, device: str = "cpu") -> Verdict:
+    """:func:`check_solution` with the largest absolute error beside its message."""
     ref_mod = load_task_module(source, "small", name="htam_check_ref")
     init = ref_mod.get_init_inputs()
     torch.manual_seed(1)
@@ -49,7 +83,8 @@ def check_solution(source: str, code: str, device: str = "cpu") -> str:
         with torch.no_grad():
             ref = model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
     except Exception as err:  # noqa: BLE001 - sizes tied by a literal (a shrunken task)
-        return f"{UNCHECKED}: the reference fails at this size ({type(err).__name__}: {err})"[:200]
+        why = f"{UNCHECKED}: {REFERENCE_FAILS} ({type(err).__name__}: {err})"
+        return Verdict(why[:200])
     try:
         sol = load_solution(code)
         torch.manual_seed(0)
@@ -57,14 +92,14 @@ def check_solution(source: str, code: str, device: str = "cpu") -> str:
         with torch.no_grad():
             out = new(*inputs)
     except Exception as err:  # noqa: BLE001 - any failure of generated code is the verdict
-        return f"error {type(err).__name__}: {str(err)[:160]}"
-    why = compare_tensor(out, ref, TOLERANCES)
+        return Verdict(f"error {type(err).__name__}: {str(err)[:160]}")
+    why, err = compare_tensor(out, ref, TOLERANCES), max_error(out, ref)
     if why is None:
-        return "correct"
+        return Verdict("correct", err)
     off = _reference_error(ref_mod, init, inputs, ref, device)
     if off is not None:  # at this size the reference's own rounding decides the result
-        return f"{UNCHECKED}: ill-conditioned, the reference is off from float64 too ({off})"
-    return f"incorrect: {why}"
+        return Verdict(f"{UNCHECKED}: {ILL_CONDITIONED} ({off})", err)
+    return Verdict(f"incorrect: {why}", err)
 
 
 def _reference_error(ref_mod, init: list, inputs: list, ref, device: str) -> str | None:

@@ -25,7 +25,7 @@ from htam.offline.front.lower import CNode
 from htam.offline.front.lower import lower as lower_graph
 from htam.offline.front.trace import NoMatch, Traced, Unbuildable, trace_task
 from htam.offline.graph.match import FAMILY as MODEL_FAMILY
-from htam.offline.graph.match import match_model, render_model
+from htam.offline.graph.match import ModelIR, match_model, render_model
 from htam.offline.guard import input_checks
 from htam.offline.ir.model import Match
 from htam.offline.matcher.families import match_families, match_library_prefix
@@ -68,7 +68,9 @@ def lower(traced: Traced) -> CNode:
 # -- 3 match --------------------------------------------------------------------------------
 def match(traced: Traced, source: str) -> Match:
     """The family that the lowered graph fits, else the library path (its reason added), else
-    the whole model cut into library calls and kernels of ours (:mod:`htam.offline.graph`)."""
+    the whole model cut into library calls and kernels of ours (:mod:`htam.offline.graph`).
+    A network (a library prefix of several layers) is a whole model where that path runs more
+    kernels of ours than the library path's one tail."""
     try:
         found = match_families(lower(traced), traced, source)
     except NoMatch as err:
@@ -76,8 +78,28 @@ def match(traced: Traced, source: str) -> Match:
             found = match_library_prefix(traced, source, err)
         except NoMatch as lib_err:
             return match_model(source, lib_err)
+        whole = _whole_model(source) if found.layers >= NETWORK_LAYERS else None
+        if whole is not None:  # as match_model's own matches: no input checks
+            return whole
     found.input_checks = input_checks(traced.inputs)
     return found
+
+
+# A library prefix of this many layers is a network rather than one call and its epilogue:
+# the whole-model path covers the norms and activations between its layers, which the library
+# path leaves to torch (a ResNet block: three convolutions, their batch norms and ReLUs).
+NETWORK_LAYERS = 2
+
+
+def _whole_model(source: str) -> Match | None:
+    """The whole-model match when it runs at least two kernels of ours (more than the library
+    path's tail), else None."""
+    try:
+        whole = match_model(source)
+    except NoMatch:
+        return None
+    calls = whole.ir_as(ModelIR).calls
+    return whole if sum(calls.values()) >= 2 else None
 
 
 def _match_source(source: str) -> Match:

@@ -33,6 +33,19 @@ def test_there_are_enough_fixtures():
     assert len(MODELS) >= 10 and len(VARIANTS) >= 8
 
 
+# networks whose layers a library prefix would hold (with the norms and activations between
+# them): the whole-model path runs those in kernels of ours instead of one tail kernel
+NETWORKS = ["mha_encoder_layer", "mlp_residual_norm", "mobilenet_block", "resnet_bottleneck",
+            "squeeze_excitation", "tiny_unet"]  # fmt: skip
+
+
+@pytest.mark.parametrize("stem", NETWORKS)
+def test_a_network_takes_the_whole_model_path(stem):
+    m = analyze(fixture_task("models", stem))
+    assert m.family == "model" and not m.library
+    assert sum(m.ir.calls.values()) >= 2, m.ir.calls
+
+
 # one program a row, or a channel, each a Python loop in the interpreter: 15-50 s
 _SLOW = {"tall_log_softmax", "batchnorm_unit_height"}
 

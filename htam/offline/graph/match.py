@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
 from htam.offline.front.trace import NoMatch
 from htam.offline.graph import cpp_rt, triton_rt
@@ -21,6 +22,8 @@ FAMILY = "model"
 @dataclass
 class ModelIR:
     rewritten: Rewritten
+    # primitive -> how often the dry run's forward called it (the kernels of our own that run)
+    calls: Counter = field(default_factory=Counter)
 
 
 def match_model(source: str, why: NoMatch | None = None) -> Match:
@@ -30,7 +33,8 @@ def match_model(source: str, why: NoMatch | None = None) -> Match:
         rw = rewrite(source)
     except NoMatch as err:
         raise NoMatch(f"{why}; whole model: {err}" if why else str(err)) from err
-    if not dry_run(rw, source):
+    calls = dry_run(rw, source)
+    if not calls:
         found = ", ".join(sorted(rw.sites))
         prefix = f"{why}; whole model: " if why else ""
         raise NoMatch(f"{prefix}its covered modules ({found}) never run in forward")
@@ -39,7 +43,7 @@ def match_model(source: str, why: NoMatch | None = None) -> Match:
         family=FAMILY,
         summary=f"whole model, kernels for: {sites}; library calls kept in torch",
         inputs=rw.forward_args,
-        ir=ModelIR(rw),  # type: ignore[arg-type]  # Match.ir's union cannot name this layer's IR
+        ir=ModelIR(rw, Counter(calls)),  # type: ignore[arg-type]  # Match.ir's union cannot name this layer's IR
         init_source="",
     )
 

@@ -186,6 +186,7 @@ class Match:
     # kernel reads as operands (a convolution, a GEMM...); empty when the kernel reads inputs only.
     prelude: list[str] = field(default_factory=list)
     library: str = ""  # what the prelude computes, for the summary ("" without one)
+    layers: int = 0  # the prefix's convolutions, matrix products, attentions (a network's layers)
     # Forward inputs a channels-last prefix's convolutions read directly (the kernel does not).
     conv_inputs: tuple[str, ...] = ()
     # The prefix's matrix products of inputs and parameters, by the prelude line computing each.

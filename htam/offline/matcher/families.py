@@ -134,6 +134,7 @@ def match_library_prefix(traced: Traced, source: str, err: NoMatch) -> Match:
         attr_buffers=buffers,
         prelude=lib.prelude,
         library=lib.library,
+        layers=lib.layers,
         conv_inputs=conv_inputs,
         prefix_gemms=lib.gemms,
     )

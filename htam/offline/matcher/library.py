@@ -80,14 +80,28 @@ def _heavy(n: CNode) -> bool:
         return True
     if n.op != "opaque":
         return False
+    return bool(_LIBRARY.search(_name(n)))
+
+
+def _name(n: CNode) -> str:
+    """An opaque node's module class or function name."""
     node: fx.Node = n.attrs["fx"]
     if node.op == "call_module":
         owner = node.graph.owning_module
         path = cast(str, node.target)  # a module call's target is the module's path
-        name = type(owner.get_submodule(path)).__name__ if owner is not None else ""
-    else:
-        name = node.target if isinstance(node.target, str) else node.target.__name__
-    return bool(_LIBRARY.search(name))
+        return type(owner.get_submodule(path)).__name__ if owner is not None else ""
+    return node.target if isinstance(node.target, str) else node.target.__name__
+
+
+_NORM_OR_POOL = re.compile(r"norm|pool", re.IGNORECASE)
+
+
+def _layers(prefix: list[CNode]) -> int:
+    """How many of the prefix's operations are a network's layers (a convolution, a matrix
+    product, an attention), norms and pools not counted."""
+    return sum(
+        _heavy(n) and not (n.op == "opaque" and _NORM_OR_POOL.search(_name(n))) for n in prefix
+    )
 
 
 def _resolves(model: torch.nn.Module, path: str) -> bool:
@@ -245,6 +259,7 @@ class LibraryMatch(NamedTuple):
     library: str  # what the prefix computes, for the summary
     # the prefix's matrix products of forward inputs and parameters, by the prelude line's name
     gemms: dict[str, GemmIR]
+    layers: int  # the prefix's convolutions, matrix products and attentions (norms, pools apart)
 
 
 def match_library(traced: Traced, build_kernel: KernelBuilder) -> LibraryMatch:
@@ -277,7 +292,8 @@ def match_library(traced: Traced, build_kernel: KernelBuilder) -> LibraryMatch:
             continue
         held = [n for n in nodes if id(n) in prefix]
         gemms = _products(held, prelude)
-        return LibraryMatch(family, ir, summary, features, prelude, _library_names(held), gemms)
+        names = _library_names(held)
+        return LibraryMatch(family, ir, summary, features, prelude, names, gemms, _layers(held))
     raise NoMatch(f"no chain after the library operations fits a kernel ({last})")
 
 
