@@ -6,7 +6,7 @@
 # phases: doctor, corpus (every CUDA and Triton file of tests/evaluate/corpus, 8 test workers;
 # CORPUS_SHARD as test_corpus.py's HTAM_CORPUS_SHARD, CORPUS_K as pytest's -k),
 # gputests (pytest -m gpu, the corpus aside, GPU_WORKERS test workers, one per file; GPU_TESTS_K
-# as pytest's -k, GPU_TESTS_PATHS the folders or files), memory (gpu_memory.py), throughput
+# as pytest's -k, GPU_TESTS_PATHS the folders or files), memory (gpu_memory.py, MEMORY_TASKS its task stems), throughput
 # (gpu_throughput.py), offline (the offline proposer's baseline of every KernelBench task, 6
 # processes sharing the GPU through its queue), families (gpu_families.py), probe (gpu_reference_probe.py
 # $PROBE_ARGS), mechanism
@@ -35,7 +35,7 @@ for spec in "$@"; do
         echo "exit $?"; grep -E " (PASSED|FAILED|ERROR) |^(FAILED|ERROR)|passed|failed" \
             "$OUT/gputests.log" | tail -70 ;;
     memory) timeout -s KILL "$secs" python3 scripts/device/gpu_memory.py .gpu/memory \
-            >"$OUT/memory.log" 2>&1
+            ${MEMORY_TASKS:-} >"$OUT/memory.log" 2>&1
         echo "exit $?"; tail -20 "$OUT/memory.log"; cp .gpu/memory/gpu_memory.json .gpu/memory/gpu_memory.md "$OUT/" 2>/dev/null ;;
     throughput) python3 scripts/device/gpu_throughput.py .gpu/throughput --budget-s $((secs - 30)) \
             ${THROUGHPUT_ARGS:-} >"$OUT/throughput.log" 2>&1
