@@ -83,8 +83,7 @@ def check(source: str, code: str, device: str = "cpu") -> Verdict:
         with torch.no_grad():
             ref = model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
     except Exception as err:  # noqa: BLE001 - sizes tied by a literal (a shrunken task)
-        why = f"{UNCHECKED}: {REFERENCE_FAILS} ({type(err).__name__}: {err})"
-        return Verdict(why[:200])
+        return Verdict(f"{UNCHECKED}: {REFERENCE_FAILS} ({type(err).__name__}: {err})"[:200])
     try:
         sol = load_solution(code)
         torch.manual_seed(0)
@@ -93,13 +92,13 @@ def check(source: str, code: str, device: str = "cpu") -> Verdict:
             out = new(*inputs)
     except Exception as err:  # noqa: BLE001 - any failure of generated code is the verdict
         return Verdict(f"error {type(err).__name__}: {str(err)[:160]}")
-    why, err = compare_tensor(out, ref, TOLERANCES), max_error(out, ref)
+    why, worst = compare_tensor(out, ref, TOLERANCES), max_error(out, ref)
     if why is None:
-        return Verdict("correct", err)
+        return Verdict("correct", worst)
     off = _reference_error(ref_mod, init, inputs, ref, device)
     if off is not None:  # at this size the reference's own rounding decides the result
-        return Verdict(f"{UNCHECKED}: {ILL_CONDITIONED} ({off})", err)
-    return Verdict(f"incorrect: {why}", err)
+        return Verdict(f"{UNCHECKED}: {ILL_CONDITIONED} ({off})", worst)
+    return Verdict(f"incorrect: {why}", worst)
 
 
 def _reference_error(ref_mod, init: list, inputs: list, ref, device: str) -> str | None:

@@ -94,7 +94,7 @@ def apply(shift: Shift, x: list, in_place: bool = False) -> list:
         if how is None
         else _skewed(v, how)
         if isinstance(how, float)
-        else _moved(v, *how, in_place=in_place)
+        else _moved(v, how[0], how[1], in_place=in_place)
         for how, v in zip(shift, x, strict=True)
     ]
 
