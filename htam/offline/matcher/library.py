@@ -32,6 +32,8 @@ from htam.offline.front.trace import NoMatch, Traced
 from htam.offline.ir.model import LIBRARY_PREFIX, EwIR, GemmIR, RowIR
 from htam.offline.matcher.build import GEMM_OPS
 from htam.offline.matcher.gemm import match_gemm
+from htam.offline.matcher.layers import heavy as _heavy
+from htam.offline.matcher.layers import layers as _layers
 
 # Names fx's printed code may use; anything else (a helper function's global) is refused.
 _GLOBALS_OK = {"torch", "inf", "nan", "NoneType", "device", "fx_pytree", "pytree", "getattr"}
@@ -64,44 +66,8 @@ def _ancestors(out: CNode) -> list[CNode]:
     return list(seen.values())
 
 
-# What counts as a library call: an operation a vendor library does better than a template
-# (cuDNN, cuBLAS). A prefix must hold one; a mere zeros_like or sort does not make a task a
-# "library call + epilogue".
-_LIBRARY = re.compile(r"conv|pool|norm|linear|einsum|bmm|matmul|mm$|interpolate|upsample|attention",
-                      re.IGNORECASE)  # fmt: skip
-
-
 def _is_library(n: CNode) -> bool:
     return n.op == "opaque" or n.op in GEMM_OPS
-
-
-def _heavy(n: CNode) -> bool:
-    if n.op in GEMM_OPS:
-        return True
-    if n.op != "opaque":
-        return False
-    return bool(_LIBRARY.search(_name(n)))
-
-
-def _name(n: CNode) -> str:
-    """An opaque node's module class or function name."""
-    node: fx.Node = n.attrs["fx"]
-    if node.op == "call_module":
-        owner = node.graph.owning_module
-        path = cast(str, node.target)  # a module call's target is the module's path
-        return type(owner.get_submodule(path)).__name__ if owner is not None else ""
-    return node.target if isinstance(node.target, str) else node.target.__name__
-
-
-_NORM_OR_POOL = re.compile(r"norm|pool", re.IGNORECASE)
-
-
-def _layers(prefix: list[CNode]) -> int:
-    """How many of the prefix's operations are a network's layers (a convolution, a matrix
-    product, an attention), norms and pools not counted."""
-    return sum(
-        _heavy(n) and not (n.op == "opaque" and _NORM_OR_POOL.search(_name(n))) for n in prefix
-    )
 
 
 def _resolves(model: torch.nn.Module, path: str) -> bool:
