@@ -236,6 +236,8 @@ ATTACKS_GPU = [
         "attack_gpu_memory_hog.py",
         "attacking the evaluator",
         "triton",
-        OK + (("runtime_error", "runs alone"),),
+        # or its own allocation fails when a neighbour (another test's evaluator) took memory
+        # between its query and its request: a CUDA error of its own, which the H100 showed
+        OK + (("runtime_error", "runs alone"), ("runtime_error", "CUDA out of memory")),
     ),
 ]
