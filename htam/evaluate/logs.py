@@ -10,20 +10,39 @@ O_NONBLOCK`` and read only when it is a regular file, a bounded number of bytes.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import stat
+import unicodedata
 
 # C0 controls but tab and newline, DEL, C1 controls: what a terminal acts on rather than shows
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Beyond ASCII, by Unicode category: controls, format characters (bidirectional overrides and
+# isolates, zero-width characters, the invisible "tag" letters U+E0020-E007F), line and
+# paragraph separators, and surrogates.
+_HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+
+
+@functools.lru_cache(maxsize=4096)
+def _shown(char: str) -> str:
+    if char in "\t\n" or unicodedata.category(char) not in _HIDDEN:
+        return char
+    return "?"
 
 
 def printable(text: str) -> str:
-    """``text`` with every control character but tab and newline shown as "?". A candidate's
-    log and messages end up on the operator's terminal (``htam eval --log``), where an escape
-    sequence is acted on, not shown: it can clear the screen and print a forged verdict, set the
-    clipboard (OSC 52) or the window title."""
-    return _CONTROL.sub("?", text)
+    """``text`` with every control and format character but tab and newline shown as "?". A
+    candidate's log and messages end up on the operator's terminal (``htam eval --log``), where
+    an escape sequence is acted on, not shown: it can clear the screen and print a forged
+    verdict, set the clipboard (OSC 52) or the window title. Format characters are not acted on
+    but change what is seen: a right-to-left override shows a line reordered (a forged verdict
+    once rendered), and tag characters are invisible on screen yet read as text by the LLM the
+    log is quoted to (instructions no reviewer sees). Line separators split a line for some
+    readers and not others."""
+    if text.isascii():
+        return _CONTROL.sub("?", text)
+    return "".join(map(_shown, text))
 
 
 class NotRegular(OSError):

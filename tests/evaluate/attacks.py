@@ -197,6 +197,15 @@ ATTACKS_CPU = [
     # attack_disk_unlinked.py and attack_inode_flood.py: tests/evaluate/test_limits.py (lower
     # limits)
     # (attack_huge_frame.py and attack_malformed_json.py above belong here too)
+    # ---------------------------------------------------------------- the next prompt
+    # bidirectional overrides, zero-width and tag characters, line separators in the log and in
+    # an exception's message (every result is also checked for them: test_attacks._no_harm)
+    Attack(
+        "attack_unicode_controls.py",
+        "the next prompt",
+        "triton",
+        (("runtime_error", "htam-unicode"),),
+    ),
     # ---------------------------------------------------------------- poisoning later runs
     Attack("attack_poison_cache.py", "poisoning", "triton", OK),
 ]

@@ -14,6 +14,7 @@ import shutil
 import socket
 import tempfile
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -169,6 +170,17 @@ def _connections(a: Arena) -> list[str]:
     return got
 
 
+# What a result may not carry (a terminal acts on it, or it hides or reorders text on display):
+# controls but tab and newline, format characters, line and paragraph separators, surrogates
+_HIDDEN = {"Cc", "Cf", "Zl", "Zp", "Cs"}
+
+
+def _hidden_characters(text: str) -> list[str]:
+    return sorted(
+        {f"U+{ord(c):04X}" for c in text if c not in "\t\n" and unicodedata.category(c) in _HIDDEN}
+    )
+
+
 @dataclass
 class Before:
     cache: dict
@@ -193,6 +205,8 @@ def _no_harm(a: Arena, before: Before, result) -> None:
     text = result.log + " | ".join(result.messages) + " | ".join(result.flags)
     for secret in a.secrets:
         assert secret not in text, "a planted secret came back in the result"
+    hidden = _hidden_characters(text)
+    assert not hidden, f"characters a reader does not see as written came back: {hidden}"
     after = _cache_files(a)
     changed = [k for k, v in before.cache.items() if after.get(k) != v]
     assert not changed, f"cache files changed: {changed}"

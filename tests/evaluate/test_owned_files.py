@@ -138,6 +138,14 @@ def test_printable_shows_control_characters():
     assert printable("a\x1b[2Jb\x07c\x9b31m\td\ne\r") == "a?[2Jb?c?31m\td\ne?"
 
 
+def test_printable_shows_format_characters():
+    # a right-to-left override, an isolate, zero-width characters, a line separator and tag
+    # characters (invisible, read as letters by a language model); other text kept as it is
+    tags = "".join(chr(0xE0000 + ord(c)) for c in "hi")
+    text = "ok \u202ex\u2066\u200b\ufeff\u2028" + tags + " é ü 中 × ∑\t\n"
+    assert printable(text) == "ok ?x?????? é ü 中 × ∑\t\n"
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_terminal_escapes_reach_no_result(planted):
