@@ -103,6 +103,9 @@ ATTACKS_CPU = [
     Attack("attack_burner_reforking.py", "slowing the reference", "triton", OK),
     Attack("attack_cpp_patch_torch.py", "slowing the reference", "cpp", OK_OR_ESCAPE),
     # ---------------------------------------------------------------- patching the harness
+    # the dispatcher's CPU kernels of equal, allclose, isclose and dot replaced (and torch.equal,
+    # torch.allclose from pybind11) beside an answer of zeros: the judge's comparison is its own
+    Attack("attack_cpp_dispatch_override.py", "patching the judge", "cpp", (("incorrect", ""),)),
     Attack(
         "attack_patch_harness_send.py",
         "patching the harness",
