@@ -84,7 +84,7 @@ def _parsable_model_new(code: str) -> str | None:
         return None
     try:
         ast.parse(code)
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError):  # nested past the parser's limit too
         return None
     return code.strip("\n") + "\n"
 

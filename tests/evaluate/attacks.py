@@ -209,6 +209,9 @@ ATTACKS_CPU = [
         "triton",
         (("runtime_error", "htam-unicode"),),
     ),
+    # ---------------------------------------------------------------- stopping the run
+    # a sum of 695 terms (Python runs it): the host's static check ran past the recursion limit
+    Attack("attack_deep_expression.py", "stopping the run", "triton", (("rejected", "nested"),)),
     # ---------------------------------------------------------------- poisoning later runs
     Attack("attack_poison_cache.py", "poisoning", "triton", OK),
 ]

@@ -2,6 +2,7 @@
 
 import pytest
 
+from htam.evaluate.host import inline_calls
 from htam.evaluate.host.static import check_source
 
 HEAD = "import torch\nimport torch.nn as nn\n"
@@ -163,3 +164,13 @@ def test_a_class_model_of_the_solutions_own_is_not_the_reference():
 def test_torchs_generated_code_style_is_not_its_compiler(line, refused):
     code = HEAD + line + "\n" + KERNEL + MODEL
     assert ("torch-compiler" in {v.rule for v in check_source(code, "cpp")}) is refused
+
+
+@pytest.mark.parametrize("terms", [700, 5000])
+def test_a_tree_too_deep_to_walk_is_refused_not_raised(terms):
+    # Python runs a sum of 700 terms; the rules' recursive walk (and past 3,000 the parser)
+    # raised RecursionError out of the evaluator, which ended the optimization run
+    code = HEAD + KERNEL + MODEL + "\nX = 1" + " + 1" * terms + "\n"
+    assert [v.rule for v in check_source(code, "triton")] == ["nesting"]
+    # the build ahead finds the extension, or (past the parser's limit) nothing; never raises
+    assert inline_calls.calls(code) in ([], [{"name": "e", "cpp_sources": ""}])

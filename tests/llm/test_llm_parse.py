@@ -91,3 +91,10 @@ def test_extract_json(reply):
 def test_extract_json_failure():
     with pytest.raises(ValueError, match="no valid JSON"):
         extract_json("strategy_id: a.b")
+
+
+def test_code_nested_past_the_parsers_limit_is_no_code():
+    # a sum of 5,000 terms written out: ast.parse raises RecursionError, which ended the run
+    deep = "import torch\nclass ModelNew:\n    pass\nx = 1" + " + 1" * 5000 + "\n"
+    assert extract_code(deep) is None
+    assert extract_code(f"Here:\n```python\n{deep}") is None

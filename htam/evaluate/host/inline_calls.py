@@ -139,8 +139,13 @@ def calls(code: str) -> list[dict]:
     """The bound arguments of each ``load_inline`` call in ``code`` that can be prebuilt."""
     try:
         tree = ast.parse(code)
-    except (SyntaxError, ValueError):
+        return _calls(tree)
+    except (SyntaxError, ValueError, RecursionError):
+        # (too deep a tree: the static rules refuse it; nothing is built ahead)
         return []
+
+
+def _calls(tree: ast.Module) -> list[dict]:
     names = _constants(tree)
     found = []
     for node in ast.walk(tree):

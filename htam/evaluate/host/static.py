@@ -267,15 +267,31 @@ def _build_variable(key: ast.AST) -> bool:
     return isinstance(key, ast.Constant) and key.value in BUILD_VARIABLES
 
 
+TOO_DEEP = Violation(
+    "nesting",
+    0,
+    "expressions or statements nested deeper than the static rules can check (a sum of "
+    "hundreds of terms written out is one): write it as a loop, sum() or a table",
+)
+
+
 def check_source(code: str, language: str, allow_torch: bool = False) -> list[Violation]:
     """All rule violations in ``code``; empty means the source may run."""
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:
         return [Violation("syntax", exc.lineno or 0, f"syntax error: {exc.msg}")]
+    except RecursionError:  # deeper still: the parser itself gave up
+        return [TOO_DEEP]
     own_model = any(isinstance(n, ast.ClassDef) and n.name == "Model" for n in tree.body)
     checker = _Checker(own_model)
-    checker.visit(tree)
+    try:
+        checker.visit(tree)
+    except RecursionError:
+        # A tree the rules cannot walk is a tree they cannot vouch for. Python itself runs a
+        # sum of 700 terms (its compiler recurses in C); raised from here, the error ended
+        # the evaluation and the whole optimization run.
+        return [TOO_DEEP]
     checker.judge_set_attrs()
     found = checker.found
     has_model_new = any(
