@@ -210,6 +210,15 @@ ATTACKS_CPU = [
         (("runtime_error", "htam-unicode"),),
     ),
     # ---------------------------------------------------------------- stopping the run
+    # every call's time reported as exactly 0, on a call shorter than the clock's resolution
+    Attack(
+        "attack_zero_time.py",
+        "stopping the run",
+        "cpp",
+        # or, where the judge's clock puts a floor above 0 under it, escaped work or a bounded ok
+        (("rejected", "median time is 0 ms"), ("rejected", "escaped")) + OK,
+        max_speedup=10.0,
+    ),
     # a sum of 695 terms (Python runs it): the host's static check ran past the recursion limit
     Attack("attack_deep_expression.py", "stopping the run", "triton", (("rejected", "nested"),)),
     # ---------------------------------------------------------------- poisoning later runs

@@ -71,3 +71,24 @@ def test_returning_the_lent_slot_buys_nothing_on_the_gpu():
     for result in (honest, forged):
         assert result.status == "rejected", result.messages
         assert "shares storage with an output of the call before" in " ".join(result.messages)
+
+
+@pytest.mark.parametrize(("median_ms", "status"), [(0.0, "rejected"), (0.004, "ok")])
+def test_a_median_time_of_zero_is_rejected_not_divided_by(median_ms, status):
+    # every call reported as 0 ms, below what the judge's clock can bound on a short call: the
+    # host divided by it after the verdict, and the ZeroDivisionError ended the run
+    from htam.evaluate import EvalConfig
+    from htam.evaluate.frames import TimingFigures, Verdict
+    from htam.evaluate.host.verdict import judge_outcome
+    from htam.evaluate.host.watchdog import JobOutcome
+    from htam.evaluate.result import EvalResult
+    from htam.status import Status
+
+    timing = TimingFigures(
+        median_ms=median_ms, min_ms=0.0, max_ms=median_ms, iqr_ms=0.0, trials=10, method="x"
+    )
+    result = EvalResult(Status.OK)
+    outcome = JobOutcome(frames=[Verdict(status=Status.OK, timing=timing)])
+    judge_outcome(result, outcome, EvalConfig())
+    assert result.status == status
+    assert status == "ok" or "median time is 0 ms" in result.messages[0]

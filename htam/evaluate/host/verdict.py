@@ -20,6 +20,10 @@ from htam.status import EVALUATOR_GPU_MEMORY, Fault, Status
 # of another's on a loaded machine, and that step's speedup became the run's best)
 REFERENCE_DRIFT = {"cuda": 1.15, "cpu": 2.0}
 EVALUATOR_FAILED = "the evaluator could not judge this task"
+ZERO_TIME = (
+    "[timing] the calls' median time is 0 ms by the solution's own events, and the judge's clock "
+    "cannot bound calls this short here: a time no call takes (a forged timer)"
+)
 
 
 def signal_name(code: int | None) -> str:
@@ -50,6 +54,11 @@ def judge_outcome(result: EvalResult, outcome: JobOutcome, config: EvalConfig) -
         ]
         return
     status, message = verdict.status, verdict.message
+    if status is Status.OK and verdict.timing is not None and not verdict.timing.median_ms > 0:
+        # No real call takes no time: a median of 0 is the candidate's events saying 0 where the
+        # judge's clock, at its resolution, could put no floor under them. Every figure over
+        # the candidate's time divided by it (out of the evaluation, ending the run).
+        status, message = Status.REJECTED, ZERO_TIME
     if status is Status.OK:
         result.status = Status.OK
         return
