@@ -73,10 +73,13 @@ def test_returning_the_lent_slot_buys_nothing_on_the_gpu():
         assert "shares storage with an output of the call before" in " ".join(result.messages)
 
 
-@pytest.mark.parametrize(("median_ms", "status"), [(0.0, "rejected"), (0.004, "ok")])
+@pytest.mark.parametrize(
+    ("median_ms", "status"), [(0.0, "rejected"), (5e-324, "rejected"), (0.004, "ok")]
+)
 def test_a_median_time_of_zero_is_rejected_not_divided_by(median_ms, status):
     # every call reported as 0 ms, below what the judge's clock can bound on a short call: the
-    # host divided by it after the verdict, and the ZeroDivisionError ended the run
+    # host divided by it after the verdict, and the ZeroDivisionError ended the run (a denormal
+    # made the speedup infinite)
     from htam.evaluate import EvalConfig
     from htam.evaluate.frames import TimingFigures, Verdict
     from htam.evaluate.host.verdict import judge_outcome
@@ -91,4 +94,4 @@ def test_a_median_time_of_zero_is_rejected_not_divided_by(median_ms, status):
     outcome = JobOutcome(frames=[Verdict(status=Status.OK, timing=timing)])
     judge_outcome(result, outcome, EvalConfig())
     assert result.status == status
-    assert status == "ok" or "median time is 0 ms" in result.messages[0]
+    assert status == "ok" or "median time is" in result.messages[0]

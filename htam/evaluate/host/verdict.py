@@ -20,10 +20,16 @@ from htam.status import EVALUATOR_GPU_MEMORY, Fault, Status
 # of another's on a loaded machine, and that step's speedup became the run's best)
 REFERENCE_DRIFT = {"cuda": 1.15, "cpu": 2.0}
 EVALUATOR_FAILED = "the evaluator could not judge this task"
-ZERO_TIME = (
-    "[timing] the calls' median time is 0 ms by the solution's own events, and the judge's clock "
-    "cannot bound calls this short here: a time no call takes (a forged timer)"
-)
+# Below any call of a forward through Python (a microsecond or more on either device)
+MIN_MEDIAN_MS = 1e-4
+
+
+def _too_short(median_ms: float) -> str:
+    return (
+        f"[timing] the calls' median time is {median_ms:.3g} ms by the solution's own events, "
+        f"below what any call takes ({MIN_MEDIAN_MS * 1e3:.1f} us), and the judge's clock cannot "
+        "bound calls this short here: a forged timer"
+    )
 
 
 def signal_name(code: int | None) -> str:
@@ -54,11 +60,13 @@ def judge_outcome(result: EvalResult, outcome: JobOutcome, config: EvalConfig) -
         ]
         return
     status, message = verdict.status, verdict.message
-    if status is Status.OK and verdict.timing is not None and not verdict.timing.median_ms > 0:
-        # No real call takes no time: a median of 0 is the candidate's events saying 0 where the
-        # judge's clock, at its resolution, could put no floor under them. Every figure over
-        # the candidate's time divided by it (out of the evaluation, ending the run).
-        status, message = Status.REJECTED, ZERO_TIME
+    timing = verdict.timing
+    if status is Status.OK and timing is not None and not timing.median_ms >= MIN_MEDIAN_MS:
+        # No call takes (next to) no time: such a median is the candidate's events saying so
+        # where the judge's clock, at its resolution, could put no floor under them. Every
+        # figure over the candidate's time divides by it: 0 ended the run (ZeroDivisionError),
+        # a denormal made the speedup infinite.
+        status, message = Status.REJECTED, _too_short(timing.median_ms)
     if status is Status.OK:
         result.status = Status.OK
         return
