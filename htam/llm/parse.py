@@ -47,8 +47,10 @@ def extract_code(reply: str) -> str | None:
     """The last Python code block of ``reply`` that defines ``class ModelNew``, or None.
 
     Accepts ```python, ```py and untagged fences, CRLF line ends, prose around the block, a
-    final fence left open (the code must then parse), and a reply that is only code.
+    final fence left open (the code must then parse), and a reply that is only code. A lone
+    surrogate (a JSON escape of half a pair, which no file can hold) becomes "?".
     """
+    reply = reply.encode("utf-8", "replace").decode("utf-8")
     _, text = split_think(reply)
     blocks = [body for tag, body in _FENCE.findall(text) if tag.lower() in PYTHON_TAGS]
     for body in reversed(blocks):

@@ -337,3 +337,13 @@ def test_attack_gpu(gpu_arena, attack):
     assert not _redteam_processes()
     honest = _evaluate(ev, "honest_relu_cuda.py", "cuda")
     assert honest.status == "ok", honest.messages
+
+
+def test_a_solution_that_is_not_valid_text_is_refused(arena):
+    # A lone surrogate (json.loads takes "\ud83d" from a proposer's reply): the static check's
+    # ast.parse raised UnicodeEncodeError out of Evaluator.evaluate, which ended the run.
+    code = (FIXTURES / "honest_relu_triton.py").read_text() + "\n# \ud83d\n"
+    result = arena.evaluator.evaluate(task_for(RELU), code, "triton")
+    assert result.status == "compile_error", result.messages
+    assert "lone surrogate" in result.messages[0]
+    assert not _hidden_characters(" | ".join(result.messages))

@@ -98,3 +98,10 @@ def test_code_nested_past_the_parsers_limit_is_no_code():
     deep = "import torch\nclass ModelNew:\n    pass\nx = 1" + " + 1" * 5000 + "\n"
     assert extract_code(deep) is None
     assert extract_code(f"Here:\n```python\n{deep}") is None
+
+
+def test_a_lone_surrogate_becomes_a_question_mark():
+    # json.loads takes "\\ud83d" from an endpoint's reply; no file or encoder takes the result
+    code = extract_code(f"```python\n{GOOD_CODE}# \ud83d\n```")
+    assert code is not None and code.endswith("# ?\n")
+    code.encode()

@@ -224,6 +224,10 @@ class Evaluator:
             language=language,
             isolation=self.isolation,
         )
+        if not _encodable(code):  # a lone surrogate (a JSON escape of half a pair): no source
+            result.status = Status.COMPILE_ERROR
+            result.messages = ["the solution is not valid Unicode text (a lone surrogate)"]
+            return result
         if len(code.encode()) > MAX_SOLUTION_BYTES:
             result.status = Status.REJECTED
             result.messages = [
@@ -318,3 +322,11 @@ class Evaluator:
 
 
 __all__ = ["Evaluator", "EvaluatorError", "Reference"]
+
+
+def _encodable(code: str) -> bool:
+    try:
+        code.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
