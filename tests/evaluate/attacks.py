@@ -253,6 +253,19 @@ ATTACKS_GPU = [
         (("compile_error", "Permission denied"),),
     ),
     Attack("attack_kill_evaluator.py", "attacking the evaluator", "triton", OK),
+    Attack(
+        "attack_zero_time_triton.py",
+        "stopping the run",
+        "triton",
+        (("rejected", "median time is"), ("rejected", "escaped")) + OK,
+    ),
+    Attack("attack_deep_expression.py", "stopping the run", "triton", (("rejected", "nested"),)),
+    Attack(
+        "attack_unicode_controls.py",
+        "the next prompt",
+        "triton",
+        (("runtime_error", "htam-unicode"),),
+    ),
     # (the NaN time, sibling-job and shared-map attacks are C++ candidates for the CPU list: a
     # C++ solution does not run on target cuda, which the H100 said of them)
     # the reference's runner out of GPU memory beside it: the candidate's failure, not the task's

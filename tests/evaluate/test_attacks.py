@@ -333,6 +333,7 @@ def test_attack_gpu(gpu_arena, attack):
         f"{attack.fixture}: {result.status} ({text})\n{result.log[-1500:]}"
     )
     assert key not in result.log + text
+    assert not _hidden_characters(result.log + text)
     time.sleep(1.0)
     assert not _redteam_processes()
     honest = _evaluate(ev, "honest_relu_cuda.py", "cuda")
