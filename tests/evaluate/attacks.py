@@ -153,6 +153,8 @@ ATTACKS_CPU = [
     # red team 10: pipe buffers, kernel memory in no resident set (2.4 GB under 1 GiB)
     Attack("attack_pipe_hoard.py", "escaping", "triton", (("runtime_error", "host memory"),)),
     Attack("attack_host_proc_argv.py", "reading", "triton", OK),
+    # keystrokes into the operator's terminal (TIOCSTI): no terminal is in its reach
+    Attack("attack_tiocsti.py", "escaping", "triton", OK),
     # attack_symlink_build_cache.py has its own test (two runs)
     # ---------------------------------------------------------------- escaping
     Attack("attack_spawn_setsid.py", "escaping", "triton", OK),
