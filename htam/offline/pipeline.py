@@ -79,9 +79,9 @@ def match(traced: Traced, source: str) -> Match:
         except NoMatch as lib_err:
             return match_model(source, lib_err)
         whole = _whole_model(source) if found.layers >= NETWORK_LAYERS else None
-        if whole is not None:  # as match_model's own matches: no input checks
+        if whole is not None:  # checked as match_model's own matches (dtypes only)
             return whole
-    found.input_checks = input_checks(traced.inputs)
+    found.input_checks = input_checks(traced.inputs, traced.model)
     return found
 
 

@@ -6,7 +6,7 @@ calls, the backend's module-level setup and kernels, then ``ModelNew`` (the refe
 from __future__ import annotations
 
 from htam.offline.backends.base import KernelCode
-from htam.offline.guard import CHECK_HELPER, LANGUAGE_DEVICES
+from htam.offline.guard import CHECK_HELPER, check_call
 from htam.offline.ir.model import Match
 from htam.offline.params import Params, header
 
@@ -86,10 +86,7 @@ def solution_file(
     body += ["        " + line for line in code.init]
     signature = ", ".join(["self", *match.inputs])
     body.append(f"\n    def forward({signature}):")
-    if match.input_checks.get("dtypes"):
-        device = LANGUAGE_DEVICES.get(language)
-        args = f"({', '.join(match.inputs)},)"
-        body.append(f"        _checked_inputs({args}, {match.input_checks!r}, {device!r})")
+    body.append("        " + check_call(match.inputs, match.input_checks, language))
     prelude = [line for line in match.prelude if line.split(" = ")[0] not in code.replaced]
     forward = [*code.pre, *prelude, *code.forward]  # the library prefix (torch) between
     body += ["        " + line if line else "" for line in forward]

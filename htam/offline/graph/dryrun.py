@@ -14,6 +14,7 @@ from htam.offline.front.trace import NoMatch
 from htam.offline.graph.recurrent import RECURRENT
 from htam.offline.graph.rewrite import Rewritten
 from htam.offline.graph.runtime import RUNTIME
+from htam.offline.guard import input_checks
 from htam.tasks.module import load_task_module
 
 # The primitives' signatures (triton_rt, cpp_rt), each counting its call and giving a result of
@@ -67,10 +68,11 @@ _FUSE = True
 """
 
 
-def dry_run(rw: Rewritten, source: str) -> list[str]:
-    """The primitives the rewritten model's forward calls, on the task's small inputs: fake
-    tensors first; where those cannot run the model (a value read back in ``__init__``), real
-    ones at the small size."""
+def dry_run(rw: Rewritten, source: str) -> tuple[list[str], dict]:
+    """The primitives the rewritten model's forward calls, on the task's small inputs, and the
+    dtypes its forward may be handed (:func:`htam.offline.guard.input_checks`): fake tensors
+    first; where those cannot run the model (a value read back in ``__init__``), real ones at
+    the small size."""
     code = "\n".join(
         ["import math", "import torch", "import torch.nn as nn", "import torch.nn.functional as F",
          rw.imports, _STANDINS, RUNTIME, RECURRENT, rw.source]
@@ -90,7 +92,7 @@ def dry_run(rw: Rewritten, source: str) -> list[str]:
         raise NoMatch(f"the rewritten model does not run: {type(err).__name__}: {err}") from err
 
 
-def _run(code: str, source: str) -> list[str]:
+def _run(code: str, source: str) -> tuple[list[str], dict]:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         task = load_task_module(source, "small", name="htam_offline_dry_ref")
@@ -98,14 +100,15 @@ def _run(code: str, source: str) -> list[str]:
         exec(compile(code, "<htam whole model>", "exec"), module.__dict__)  # noqa: S102
         model = module.ModelNew(*task.get_init_inputs())
         _deterministic(model)
+        inputs = list(task.get_inputs())
         with torch.no_grad():
-            model(*task.get_inputs())
+            model(*inputs)
     other = sorted(str(d).removeprefix("torch.") for d in module._DTYPES - {torch.float32})
     if other:
         raise NoMatch(
             f"its kernels would get {', '.join(other)} tensors: the templates are float32"
         )
-    return list(module._CALLS)
+    return list(module._CALLS), input_checks(inputs, model, shapes=False)
 
 
 def _deterministic(model: torch.nn.Module) -> None:

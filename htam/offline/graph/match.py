@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -13,6 +14,7 @@ from htam.offline.graph.recurrent import RECURRENT
 from htam.offline.graph.rewrite import Rewritten, rewrite
 from htam.offline.graph.runtime import RUNTIME
 from htam.offline.graph.triton_cells import CELLS
+from htam.offline.guard import CHECK_HELPER, check_call
 from htam.offline.ir.model import Match
 from htam.offline.params import ModelParams, header
 
@@ -33,7 +35,7 @@ def match_model(source: str, why: NoMatch | None = None) -> Match:
         rw = rewrite(source)
     except NoMatch as err:
         raise NoMatch(f"{why}; whole model: {err}" if why else str(err)) from err
-    calls = dry_run(rw, source)
+    calls, checks = dry_run(rw, source)
     if not calls:
         found = ", ".join(sorted(rw.sites))
         prefix = f"{why}; whole model: " if why else ""
@@ -45,6 +47,7 @@ def match_model(source: str, why: NoMatch | None = None) -> Match:
         inputs=rw.forward_args,
         ir=ModelIR(rw, Counter(calls)),  # type: ignore[arg-type]  # Match.ir's union cannot name this layer's IR
         init_source="",
+        input_checks=checks,
     )
 
 
@@ -74,6 +77,19 @@ def render_model(match: Match, language: str, params: ModelParams, applied: list
         f"_FUSE = {params.fuse!r}\n",
         RUNTIME,
         RECURRENT,
-        rw.source,
+        CHECK_HELPER,
+        _checked_forward(rw.source, check_call(match.inputs, match.input_checks, language)),
     ]
     return prune("\n".join(parts)) + "\n"
+
+
+def _checked_forward(source: str, check: str) -> str:
+    """``source`` with ``check`` (:func:`htam.offline.guard.check_call`) as the first statement
+    of ``ModelNew.forward``, after its docstring: the model's own forward, as written, runs only
+    on what the kernels were written for."""
+    tree = ast.parse(source)
+    model = next(s for s in tree.body if isinstance(s, ast.ClassDef) and s.name == "ModelNew")
+    forward = next(s for s in model.body if isinstance(s, ast.FunctionDef) and s.name == "forward")
+    first = 0 if ast.get_docstring(forward) is None else 1
+    forward.body.insert(first, ast.parse(check).body[0])
+    return ast.unparse(ast.fix_missing_locations(tree))
