@@ -12,7 +12,7 @@ import time
 from contextlib import nullcontext
 from pathlib import Path
 
-from rich.console import Group
+from rich.console import Console, Group
 from rich.live import Live
 from rich.markup import escape
 from rich.spinner import Spinner
@@ -41,11 +41,12 @@ def strategy_text(record: dict) -> str:
 OTHER_COLUMNS = 50
 
 
-def chosen_cell(direction: str, strategy: str) -> str:
-    """The table's direction.strategy cell. Where the terminal leaves it too narrow for the
-    whole id, it is broken after the dot: rich would cut a name with no space in it anywhere."""
+def chosen_cell(direction: str, strategy: str, width: int | None = None) -> str:
+    """The table's direction.strategy cell. Where the terminal (``width`` columns, stdout's by
+    default) leaves it too narrow for the whole id, it is broken after the dot: rich would cut a
+    name with no space in it anywhere."""
     text = strategy if strategy.startswith(direction + ".") else f"{direction} · {strategy}"
-    if len(text) > console.width - OTHER_COLUMNS:
+    if len(text) > (width or console.width) - OTHER_COLUMNS:
         text = text.replace(".", ".\n", 1)
     return text
 
@@ -59,10 +60,13 @@ class StepsView:
         verbose: bool = False,
         first: int = 0,
         earlier: list[dict] | None = None,
+        shown: Console | None = None,
     ):
         """``steps``: the run's steps in all; ``first``: the first step this process runs;
         ``earlier``: the records of the steps a ``--resume`` found done (then ``first`` is 0),
-        shown first and marked, since the last line counts them."""
+        shown first and marked, since the last line counts them; ``shown``: the console the
+        steps go to (stdout by default; stderr under --json)."""
+        self.console = shown or console
         self.table = Table(title=title)
         # One column for the direction and the strategy (whose id starts with its direction):
         # at 80 columns two of them cut ids mid-word over three lines; this one breaks an id
@@ -75,7 +79,7 @@ class StepsView:
         self.cost = 0.0
         self.done = first  # finished steps: the number of the one running
         self.started = self.step_started = time.monotonic()
-        self.live = console.is_terminal and not quiet
+        self.live = self.console.is_terminal and not quiet
         for record in earlier or []:
             self.add(record, note=" (before --resume)")
 
@@ -91,7 +95,7 @@ class StepsView:
 
     def display(self):
         if self.live:
-            return Live(self, console=console, refresh_per_second=4, transient=False)
+            return Live(self, console=self.console, refresh_per_second=4, transient=False)
         return nullcontext()
 
     def __call__(self, step) -> None:
@@ -117,20 +121,22 @@ class StepsView:
         ]
         if note:
             self.table.caption = "* ran before --resume"
-        self.table.add_row(row[0], chosen_cell(row[1], row[2]), *row[3:])
+        self.table.add_row(row[0], chosen_cell(row[1], row[2], self.console.width), *row[3:])
         self.step_started = time.monotonic()
         if self.quiet or self.live:  # a live table stays on the screen when the run ends
             return
         # Off a terminal a line per step, and no table after them: it said it all twice.
         cost = f", ${self.cost:.4f}" if self.cost else ""
-        console.print(
+        self.console.print(
             f"step {record['step']}: {row[1]} / {row[2]}: {row[3]} (best {row[4]}, {row[5]} s"
             f"{cost}){note}{'' if self.verbose else _not_the_kernels(fb)}",
             highlight=False,
             soft_wrap=True,
         )
         if self.verbose and fb["status"] != "ok" and fb.get("messages"):
-            console.print(f"  {fb['messages'][0]}", highlight=False, soft_wrap=True, markup=False)
+            self.console.print(
+                f"  {fb['messages'][0]}", highlight=False, soft_wrap=True, markup=False
+            )
 
 
 def _not_the_kernels(feedback: dict) -> str:
