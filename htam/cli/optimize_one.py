@@ -147,9 +147,10 @@ def _prepare(run: OptimizeRun) -> Prepared:
 
 def _print_header(run: OptimizeRun, ready: Prepared, shown: Console) -> None:
     """The size timed and its shapes, the memory bank and the run directory."""
-    shapes = [f"{'x'.join(map(str, s))} {d}" for s, d in ready.timed.inputs]
-    line = timed_line(ready.size, shapes, ready.timed.bytes, ready.task.source)
-    shown.print(line, highlight=False)
+    from htam.agent.summary import timed_shapes  # a 0-dim input is "scalar float32"
+
+    line = timed_line(ready.size, timed_shapes(ready.timed), ready.timed.bytes, ready.task.source)
+    shown.print(line, highlight=False, soft_wrap=True)
     if run.settings.target == "cpu" and ready.config.language == "triton":  # before the speedups
         shown.print(INTERPRETED_NOTE, highlight=False, soft_wrap=True)
     shown.print(f"memory bank: {run.memory}", highlight=False, soft_wrap=True)

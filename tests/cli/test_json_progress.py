@@ -5,28 +5,12 @@ suite's --json does: a run of minutes shows what it is doing."""
 from __future__ import annotations
 
 import json
-from contextlib import nullcontext
 
-import pytest
 from typer.testing import CliRunner
 
 from htam.cli import app
-from tests.agent.fake_evaluator import FakeEvaluator
 
 runner = CliRunner()
-
-
-@pytest.fixture
-def fake_evaluator(monkeypatch, tmp_path):
-    """The real loop and offline proposer on an evaluator that compiles nothing."""
-    import htam.evaluate
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(
-        htam.evaluate, "Evaluator", lambda target, config: nullcontext(FakeEvaluator(config=config))
-    )
-    monkeypatch.setattr(htam.evaluate, "CachedEvaluator", lambda evaluator: evaluator)
-    return {"HTAM_CACHE_DIR": str(tmp_path / "cache")}
 
 
 ARGS = ["optimize", "level1/1_ReLU", "--target", "cpu", "--size", "small", "--steps", "2"]
