@@ -152,11 +152,21 @@ class Probe(_Request):
     op: Literal["probe"] = "probe"
 
 
+class Cache(_Request):
+    """On a large task, between calls and off the judge's clock: ``hold`` False hands what the
+    process's GPU allocator caches back to the card (the other runner and the judge need it
+    meanwhile); True takes as much again before the next call, so that the call does not pay
+    for fresh memory inside its timing (footprint.py)."""
+
+    op: Literal["cache"] = "cache"
+    hold: bool
+
+
 class Exit(_Request):
     op: Literal["exit"] = "exit"
 
 
-Request = Null | Build | Model | Buffers | Use | Call | Collect | Probe | Exit
+Request = Null | Build | Model | Buffers | Use | Call | Collect | Probe | Cache | Exit
 REQUEST: TypeAdapter[Request] = TypeAdapter(Annotated[Request, Field(discriminator="op")])
 
 
@@ -219,6 +229,7 @@ REPLIES = {
     "call": "done",
     "collect": "done",
     "probe": "probed",
+    "cache": "ready",
 }
 
 CandidateMessage = Built | Ready | Done | Probed | Failed

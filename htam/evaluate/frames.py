@@ -207,11 +207,14 @@ class Escape(Record):
     reference_hidden_ms: float
     hidden_medians_ms: tuple[float, float]  # the candidate's, the reference's
     slack_ms: float
+    # what the judge's clock tells apart beyond the slack (escape_charge.resolution_ms)
+    resolution_ms: float = 0.0
     busy_probes: int
     rounds: int
     baselines_ms: tuple[float, float] = (0.0, 0.0)
     copy_ms: float = 0.0
     first_pass: str | None = None  # the charge of a first pass timed again
+    uncharged: str | None = None  # an escape within the clock's resolution, as a flag
 
 
 class Stage(Record):

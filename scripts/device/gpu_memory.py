@@ -152,7 +152,7 @@ def summary(rows: list[dict], device: str, base: int) -> str:
     """The rows as a markdown table."""
     lines = [
         f"{device}, idle evaluator {base / GIB:.1f} GiB; footprint.py's model: "
-        f"{footprint.EVALUATOR_MULTIPLE + footprint.CANDIDATE_SHARE:g}x the tensors and "
+        f"{footprint.NEEDED_MULTIPLE:g}x the tensors and "
         f"{footprint.FIXED_BYTES / GIB:.2f} GiB",
         "",
         "| task | tensors | status | peak | x tensors | estimate | within | processes (GiB) | s |",

@@ -119,6 +119,8 @@ def _line(label: str, rows: list[dict]) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1] == "--summary":
-        summarize([json.loads(line) for line in Path(sys.argv[2]).read_text().splitlines()])
+        # shards resumed from one PREVIOUS file each carry its rows: one row per task, the last
+        rows = [json.loads(line) for line in Path(sys.argv[2]).read_text().splitlines()]
+        summarize(list({r["task"]: r for r in rows}.values()))
         sys.exit(0)
     main(Path(sys.argv[1]), float(sys.argv[2]), Path(sys.argv[3]) if len(sys.argv) > 3 else None)

@@ -7,7 +7,7 @@
 # CORPUS_SHARD as test_corpus.py's HTAM_CORPUS_SHARD, CORPUS_K as pytest's -k),
 # gputests (pytest -m gpu, the corpus aside, GPU_WORKERS test workers, one per file; GPU_TESTS_K
 # as pytest's -k, GPU_TESTS_PATHS the folders or files), memory (gpu_memory.py, MEMORY_TASKS its task stems), throughput
-# (gpu_throughput.py), offline (the offline proposer's baseline of every KernelBench task, 6
+# (gpu_throughput.py), offline (the offline proposer's baseline of every KernelBench task of OFFLINE_LEVELS, default 1,2,3, skipping the tasks of OFFLINE_PREVIOUS, a carried offline_check.jsonl; 6
 # processes sharing the GPU through its queue), families (gpu_families.py), probe (gpu_reference_probe.py
 # $PROBE_ARGS), mechanism
 # (gpu_mechanism.py; its rows, banks and cache in $OUT/mech_state.tgz, resumed from
@@ -45,9 +45,9 @@ for spec in "$@"; do
         echo "exit $?"; tail -12 "$OUT/throughput_before.log" ;;
     offline) mkdir -p .gpu/offline  # $OUT takes 8 files a call: the shards' logs stay here
         for i in 0 1 2 3 4 5; do
-            SHARD=$i/6 KB_LEVELS=1,2,3 timeout -s KILL "$secs" python3 \
+            SHARD=$i/6 KB_LEVELS=${OFFLINE_LEVELS:-1,2,3} timeout -s KILL "$secs" python3 \
                 scripts/device/gpu_offline_check.py .gpu/offline/s$i $((secs - 40)) \
-                >".gpu/offline/shard$i.log" 2>&1 &
+                ${OFFLINE_PREVIOUS:-} >".gpu/offline/shard$i.log" 2>&1 &
         done
         wait
         tail -3 .gpu/offline/shard*.log

@@ -104,3 +104,43 @@ def test_without_staging_the_judge_keeps_its_own_inputs():
     judge.stage(x)
     judge.held.seal(judge.ref.ins, x)
     assert x[0] is not judge.ref.ins[0] and judge.held.staged is None
+
+
+def test_on_a_crowded_card_each_runner_hands_its_cache_back_off_the_clock(monkeypatch):
+    """Where the evaluation crowds the card (staging.trims), a runner takes its allocator's
+    cache again before the inputs are in place and hands it back after the hand-over, both off
+    the judge's clock and while the other runner is stopped: the runners' caches are never
+    beside each other (footprint.py: 5.07x the tensors on an H100 before, the 16 GiB norms out
+    of memory)."""
+    import htam.evaluate.judge.judge as judge_module
+
+    log: list[str] = []
+    monkeypatch.setattr(judge_module, "_perf", lambda: log.append("clock") or 0.0)
+    judge = _judge()
+    judge.held.trims = True
+    judge.cand, judge.ref = _Recorder(log, "cand"), _Recorder(log, "ref")
+    judge.ref.stopped = False
+    monkeypatch.setattr(judge.cand.ins[0], "copy_", lambda v: log.append("inputs copied"))
+    judge.call(judge.cand, [torch.ones(4)], 1.0, "test")
+    # (Runner.ask thaws a stopped runner itself)
+    assert log[:6] == ["ref stopped", "cand cache", "cand stopped", "inputs copied",
+                       "cand checked", "clock"]  # fmt: skip
+    assert log[-4:] == ["cand collect", "clock", "cand cache", "cand stopped"]
+
+
+def test_a_staged_draw_is_freed_before_the_release():
+    """Staging leaves no name on the judge's own draw: on a GPU the release that follows hands
+    its memory back (a loop variable kept it, a copy of the inputs beside the lent buffers)."""
+    import weakref
+
+    judge = _judge()
+    judge.held.staging = True
+    judge.ref = types.SimpleNamespace(ins=[torch.zeros(4)])
+    drawn = torch.arange(4.0)
+    gone = weakref.ref(drawn)
+    x = [drawn]
+    del drawn
+    freed: list[bool] = []
+    judge.held.release = lambda: freed.append(gone() is None)
+    judge.stage(x)
+    assert freed == [True]

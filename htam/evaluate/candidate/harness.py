@@ -74,6 +74,7 @@ class Harness:
         # the reference's runner (trusted torch) is not checked for that: it holds nothing over,
         # which keeps a large task's outputs off the card once (scripts/device/gpu_memory.py)
         self.hold = job.hold_outputs
+        self.reserve = 0  # what the GPU allocator held after the last call (Harness.cache)
         self.kernels: kernels.Observer | None = None
 
     def send(self, message: dict) -> None:
@@ -190,6 +191,18 @@ class Harness:
             torch.cuda.synchronize()
         self.send({"type": "probed", **seen, "raised": raised})
 
+    def cache(self, hold: bool) -> None:
+        """Hand the allocator's cache back to the card (remembering how much it held), or take
+        as much again, as one block that the next call's allocations split (channel.Cache)."""
+        if self.device == "cuda":
+            if not hold:
+                self.reserve = torch.cuda.memory_reserved()
+                torch.cuda.empty_cache()
+            elif (need := self.reserve - torch.cuda.memory_reserved()) > 0:
+                # freed at once: the allocator keeps it as one segment, for the call to split
+                torch.empty(need, dtype=torch.uint8, device="cuda")
+        self.send({"type": "ready"})
+
     def collect(self) -> None:
         """Check the last call's outputs and copy them into the judge's slots."""
         outs, inputs, slots = self.pending, self.inputs[self.active], self.slots[self.active]
@@ -283,6 +296,8 @@ class Harness:
             self.collect()
         elif isinstance(msg, channel.Probe):
             self.probe()
+        elif isinstance(msg, channel.Cache):
+            self.cache(msg.hold)
         return True
 
 

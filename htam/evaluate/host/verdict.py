@@ -132,6 +132,8 @@ def add_timing(
         result.ref_compile_runtime_ms = result.ref_runtime_ms * ratio
     result.breakdown_s = _breakdown(outcome, res)
     result.flags += res.notes
+    if res.escape.uncharged:  # within the clock's resolution: its words say so (the reward's
+        result.flags.append(res.escape.uncharged)  # noise band reads "clock resolution")
     c = config
     if not result.timing.meaningful:
         result.messages.append("timings under the Triton interpreter are not meaningful")

@@ -103,11 +103,16 @@ class Judge:
         if why := unjudgeable(outs):
             raise Verdict.unjudgeable(why)
         specs = [(list(o.shape), o.dtype) for o in outs]
+        tensor_bytes = staging.nbytes(sample) + staging.nbytes(outs)
         self.held = staging.Held(
             self.device,
             staging=staging.seals(sample, key) == before,  # the reference left them as they were
-            large=staging.nbytes(sample) + staging.nbytes(outs) >= staging.LARGE_BYTES,
+            large=tensor_bytes >= staging.LARGE_BYTES,
+            trims=staging.trims(tensor_bytes, self.device),
         )
+        # the lent buffers need only the inputs' shapes: the draw goes before they are made
+        # (held beside them, it was a third copy of the inputs at the judge's peak)
+        sample = [_shape_of(v) for v in sample]
         del reference, outs
         if self.device == "cuda":
             # what the reference's run here left in this process's allocator goes back to the
@@ -152,6 +157,10 @@ class Judge:
         other = self.cand if runner is self.ref else self.ref
         if not other.stopped:
             other.freeze(True)
+        trims = self.held.trims
+        if trims:  # its allocator's cache taken again, before the inputs are in place
+            runner.ask(channel.Cache(hold=True), channel.Ready, self.call_timeout_s)
+            runner.freeze(True)
         for buf, v in zip(runner.ins, x, strict=True):
             if buf is not None and buf is not v:
                 buf.copy_(v)
@@ -172,6 +181,8 @@ class Judge:
         t2 = _perf()
         collected = runner.ask(channel.Collect(), channel.Done, self.call_timeout_s)
         t3 = _perf()
+        if trims:  # off the clock: the other runner's call and the judge's work need it
+            runner.ask(channel.Cache(hold=False), channel.Ready, self.call_timeout_s)
         runner.freeze(True)
         if collected.problem:
             raise runner._fail(Status.INCORRECT, f"{where}: {collected.problem}")
@@ -236,6 +247,13 @@ class Judge:
             lent.free()
         for runner in (self.cand, self.ref):
             runner.close()
+
+
+def _shape_of(value):
+    """A tensor's shape and dtype without its memory (the meta device); a plain value as is."""
+    if isinstance(value, torch.Tensor):
+        return torch.empty(value.shape, dtype=value.dtype, device="meta")
+    return value
 
 
 def _secret() -> int:

@@ -1,6 +1,7 @@
 """What the judge makes of its clock: each runner's calibrated overhead, the timed rounds
 (interleaved, on fresh inputs, a second pass where a charge needs bearing out), the attested
-timing of both runners from them, and the charge of escaped work.
+timing of both runners from them, and the escape figures that the charge of escaped work
+(escape_charge.py) reads.
 
 Each process reports its own time of a call (its events), precise but not to be trusted; the
 judge's clock around the call and the hand-over, less the overhead a null call costs, shows how
@@ -17,9 +18,10 @@ from dataclasses import dataclass, field
 
 from htam.evaluate import channel, measure
 from htam.evaluate.frames import Escape, Job, TimingFigures
-from htam.evaluate.judge.runner import Runner, Verdict
+from htam.evaluate.judge import escape_charge
+from htam.evaluate.judge.escape_charge import charge
+from htam.evaluate.judge.runner import Runner
 from htam.evaluate.judge.shifted import RNG
-from htam.status import Status
 
 _perf = time.perf_counter
 NULL_CALLS = 40  # calls that calibrate a runner's overhead (the first 3 are left out)
@@ -128,19 +130,9 @@ def figures(rounds: Rounds, plan: Plan) -> tuple[TimingFigures, TimingFigures, E
     slack = max(job.escape_slack_ms, statistics.median(r.ref_hidden) - least)
 
     # Round by round against the reference's runner: the hidden time each call shows beyond
-    # the reference's in the same round, and the doubt of their median (two spreads over the
-    # root of their count, and the least slack: an honest median is rarely raised, and then
-    # by little).
+    # the reference's in the same round, and the doubt of their median.
     diffs = [h - hr for h, hr in zip(r.hidden, r.ref_hidden, strict=True)]
-    centre = statistics.median(diffs)
-    spread = statistics.median(abs(d - centre) for d in diffs)
-    doubt = 2 * spread / len(diffs) ** 0.5 + job.escape_slack_ms
-    if method == "perf_counter":
-        # On the CPU a call runs in the judge's sight, start to end, and the spread of a loaded
-        # machine is no doubt about it (a timer forged on every call got 16.3x
-        # against the honest 1x where two spreads over the root of 10 rounds were as large as
-        # the 3 ms call): the least slack alone is taken off.
-        doubt = job.escape_slack_ms
+    doubt = escape_charge.paired_doubt(diffs, job.escape_slack_ms, method)
 
     def attested(own: list[float], seen: list[float], paired: bool) -> TimingFigures:
         """The median as far as the judge's clock bears it out: not below the least of the
@@ -166,40 +158,18 @@ def figures(rounds: Rounds, plan: Plan) -> tuple[TimingFigures, TimingFigures, E
         clock_ms=clock_ms - least,
         reported_ms=statistics.median(r.cand_ms),  # by its own events; timing: attested
         escaped_ms=min(r.hidden) - least,
-        paired_excess_ms=centre,
+        paired_excess_ms=statistics.median(diffs),
         candidate_hidden_ms=min(r.hidden),
         reference_hidden_ms=least,
         hidden_medians_ms=(statistics.median(r.hidden), statistics.median(r.ref_hidden)),
         slack_ms=slack,
+        resolution_ms=escape_charge.resolution_ms(r.ref_hidden, slack),
         busy_probes=sum(p > job.busy_probe_ms for p in r.probes),
         rounds=len(r.cand_ms),
         baselines_ms=plan.baselines_ms,
         copy_ms=plan.copy_ms,
     )
     return attested(r.cand_ms, r.hidden, True), attested(r.ref_ms, r.ref_hidden, False), escape
-
-
-def charge(escape: Escape, job: Job) -> Verdict | None:
-    """Timing the judge's clock does not bear out, as a rejection with the figures; or None."""
-    e, median = escape, escape.reported_ms
-    allowed = job.escape_ratio * median + e.slack_ms
-    if e.escaped_ms > allowed:
-        return Verdict(
-            Status.REJECTED,
-            f"work escaped the timed stream: {e.escaped_ms:.3f} ms of each call ran "
-            f"outside its events ({median:.3f} ms inside), by the judge's clock (beyond the "
-            f"{e.reference_hidden_ms:.3f} ms the reference's runner shows; slack "
-            f"{e.slack_ms:.3f} ms; median outside the events: candidate "
-            f"{e.hidden_medians_ms[0]:.3f} ms, reference {e.hidden_medians_ms[1]:.3f} "
-            f"ms, over {e.rounds} calls)",
-        )
-    if e.busy_probes > max(1, e.rounds // 5):
-        return Verdict(
-            Status.REJECTED,
-            f"the device was still busy after {e.busy_probes} of {e.rounds} "
-            "of the candidate's calls had returned",
-        )
-    return None
 
 
 # ------------------------------------------------------------------ the judge's timed phase
@@ -220,6 +190,9 @@ def timed(plan: Plan, play: Play) -> Timed:
     verdict = charge(escape, plan.job)
     if verdict:
         raise verdict
+    note = escape_charge.uncharged(escape, plan.job)
+    if note:  # beyond the slack, within the resolution: flagged, timed by the clock
+        escape = escape.model_copy(update={"uncharged": note})
     return Timed(timing, paired, escape, retimed)
 
 

@@ -17,12 +17,24 @@ from dataclasses import dataclass
 
 import torch
 
-from htam.evaluate import buffers
+from htam.evaluate import buffers, footprint
 from htam.evaluate.judge.runner import Verdict
 
 # Tensors of a call (inputs and outputs) from which the judge hands its cache back each round:
 # below it the card's memory is no concern, and the allocator's reuse saves time.
 LARGE_BYTES = 1 << 28
+# The share of the card beyond which an evaluation's footprint (footprint.needed_bytes) has each
+# runner hand its allocator's cache back between its calls: two extra requests a call, worth it
+# only where the runners' caches beside each other would crowd the card.
+TRIM_SHARE = 0.25
+
+
+def trims(tensor_bytes: int, device: str) -> bool:
+    """Whether the runners' caches are handed back between calls, for tensors of this size."""
+    if device != "cuda":
+        return False
+    card = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
+    return footprint.needed_bytes(tensor_bytes) > TRIM_SHARE * card
 
 
 def nbytes(values: list) -> int:
@@ -37,11 +49,13 @@ def seals(values: list, key: int) -> list[int]:
 class Held:
     """How one configuration's round inputs are held on ``device``: ``staging`` in the
     reference runner's lent inputs; ``large``: the judge's cache goes back each round;
-    ``staged``: the key and seals of the round's staged inputs."""
+    ``staged``: the key and seals of the round's staged inputs; ``trims``: each runner hands
+    its allocator's cache back between its calls (Judge.call)."""
 
     device: str
     staging: bool = False
     large: bool = False
+    trims: bool = False
     staged: tuple[int, list[int]] | None = None
 
     def stage(self, ins: list, x: list) -> None:
@@ -49,10 +63,10 @@ class Held:
         in their place in the list, freeing the judge's own copy (once nothing else holds it)."""
         if not self.staging:
             return
-        for k, (buf, v) in enumerate(zip(ins, x, strict=True)):
-            if buf is not None and buf is not v:
-                buf.copy_(v)
-                x[k] = buf
+        for k, buf in enumerate(ins):
+            if buf is not None and buf is not x[k]:
+                buf.copy_(x[k])
+                x[k] = buf  # (no other name holds the draw: the release below frees it)
         if self.device == "cuda":
             torch.cuda.synchronize()
         self.release()
