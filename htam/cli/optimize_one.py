@@ -215,9 +215,11 @@ def _finish(summary: dict, out: Path, as_json: bool, shown: Console | None) -> N
     ``stopped_early``, as one object on stdout)."""
     code = 1 if summary["outcome"] == "none_correct" else 0
     if shown is not None:
-        shown.print(stats_line(summary), highlight=False)
+        shown.print(stats_line(summary), highlight=False, soft_wrap=True)
         for flag in summary["best_flags"]:  # the evaluator's doubts about the kept result
-            shown.print(f"check the best candidate: {flag}", highlight=False, markup=False)
+            shown.print(
+                f"check the best candidate: {flag}", highlight=False, markup=False, soft_wrap=True
+            )
     last = final_line(summary, out)
     if as_json:
         err_console.print(last, highlight=False, soft_wrap=True, markup=False)

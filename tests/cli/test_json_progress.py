@@ -16,7 +16,12 @@ runner = CliRunner()
 ARGS = ["optimize", "level1/1_ReLU", "--target", "cpu", "--size", "small", "--steps", "2"]
 
 
-def test_json_keeps_stdout_for_its_object_and_shows_progress_on_stderr(fake_evaluator):
+def test_json_keeps_stdout_for_its_object_and_shows_progress_on_stderr(
+    fake_evaluator, monkeypatch
+):
+    from htam.cli.common import err_console
+
+    monkeypatch.setattr(err_console, "width", 40)  # lines are not wrapped at the width
     result = runner.invoke(app, [*ARGS, "--json"], env=fake_evaluator)
     assert result.exit_code == 0, (result.output, result.exception)
     summary = json.loads(result.stdout)  # the object and nothing else
@@ -29,6 +34,9 @@ def test_json_keeps_stdout_for_its_object_and_shows_progress_on_stderr(fake_eval
         "step 1",
     ]
     assert lines[-1].startswith("best: ") and lines[-1].endswith("best.py"), lines
+    # each line whole, as in a log: the stats line was cut after its 80th column on stderr
+    (stats,) = [line for line in lines if " · $0.0000 · " in line]
+    assert stats.startswith("2 steps") and stats.endswith(" in the steps)"), stats
 
 
 def test_without_json_the_same_lines_go_to_stdout(fake_evaluator):
