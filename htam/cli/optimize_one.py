@@ -175,7 +175,11 @@ def _optimize(run: OptimizeRun, ready: Prepared) -> dict:
     )
     earlier = finished_records(out) if run.resume else []
     view = StepsView(
-        title, config.steps, quiet=run.progress is None, verbose=run.verbose, earlier=earlier,
+        title,
+        config.steps,
+        quiet=run.progress is None,
+        verbose=run.verbose,
+        earlier=earlier,
         shown=run.progress or console,
     )
     eval_config = EvalConfig(size=ready.size, **settings.eval_overrides)

@@ -124,7 +124,9 @@ class StepsView:
         if note:
             self.captions.add("* ran before --resume")
         if tie:
-            self.captions.add(f"{TIE_MARK} faster, but within the timing noise of the best: not kept")
+            self.captions.add(
+                f"{TIE_MARK} faster, but within the timing noise of the best: not kept"
+            )
         self.table.caption = "; ".join(sorted(self.captions)) or None
         cells = [row[3] + (f" {TIE_MARK}" if tie else ""), *row[4:]]
         self.table.add_row(row[0], chosen_cell(row[1], row[2], self.console.width), *cells)

@@ -37,10 +37,14 @@ from htam.cli.workers import LOCAL_WORKERS_HELP, plan_workers
 
 # The options of transfer alone (the shared groups: htam.cli.options, htam.cli.llm_options).
 Source = Annotated[
-    str, typer.Argument(help="suite the memory is built on, e.g. a KernelBench checkout")
+    str,
+    typer.Argument(
+        metavar="SOURCE", help="suite the memory is built on, e.g. a KernelBench checkout"
+    ),
 ]
 TargetSuite = Annotated[
-    str, typer.Argument(help="suite it is applied to, e.g. robust-kbench/tasks")
+    str,
+    typer.Argument(metavar="TARGET_SUITE", help="suite it is applied to, e.g. robust-kbench/tasks"),
 ]
 Method = Annotated[
     str, typer.Option("--method", help=f"the memory-reading method compared: {METHOD_HELP}")
@@ -128,7 +132,9 @@ def _runnable(tasks: list, offline: bool) -> list:
 
 
 def configs_command(
-    path: str = typer.Argument("builtin", help="a suite: builtin, a checkout, a task folder"),
+    path: str = typer.Argument(
+        "builtin", metavar="PATH", help="a suite: builtin, a checkout, a task folder"
+    ),
     pattern: str | None = typer.Option(
         None, "--tasks", "--pattern", help="fnmatch globs on task id or name"
     ),

@@ -16,9 +16,7 @@ runner = CliRunner()
 ARGS = ["optimize", "level1/1_ReLU", "--target", "cpu", "--size", "small", "--steps", "2"]
 
 
-def test_json_keeps_stdout_for_its_object_and_shows_progress_on_stderr(
-    fake_evaluator, monkeypatch
-):
+def test_json_keeps_stdout_for_its_object_and_shows_progress_on_stderr(fake_evaluator, monkeypatch):
     from htam.cli.common import err_console
 
     monkeypatch.setattr(err_console, "width", 40)  # lines are not wrapped at the width
