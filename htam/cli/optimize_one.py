@@ -87,6 +87,7 @@ class Prepared:
     record: dict | None  # the run's own record (run.json) when resumed
     size: Size
     timed: Any  # the task's Signature at ``size``
+    created: Path | None  # ``out`` when this command made it (removed if no step runs in it)
 
 
 def optimize_one(run: OptimizeRun) -> NoReturn:
@@ -142,7 +143,7 @@ def _prepare(run: OptimizeRun) -> Prepared:
     too_big = over_memory_limit(task, settings.target, size, timed.bytes, run.memory_limit_mb)
     if too_big:
         _stop(too_big, created)
-    return Prepared(config, task, out, record, size, timed)
+    return Prepared(config, task, out, record, size, timed, created)
 
 
 def _print_header(run: OptimizeRun, ready: Prepared, shown: Console) -> None:
@@ -200,7 +201,8 @@ def _optimize(run: OptimizeRun, ready: Prepared) -> dict:
             f"--resume --out {out} continues)"
         )
     except TaskError as exc:  # the task loaded, but its reference cannot run here
-        _stop(reference_cannot_run(exc, ready.task, settings.target, ready.size))
+        # nothing to resume: the run directory this command made goes (seen: run.json alone)
+        _stop(reference_cannot_run(exc, ready.task, settings.target, ready.size), ready.created)
     except (EvaluatorError, MemoryBankError, RunDirError) as exc:
         fail(str(exc))
 
