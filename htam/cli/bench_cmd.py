@@ -45,7 +45,10 @@ RAY_SLOTS_HELP = "Ray workers (default: every GPU, or CPU with --target cpu, of 
 
 # The options of bench alone (the shared groups: htam.cli.options, htam.cli.llm_options).
 Suites = Annotated[
-    list[str], typer.Argument(help="builtin, a KernelBench checkout, a task directory or file")
+    list[str],
+    typer.Argument(
+        metavar="SUITE", help="builtin, a KernelBench checkout, a task directory or file"
+    ),
 ]
 Methods = Annotated[str, typer.Option("--methods", help=f"comma list of methods: {METHOD_HELP}")]
 Steps = Annotated[int, typer.Option("--steps", min=1, help="optimization steps T per unit")]

@@ -188,7 +188,10 @@ def _table(outcome, title: str) -> list[Table]:
 
 
 # The options of check alone (--target: htam.cli.options).
-Suite = Annotated[str, typer.Argument(help="builtin, a KernelBench checkout, a directory or file")]
+Suite = Annotated[
+    str,
+    typer.Argument(metavar="SUITE", help="builtin, a KernelBench checkout, a directory or file"),
+]
 CheckSize = Annotated[str, typer.Option("--size", help="large (the real size) or small")]
 Levels = Annotated[str | None, typer.Option("--levels", help="Comma-separated levels, e.g. 1,2.")]
 Tasks = Annotated[

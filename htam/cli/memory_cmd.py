@@ -97,7 +97,9 @@ def _write_json(data: dict[str, Any], out: Path) -> None:
 
 
 @memory_app.command("init")
-def init(path: Annotated[Path, typer.Argument(help="New bank file (must not exist).")]) -> None:
+def init(
+    path: Annotated[Path, typer.Argument(metavar="PATH", help="New bank file (must not exist).")],
+) -> None:
     """Create a bank from the packaged seed knowledge."""
     from htam.memory import MemoryBank, MemoryBankError
 
@@ -118,8 +120,10 @@ def init(path: Annotated[Path, typer.Argument(help="New bank file (must not exis
 
 @memory_app.command("export")
 def export(
-    path: Annotated[Path, typer.Argument(help="Bank file.")],
-    out: Annotated[Path, typer.Argument(help="JSON file to write (must not exist).")],
+    path: Annotated[Path, typer.Argument(metavar="PATH", help="Bank file.")],
+    out: Annotated[
+        Path, typer.Argument(metavar="OUT", help="JSON file to write (must not exist).")
+    ],
 ) -> None:
     """Write a bank as versioned JSON."""
     _to_write(out)
@@ -130,8 +134,8 @@ def export(
 
 @memory_app.command("import")
 def import_(
-    source: Annotated[Path, typer.Argument(help="JSON export.")],
-    path: Annotated[Path, typer.Argument(help="New bank file (must not exist).")],
+    source: Annotated[Path, typer.Argument(metavar="SOURCE", help="JSON export.")],
+    path: Annotated[Path, typer.Argument(metavar="PATH", help="New bank file (must not exist).")],
 ) -> None:
     """Create a bank from a JSON export."""
     from htam.memory import MemoryBank, MemoryBankError
@@ -147,9 +151,11 @@ def import_(
 
 @memory_app.command("merge")
 def merge_cmd(
-    a: Annotated[Path, typer.Argument(help="Bank file or JSON export.")],
-    b: Annotated[Path, typer.Argument(help="Bank file or JSON export.")],
-    out: Annotated[Path, typer.Argument(help="New bank file, or a .json export to write.")],
+    a: Annotated[Path, typer.Argument(metavar="A", help="Bank file or JSON export.")],
+    b: Annotated[Path, typer.Argument(metavar="B", help="Bank file or JSON export.")],
+    out: Annotated[
+        Path, typer.Argument(metavar="OUT", help="New bank file, or a .json export to write.")
+    ],
 ) -> None:
     """Merge two banks: statistics add, evidence and step ledgers union without duplicates."""
     from htam.memory import MemoryBank, MemoryBankError, merge
@@ -180,7 +186,9 @@ def path_cmd() -> None:
 def show(
     path: Annotated[
         Path | None,
-        typer.Argument(help="Bank file or JSON export (default: `htam memory path`)."),
+        typer.Argument(
+            metavar="PATH", help="Bank file or JSON export (default: `htam memory path`)."
+        ),
     ] = None,
     top: Annotated[int, typer.Option(min=0, help="Strongest edges to list.")] = 15,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
@@ -205,8 +213,8 @@ def show(
 
 @memory_app.command("plot")
 def plot(
-    path: Annotated[Path, typer.Argument(help="Bank file or JSON export.")],
-    out: Annotated[Path, typer.Argument(help="Image to write: .png or .svg.")],
+    path: Annotated[Path, typer.Argument(metavar="PATH", help="Bank file or JSON export.")],
+    out: Annotated[Path, typer.Argument(metavar="OUT", help="Image to write: .png or .svg.")],
 ) -> None:
     """Draw the transition graph (node size = tries, edge width = utility)."""
     from htam.memory.plot import plot_bank

@@ -37,7 +37,7 @@ def _open(path: Path | None) -> MemoryBank:
 
 def scopes_cmd(
     path: Annotated[
-        Path | None, typer.Argument(help="Bank file (default: `htam memory path`).")
+        Path | None, typer.Argument(metavar="PATH", help="Bank file (default: `htam memory path`).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
 ) -> None:
@@ -64,7 +64,7 @@ def merge_scope_cmd(
     ],
     into_scope: Annotated[str, typer.Option("--into-scope", help="Target whose scope learns.")],
     path: Annotated[
-        Path | None, typer.Argument(help="Bank file (default: `htam memory path`).")
+        Path | None, typer.Argument(metavar="PATH", help="Bank file (default: `htam memory path`).")
     ] = None,
 ) -> None:
     """Teach one target's runs what another's learned: statistics add, evidence is copied

@@ -45,7 +45,10 @@ from htam.cli.workers import WORKERS_HELP, parse_levels
 
 # The options of optimize alone (the shared groups: htam.cli.options, htam.cli.llm_options).
 TaskArg = Annotated[
-    str, typer.Argument(help="task file, or a built-in task id such as level1/6_Softmax")
+    str,
+    typer.Argument(
+        metavar="TASK", help="task file, or a built-in task id such as level1/6_Softmax"
+    ),
 ]
 Steps = Annotated[int, typer.Option("--steps", min=1, help="optimization steps T")]
 Size = Annotated[

@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
+from rich.console import Console
 
 from htam.cli.common import (
     INFRASTRUCTURE_EXIT,
     console,
+    err_console,
     fail,
     on_closed_stdout,
     reference_cannot_run,
@@ -66,6 +68,14 @@ class OptimizeRun:
     verbose: bool
     started: float  # time.monotonic() when the command started
 
+    @property
+    def progress(self) -> Console | None:
+        """Where the lines before the last one go: stdout, stderr with --json (stdout is its
+        object; a suite's progress goes there too), nowhere with --quiet."""
+        if self.as_json:
+            return err_console
+        return None if self.quiet else console
+
 
 @dataclass
 class Prepared:
@@ -77,13 +87,14 @@ class Prepared:
     record: dict | None  # the run's own record (run.json) when resumed
     size: Size
     timed: Any  # the task's Signature at ``size``
+    created: Path | None  # ``out`` when this command made it (removed if no step runs in it)
 
 
 def optimize_one(run: OptimizeRun) -> NoReturn:
     """Run the loop on one task and end with its last line (exit 0, or 1: none correct)."""
     ready = _prepare(run)
-    if not run.quiet:
-        _print_header(run, ready)
+    if run.progress is not None:
+        _print_header(run, ready, run.progress)
     if ready.record is not None and ready.record.get("steps") != ready.config.steps:
         from htam.agent.rundir import write_atomic  # more steps asked: the run is extended
 
@@ -93,7 +104,7 @@ def optimize_one(run: OptimizeRun) -> NoReturn:
     summary["bank"] = str(run.memory)
     # wall_s: the steps alone; both count a resumed run's earlier steps (resumed_s)
     summary["total_s"] = time.monotonic() - run.started + summary.get("resumed_s", 0.0)
-    _finish(summary, ready.out, run.as_json, run.quiet)
+    _finish(summary, ready.out, run.as_json, run.progress)
 
 
 def _prepare(run: OptimizeRun) -> Prepared:
@@ -132,22 +143,23 @@ def _prepare(run: OptimizeRun) -> Prepared:
     too_big = over_memory_limit(task, settings.target, size, timed.bytes, run.memory_limit_mb)
     if too_big:
         _stop(too_big, created)
-    return Prepared(config, task, out, record, size, timed)
+    return Prepared(config, task, out, record, size, timed, created)
 
 
-def _print_header(run: OptimizeRun, ready: Prepared) -> None:
+def _print_header(run: OptimizeRun, ready: Prepared, shown: Console) -> None:
     """The size timed and its shapes, the memory bank and the run directory."""
-    shapes = [f"{'x'.join(map(str, s))} {d}" for s, d in ready.timed.inputs]
-    line = timed_line(ready.size, shapes, ready.timed.bytes, ready.task.source)
-    console.print(line, highlight=False)
+    from htam.agent.summary import timed_shapes  # a 0-dim input is "scalar float32"
+
+    line = timed_line(ready.size, timed_shapes(ready.timed), ready.timed.bytes, ready.task.source)
+    shown.print(line, highlight=False, soft_wrap=True)
     if run.settings.target == "cpu" and ready.config.language == "triton":  # before the speedups
-        console.print(INTERPRETED_NOTE, highlight=False, soft_wrap=True)
-    console.print(f"memory bank: {run.memory}", highlight=False, soft_wrap=True)
+        shown.print(INTERPRETED_NOTE, highlight=False, soft_wrap=True)
+    shown.print(f"memory bank: {run.memory}", highlight=False, soft_wrap=True)
     if ready.record is not None:
         where = f"resuming {ready.out} at step {steps_done(ready.out)}"
     else:
         where = f"run directory: {ready.out}"
-    console.print(where, highlight=False, soft_wrap=True)
+    shown.print(where, highlight=False, soft_wrap=True)
 
 
 def _optimize(run: OptimizeRun, ready: Prepared) -> dict:
@@ -163,7 +175,14 @@ def _optimize(run: OptimizeRun, ready: Prepared) -> dict:
         f"{settings.target}/{settings.language} · {ready.size}"
     )
     earlier = finished_records(out) if run.resume else []
-    view = StepsView(title, config.steps, quiet=run.quiet, verbose=run.verbose, earlier=earlier)
+    view = StepsView(
+        title,
+        config.steps,
+        quiet=run.progress is None,
+        verbose=run.verbose,
+        earlier=earlier,
+        shown=run.progress or console,
+    )
     eval_config = EvalConfig(size=ready.size, **settings.eval_overrides)
     try:
         with (
@@ -182,7 +201,8 @@ def _optimize(run: OptimizeRun, ready: Prepared) -> dict:
             f"--resume --out {out} continues)"
         )
     except TaskError as exc:  # the task loaded, but its reference cannot run here
-        _stop(reference_cannot_run(exc, ready.task, settings.target, ready.size))
+        # nothing to resume: the run directory this command made goes (seen: run.json alone)
+        _stop(reference_cannot_run(exc, ready.task, settings.target, ready.size), ready.created)
     except (EvaluatorError, MemoryBankError, RunDirError) as exc:
         fail(str(exc))
 
@@ -195,16 +215,21 @@ def _stop(message: str, unused_out: Path | None = None) -> NoReturn:
     fail(message, code=INFRASTRUCTURE_EXIT, outcome="stopped")
 
 
-def _finish(summary: dict, out: Path, as_json: bool, quiet: bool) -> NoReturn:
-    """The stats, the evaluator's doubts and the last line (``--quiet``: the last line alone;
-    ``--json``: the summary, with ``reason`` and ``stopped_early``, as one object)."""
+def _finish(summary: dict, out: Path, as_json: bool, shown: Console | None) -> NoReturn:
+    """The stats, the evaluator's doubts and the last line on ``shown`` (``--quiet``: the last
+    line alone; ``--json``: all of them on stderr, then the summary, with ``reason`` and
+    ``stopped_early``, as one object on stdout)."""
     code = 1 if summary["outcome"] == "none_correct" else 0
+    if shown is not None:
+        shown.print(stats_line(summary), highlight=False, soft_wrap=True)
+        for flag in summary["best_flags"]:  # the evaluator's doubts about the kept result
+            shown.print(
+                f"check the best candidate: {flag}", highlight=False, markup=False, soft_wrap=True
+            )
+    last = final_line(summary, out)
     if as_json:
+        err_console.print(last, highlight=False, soft_wrap=True, markup=False)
         echo_json(summary)
         raise typer.Exit(code)
-    if not quiet:
-        console.print(stats_line(summary), highlight=False)
-        for flag in summary["best_flags"]:  # the evaluator's doubts about the kept result
-            console.print(f"check the best candidate: {flag}", highlight=False, markup=False)
-    console.print(final_line(summary, out), highlight=False, soft_wrap=True, markup=False)
+    console.print(last, highlight=False, soft_wrap=True, markup=False)
     raise typer.Exit(code)

@@ -75,7 +75,8 @@ def optimize_many(
     else:
         if not run.quiet:
             where = f"{config.target}/{config.language}"
-            console.print(_table(rows, f"{plural(len(rows), 'task')} · {run.method} · {where}"))
+            title = f"{plural(len(rows), 'task')} · {run.method} · {where}"
+            console.print(_table(rows, title, out))
         console.print(
             f"{outcome_line(outcome, retried=False)} · runs {out}/runs · memory {run.memory} "
             f"learned {plural(learned, 'new step')}",
@@ -168,7 +169,7 @@ def task_records(rows: list, out: Path) -> list[dict]:
     return records
 
 
-def _table(rows: list, title: str) -> Table:
+def _table(rows: list, title: str, out: Path) -> Table:
     table = Table(title=title)
     for name in ("task", "state", "best candidate vs eager", "kept vs eager", "error"):
         table.add_column(name)
@@ -178,6 +179,18 @@ def _table(rows: list, title: str) -> Table:
             r.state if not r.correct else "correct",
             fmt(r.speedup, "x"),
             fmt(r.kept_speedup, "x"),
-            escape((r.error or "").splitlines()[0] if r.error else ""),
+            escape(_why_not(r, out)),
         )
     return table
+
+
+def _why_not(row, out: Path, limit: int = 200) -> str:
+    """The error cell: the unit's error, else for a task with no correct candidate the cause its
+    own last line gives (its summary's reason; seen: a row of "partial, n/a, 1x" and an empty
+    cell for a task the offline proposer has no template for)."""
+    text = row.error
+    if not text and not row.correct:
+        summary = RunDir(unit_dir(row, out)).summary()
+        text = summary.reason if summary else None
+    line = text.splitlines()[0] if text else ""
+    return line if len(line) <= limit else line[: limit - 3] + "..."

@@ -58,7 +58,9 @@ def _bench_dir(path: Path) -> None:
 
 
 def report_command(
-    run_dir: Path = typer.Argument(..., help="a bench directory (--out of htam bench)"),
+    run_dir: Path = typer.Argument(
+        ..., metavar="RUN_DIR", help="a bench directory (--out of htam bench)"
+    ),
 ) -> None:
     """Recompute metrics.json, report.md and report.html from the unit summaries in RUN_DIR."""
     from htam.bench import ResultsError, write_report
@@ -75,8 +77,8 @@ def report_command(
 
 
 def compare_command(
-    run_a: Path = typer.Argument(..., help="first bench directory"),
-    run_b: Path = typer.Argument(..., help="second bench directory"),
+    run_a: Path = typer.Argument(..., metavar="RUN_A", help="first bench directory"),
+    run_b: Path = typer.Argument(..., metavar="RUN_B", help="second bench directory"),
 ) -> None:
     """Print two benches side by side, per method: correctness, fast@1, geomean, cost."""
     from htam.bench import ResultsError, bench_metrics

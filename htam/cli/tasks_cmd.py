@@ -39,7 +39,10 @@ def register(app: typer.Typer) -> None:
 @tasks_app.command("list")
 def list_tasks(
     path: Annotated[
-        str, typer.Argument(help="'builtin', a KernelBench checkout, a task directory or file.")
+        str,
+        typer.Argument(
+            metavar="PATH", help="'builtin', a KernelBench checkout, a task directory or file."
+        ),
     ] = "builtin",
     levels: Annotated[str | None, typer.Option(help="Comma-separated levels, e.g. 1,2.")] = None,
     pattern: Annotated[

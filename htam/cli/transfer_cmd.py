@@ -10,7 +10,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from htam.cli.common import METHOD_HELP, console, fail, no_tasks, writable_dir
+from htam.cli.common import (
+    METHOD_HELP,
+    USAGE_EXIT,
+    console,
+    err_console,
+    fail,
+    no_tasks,
+    writable_dir,
+)
 from htam.cli.fmt import plural
 from htam.cli.llm_options import BaseUrl, LlmPreset, LlmTimeout, ModelName, build_proposer
 from htam.cli.optimize_runs import resume_on_interrupt
@@ -29,10 +37,14 @@ from htam.cli.workers import LOCAL_WORKERS_HELP, plan_workers
 
 # The options of transfer alone (the shared groups: htam.cli.options, htam.cli.llm_options).
 Source = Annotated[
-    str, typer.Argument(help="suite the memory is built on, e.g. a KernelBench checkout")
+    str,
+    typer.Argument(
+        metavar="SOURCE", help="suite the memory is built on, e.g. a KernelBench checkout"
+    ),
 ]
 TargetSuite = Annotated[
-    str, typer.Argument(help="suite it is applied to, e.g. robust-kbench/tasks")
+    str,
+    typer.Argument(metavar="TARGET_SUITE", help="suite it is applied to, e.g. robust-kbench/tasks"),
 ]
 Method = Annotated[
     str, typer.Option("--method", help=f"the memory-reading method compared: {METHOD_HELP}")
@@ -120,20 +132,26 @@ def _runnable(tasks: list, offline: bool) -> list:
 
 
 def configs_command(
-    path: str = typer.Argument("builtin", help="a suite: builtin, a checkout, a task folder"),
+    path: str = typer.Argument(
+        "builtin", metavar="PATH", help="a suite: builtin, a checkout, a task folder"
+    ),
     pattern: str | None = typer.Option(
         None, "--tasks", "--pattern", help="fnmatch globs on task id or name"
     ),
 ) -> None:
-    """Each task's kind and configurations: the timed one and how many are checked."""
+    """Each task's kind and configurations: the timed one and how many are checked.
+
+    As `htam tasks list`: bad task files are one line each on stderr, the others are listed,
+    and the exit code is 2 if any failed."""
     from htam.tasks import TaskError, load_suite, num_extra
     from htam.tasks.module import exec_task_source, size_overrides
 
+    errors: list[TaskError] = []
     try:
-        tasks = load_suite(path, None, pattern, validate=False)
+        tasks = load_suite(path, None, pattern, errors=errors, validate=False)
     except TaskError as error:
         fail(str(error))
-    if not tasks:  # as `tasks list` (seen: an empty table, exit 0)
+    if not tasks and not errors:  # as `tasks list` (seen: an empty table, exit 0)
         no_tasks([path], filtered=pattern is not None)
     table = Table(title=f"{plural(len(tasks), 'task')} from {path}")
     for column in ("id", "kind", "configurations", "timed (large size)"):
@@ -148,6 +166,12 @@ def configs_command(
             escape(str(shown or "the module's constants")),
         )
     console.print(table)
+    for refused in errors:
+        err_console.print(
+            f"[bold red]error:[/] {escape(str(refused))}", highlight=False, soft_wrap=True
+        )
+    if errors:
+        raise typer.Exit(USAGE_EXIT)
 
 
 def register(app: typer.Typer) -> None:

@@ -62,11 +62,22 @@ def instantiate(
             lambda: module.Model(*module.get_init_inputs()),
         )
         torch.manual_seed(seed)
-        inputs = _staged("get_inputs()", staged, lambda: list(module.get_inputs()))
+        inputs = _staged("get_inputs()", staged, lambda: _input_list(module.get_inputs()))
     if device != build_device:
         model = model.to(device)
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
     return model, inputs
+
+
+def _input_list(value: Any) -> list[Any]:
+    """``get_inputs()``'s value as the forward's arguments: a list or tuple, never an iterable
+    that ``list`` would spread (a string became one argument per letter)."""
+    if not isinstance(value, list | tuple):
+        raise TypeError(
+            f"get_inputs() returns {type(value).__name__}: it must return a list (or tuple) of "
+            "the forward's arguments"
+        )
+    return list(value)
 
 
 def tensors(value: Any) -> Iterator[torch.Tensor]:

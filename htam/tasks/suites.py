@@ -14,7 +14,8 @@
    ``robust-kbench/level1/100_HingeLoss``.
 5. A directory with ``configs.json``: one HTAM Robust-KBench style task.
 6. Any other directory: its ``*.py`` task files and its sub-directories holding a
-   ``configs.json``, ids ``<directory name>/<task name>``.
+   ``configs.json``, ids ``<directory name>/<task name>``; but one folder named ``level<N>``
+   gives its files the ids they have alone (``kernelbench/level1/19_ReLU`` in a checkout).
 
 Files whose names start with ``_`` (``__init__.py``) are never tasks, nor are solution files
 kept beside the tasks (a ``ModelNew`` and no ``get_inputs``: ``htam eval``'s input, not a task).
@@ -108,6 +109,8 @@ def _resolve(spec: str | Path) -> tuple[list[Path], str | None, list[int] | None
         return level_tasks(root), root.name, None
     if (root / CONFIGS_FILE).is_file():
         return [root], None, None
+    if re.fullmatch(r"level\d+", root.name):  # one level folder: ids as its files alone have
+        return _task_paths(root), None, None
     return _task_paths(root), root.name, None
 
 

@@ -1,8 +1,11 @@
 import os
 import subprocess
 import sys
+from contextlib import nullcontext
 
 import pytest
+
+from tests.agent.fake_evaluator import FakeEvaluator
 
 
 @pytest.fixture
@@ -27,3 +30,16 @@ def start_htam(tmp_path, args: list[str], group: bool = True) -> subprocess.Pope
         text=True,
         start_new_session=group,
     )
+
+
+@pytest.fixture
+def fake_evaluator(monkeypatch, tmp_path):
+    """The real loop and offline proposer on an evaluator that compiles nothing."""
+    import htam.evaluate
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(
+        htam.evaluate, "Evaluator", lambda target, config: nullcontext(FakeEvaluator(config=config))
+    )
+    monkeypatch.setattr(htam.evaluate, "CachedEvaluator", lambda evaluator: evaluator)
+    return {"HTAM_CACHE_DIR": str(tmp_path / "cache")}

@@ -29,3 +29,35 @@ def test_group_help_lists_each_commands_first_sentence_whole():
     assert "..." not in text.split("Commands:")[1]
     text = " ".join(_help().split())
     assert "Evaluate SOLUTION_FILE against TASK: correctness, timing, speed of light." in text
+
+
+def _commands(group, prefix=()):
+    """Every leaf command of the click group ``group``, as the words that call it."""
+    for name, command in group.commands.items():
+        if hasattr(command, "commands"):
+            yield from _commands(command, (*prefix, name))
+        else:
+            yield (*prefix, name)
+
+
+def test_every_argument_is_named_in_capitals_as_the_usage_line_names_it():
+    """Seen: `Usage: htam optimize [OPTIONS] TASK` over `task <str>` under Arguments, and
+    "Missing argument 'task'." for it."""
+    import typer.main
+
+    group = typer.main.get_command(app)
+    checked = 0
+    for words in _commands(group):
+        text = _help(*words)
+        if "Arguments:" not in text:
+            continue
+        section = text.split("Arguments:")[1].split("Options:")[0]
+        names = [line.split()[0] for line in section.splitlines() if line.startswith("  ") and
+                 not line.startswith("   ")]  # fmt: skip
+        usage = text.splitlines()[0]
+        for name in names:
+            assert name.isupper() and name.rstrip(".") in usage, (words, name, usage)
+        checked += 1
+    assert checked >= 10
+    missing = CliRunner().invoke(app, ["optimize"])
+    assert "Missing argument 'TASK'" in missing.output

@@ -83,3 +83,21 @@ def test_a_step_line_says_what_went_wrong_when_it_is_not_the_kernels_doing(monke
                                               "messages": ["main.cpp line 3: error"]}})  # fmt: skip
     assert lines[0].endswith("(best 2.50x, 31 s) · " + refused.replace("[", "\\["))
     assert lines[1].endswith("(best 2.50x, 31 s)")  # the kernel's failure: its status says it
+
+
+def test_a_faster_step_within_the_noise_says_why_it_is_not_the_best(monkeypatch):
+    """Seen: `ok 4.32x (best 4.01x)`, and the run kept 4.01x: 4.32x was within the timing
+    noise of the best, so it did not replace it; the line says so."""
+    lines: list[str] = []
+    monkeypatch.setattr(optimize_view.console, "print", lambda text, **kw: lines.append(text))
+    view = optimize_view.StepsView("t", 3)
+    best = _record(0, None) | {"feedback": {"status": "ok", "speedup": 4.01}, "new_best": True}
+    view.add(best | {"best_speedup": 4.01})
+    tie = {"feedback": {"status": "ok", "speedup": 4.32}, "new_best": False, "best_speedup": 4.01}
+    view.add(_record(1, None) | tie)
+    slower = {"feedback": {"status": "ok", "speedup": 3.1}, "new_best": False, "best_speedup": 4.01}
+    view.add(_record(2, None) | slower)
+    assert ": ok 4.01x (best 4.01x" in lines[0]
+    assert ": ok 4.32x, within the timing noise of the best (best 4.01x" in lines[1], lines[1]
+    assert ": ok 3.10x (best 4.01x" in lines[2]
+    assert "│ ok 4.32x ≈" in _render(view, 160)

@@ -127,3 +127,32 @@ def test_a_usage_error_of_htam_itself_with_json_is_one_json_object(env, args, ca
         assert after.exit_code == 2 and after.stdout == ""
     plain = runner.invoke(app, [*args, "--no-such-option"], env=env)  # no --json: no JSON
     assert plain.exit_code == 2 and plain.stdout == ""
+
+
+def test_the_suite_table_says_why_a_task_has_no_correct_candidate(tmp_path):
+    """Its error cell gives the cause the task's own last line gives (the summary's reason),
+    not nothing: a task the offline proposer has no template for showed "partial", "n/a", "1x"
+    and an empty cell."""
+    from rich.console import Console
+
+    from htam.bench.bench_config import Unit
+    from htam.bench.metrics import UnitRow
+    from htam.cli.optimize_suite import _table
+
+    out = tmp_path / "batch"
+    common = {"method": "htam", "seed": 0, "level": None, "steps_planned": 2}
+    stopped = UnitRow(key="u1", task_id="suite/bwd", state="partial", **common)
+    run_dir = Unit("htam", 0, "suite/bwd", None, 2).run_dir(out)
+    run_dir.mkdir(parents=True)
+    reason = "no applicable strategy: a backward task: the templates write forward kernels only"
+    summary = {"task_id": "suite/bwd", "steps": 1, "outcome": "none_correct", "reason": reason}
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    died = UnitRow(key="u2", task_id="suite/x", state="failed",
+                   error="RuntimeError: died\nmore", **common)  # fmt: skip
+    kept = UnitRow(key="u3", task_id="suite/ok", state="complete", correct=True, speedup=1.5,
+                   **common)  # fmt: skip
+    screen = Console(width=400, record=True)
+    screen.print(_table([stopped, died, kept], "t", out))
+    text = screen.export_text()
+    assert reason in text
+    assert "RuntimeError: died" in text and "more" not in text

@@ -87,6 +87,19 @@ def test_tasks_configs_with_no_match_is_a_usage_error():
     assert "no task in builtin matches" in result.output
 
 
+def test_tasks_configs_lists_the_good_files_of_a_folder_and_names_each_bad_one(tmp_path):
+    """As `tasks list` does (docs/usage.md): a bad file stopped the whole table."""
+    from tests.cli.tasks_src import write_suite
+
+    suite = write_suite(tmp_path / "mine", "good")
+    (suite / "broken.py").write_text("def f(:\n")
+    result = runner.invoke(app, ["tasks", "configs", str(suite)])
+    assert result.exit_code == 2, (result.output, result.exception)
+    assert "mine/good" in result.stdout and "1 timed + 0 checked" in result.stdout
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"error: {suite / 'broken.py'}: syntax error"), line
+
+
 @pytest.mark.slow  # a suite's whole loop; a suite's Ctrl-C (test_last_line) stays fast
 def test_a_suite_run_with_quiet_prints_its_last_line_alone(tmp_path):
     out = tmp_path / "batch"

@@ -30,6 +30,11 @@ BAD = {
         "the reference failed at the reduced size (HTAM_SMALL): RuntimeError: mat1 and mat2 "
         "shapes cannot be multiplied",
     ),
+    "inputs_not_a_list.py": (  # list("hello") would call forward with five letters
+        GOOD.replace("return [torch.randn(ROWS, COLS)]", 'return "hello"'),
+        "get_inputs() failed at the reduced size (HTAM_SMALL): TypeError: get_inputs() returns "
+        "str: it must return a list (or tuple) of the forward's arguments",
+    ),
     "module_code.py": ("import torch\nN = 1 / 0\n", "module fails to execute: ZeroDivisionError"),
     "unknown_override.py": (
         GOOD.replace('{"ROWS": 3}', '{"ROWS": 3, "WIDTH": 4}'),

@@ -37,6 +37,20 @@ def test_kernelbench_checkout(checkout):
     assert [t.level for t in load_suite(checkout, levels=[1])] == [1, 1, 1]
 
 
+def test_one_level_folder_keeps_the_ids_of_its_files(checkout, tmp_path):
+    """A KernelBench level folder (``KernelBench/level1``) names its tasks as the checkout and
+    each file alone do, never ``level1/level1/1_A``; so does any folder named ``levelN``."""
+    level1 = checkout / "KernelBench" / "level1"
+    ids = [t.id for t in load_suite(level1)]
+    assert ids == ["kernelbench/level1/1_A", "kernelbench/level1/2_B", "kernelbench/level1/10_C"]
+    assert [t.id for t in load_suite(level1 / "2_B.py")] == ["kernelbench/level1/2_B"]
+    assert [t.level for t in load_suite(level1)] == [1, 1, 1]
+    mine = tmp_path / "mine" / "level2"
+    write(mine / "3_E.py", GOOD)
+    assert [t.id for t in load_suite(mine)] == [t.id for t in load_suite(mine / "3_E.py")]
+    assert [t.id for t in load_suite(mine)] == ["local/level2/3_E"]
+
+
 def test_bad_files_are_collected_or_raised(checkout):
     bad = write(checkout / "KernelBench" / "level1" / "3_Bad.py", "def f(:\n")
     errors: list[TaskError] = []
