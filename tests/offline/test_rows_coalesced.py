@@ -120,7 +120,7 @@ def _launches(source: str, shape: tuple[int, ...], init: list, strategies=()) ->
     for name in list(vars(module)):
         if name.startswith("htam_"):
             setattr(module, name, _Recorder(name, calls))
-    model = module.ModelNew(*init)
+    model = module.ModelNew(*init).to("meta")  # its buffers where its inputs are, as a user's
     out = model(torch.empty(shape, device="meta"))
     assert out.device.type == "meta"
     return calls
