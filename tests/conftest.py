@@ -1,4 +1,5 @@
 import os
+import sys
 import tempfile
 
 import pytest
@@ -39,3 +40,16 @@ def pytest_configure(config):
         os.environ["HTAM_CACHE_DIR"] = os.environ["HTAM_TEST_CACHE_DIR"]
     else:
         os.environ["HTAM_CACHE_DIR"] = tempfile.mkdtemp(prefix="htam-test-cache-")
+
+
+@pytest.fixture
+def default_recursion_limit():
+    """Python's default recursion limit for the test: torch's compiler raises it for the whole
+    process once imported (to 10,000 and more), and a test of what happens past the limit must
+    not depend on which tests ran before it."""
+    saved = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(saved)

@@ -167,6 +167,7 @@ def test_torchs_generated_code_style_is_not_its_compiler(line, refused):
 
 
 @pytest.mark.parametrize("terms", [700, 5000])
+@pytest.mark.usefixtures("default_recursion_limit")
 def test_a_tree_too_deep_to_walk_is_refused_not_raised(terms):
     # Python runs a sum of 700 terms; the rules' recursive walk (and past 3,000 the parser)
     # raised RecursionError out of the evaluator, which ended the optimization run

@@ -93,6 +93,7 @@ def test_extract_json_failure():
         extract_json("strategy_id: a.b")
 
 
+@pytest.mark.usefixtures("default_recursion_limit")
 def test_code_nested_past_the_parsers_limit_is_no_code():
     # a sum of 5,000 terms written out: ast.parse raises RecursionError, which ended the run
     deep = "import torch\nclass ModelNew:\n    pass\nx = 1" + " + 1" * 5000 + "\n"
