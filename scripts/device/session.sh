@@ -3,9 +3,9 @@
 #
 #   bash scripts/device/session.sh PHASE:SECONDS ...
 #
-# phases: doctor, corpus (every CUDA and Triton file of tests/evaluate/corpus, 8 test workers;
+# phases: doctor, corpus (every CUDA and Triton file of tests/evaluate/corpus, CORPUS_WORKERS test workers, default 8;
 # CORPUS_SHARD as test_corpus.py's HTAM_CORPUS_SHARD, CORPUS_K as pytest's -k),
-# gputests (pytest -m gpu, the corpus aside, GPU_WORKERS test workers, one per file; GPU_TESTS_K
+# gputests (pytest -m gpu, the corpus aside, GPU_WORKERS test workers, one per file unless GPU_DIST=load; GPU_TESTS_K
 # as pytest's -k, GPU_TESTS_PATHS the folders or files), memory (gpu_memory.py, MEMORY_TASKS its task stems), throughput
 # (gpu_throughput.py), offline (the offline proposer's baseline of every KernelBench task of OFFLINE_LEVELS, default 1,2,3, skipping the tasks of OFFLINE_PREVIOUS, a carried offline_check.jsonl; 6
 # processes sharing the GPU through its queue), families (gpu_families.py), probe (gpu_reference_probe.py
@@ -26,11 +26,11 @@ for spec in "$@"; do
     echo "=== $phase ($secs s)"
     case $phase in
     doctor) timeout "$secs" python3 -m htam.cli doctor 2>&1 | tee "$OUT/doctor.txt" ;;
-    corpus) HTAM_CORPUS_SHARD=${CORPUS_SHARD:-all} timeout -s INT -k 20 "$secs" python3 -m pytest -v -m gpu -n 8 \
+    corpus) HTAM_CORPUS_SHARD=${CORPUS_SHARD:-all} timeout -s INT -k 20 "$secs" python3 -m pytest -v -m gpu -n "${CORPUS_WORKERS:-8}" \
             -p no:cacheprovider -k "${CORPUS_K:-}" tests/evaluate/test_corpus.py -rfE >"$OUT/corpus.log" 2>&1
         echo "exit $?"; grep -E " (PASSED|FAILED|ERROR) |passed|failed" "$OUT/corpus.log" | tail -60 ;;
     gputests) timeout -s INT -k 20 "$secs" python3 -m pytest -v -m gpu -n "${GPU_WORKERS:-6}" \
-            --dist loadfile -p no:cacheprovider -k "${GPU_TESTS_K:-}" ${GPU_TESTS_PATHS:-tests} --deselect tests/evaluate/test_corpus.py \
+            --dist "${GPU_DIST:-loadfile}" -p no:cacheprovider -k "${GPU_TESTS_K:-}" ${GPU_TESTS_PATHS:-tests} --deselect tests/evaluate/test_corpus.py \
             -rfE >"$OUT/gputests.log" 2>&1
         echo "exit $?"; grep -E " (PASSED|FAILED|ERROR) |^(FAILED|ERROR)|passed|failed" \
             "$OUT/gputests.log" | tail -70 ;;
