@@ -13,6 +13,15 @@ from htam.bench.metrics import UnitRow, compute_metrics
 
 __all__ = ["ResultsError", "bench_metrics", "load_plan", "load_rows"]
 
+# Size small is a task's reduced size only where it has one: an unmodified KernelBench file
+# (no HTAM_SMALL) runs at its own shapes at either size, and its speedups are its full size's.
+SMALL_SIZE_NOTE = (
+    "Timed at the small size (a bench's default on the CPU): a task with a reduced size "
+    "(HTAM_SMALL, as every built-in task has) ran at it, and its speedup need not hold at its full "
+    "size: `htam eval TASK RUN_DIR/best.py --size large` times a unit's best.py there. A task "
+    "file without HTAM_SMALL (an unmodified KernelBench file) ran at its own shapes."
+)
+
 
 def load_plan(out: Path) -> list[Unit]:
     path = Path(out) / "plan.json"
@@ -115,8 +124,5 @@ def bench_metrics(out: Path) -> dict[str, Any]:
     bench = out / "bench.json"
     metrics["bench"] = read_json(bench)["identity"] if bench.exists() else {}
     if metrics["bench"].get("size") == "small":  # seen: 2.43x here, 0.71x in full
-        metrics["notes"].append(
-            "Timed at the small size (the CPU's default): a speedup there need not hold at the "
-            "task's full size; `htam eval TASK best.py --size large` times one there."
-        )
+        metrics["notes"].append(SMALL_SIZE_NOTE)
     return metrics

@@ -211,13 +211,24 @@ def reference_cannot_run(error: Exception, task, target: str, size: str | None) 
     ``INFRASTRUCTURE_EXIT`` (3) with it: the task is fine, this machine cannot judge it."""
     from htam.tasks.module import has_small_size
 
-    hint = ""
+    hint = memory_hint(str(error), task, target, size)
     if not has_small_size(task.source) and target == "cpu" and size != "large":
-        hint = (
+        hint += (
             "; this task has no HTAM_SMALL size, so it runs at its full size on the CPU: "
             "add one (see docs/tasks.md)"
         )
     return f"{error}{hint}"
+
+
+def memory_hint(message: str, task, target: str, size: str | None) -> str:
+    """For a reference stopped at the host memory limit on the CPU, the limit that lets it run
+    (its tensors' size known from the meta device): the message's own "raise it" names none."""
+    from htam.cli.sizes import limit_advice, tensor_bytes
+
+    if target != "cpu" or size is None or "more host memory" not in message:
+        return ""
+    advice = limit_advice(tensor_bytes(task, size))
+    return f"; give {advice}" if advice else ""
 
 
 def default_memory() -> Path:

@@ -16,6 +16,7 @@ from htam.cli.common import (
     console,
     fail,
     limit_overrides,
+    memory_hint,
     reference_cannot_run,
     resolve_target,
     resolve_task,
@@ -134,6 +135,8 @@ def eval_command(
     size, result = _evaluate(task, code, target, language, size, allow_torch, limits)
     timed = signature(task, size)  # what was timed, said (seen: optimize said it, eval not)
     result.messages[:0] = beside_note(result, solution_file)
+    if result.infrastructure and result.messages:  # stopped at the memory limit: what would do
+        result.messages[0] += memory_hint(result.messages[0], task, target, size)
     if as_json:
         _print_json(result, task, size, timed, show_log)
     elif quiet:

@@ -12,6 +12,16 @@ from htam.vocab import SIZES, Size, size_named
 
 CPU_LARGE_MAX_BYTES = 300_000_000
 
+# What the CPU evaluation's processes hold, as the watchdog counts it (resident anonymous and
+# shared pages, each process its own: the judge and the reference's runner both count the
+# buffers they share), for T bytes of tensors: some 330 MB of torch in the judge and the runner,
+# then 4.2-4.7T measured on an honest ReLU of 64-512 MiB (footprint.py's copies, with the lent
+# buffers counted in both processes). A 256 MiB task failed at 1536 MB and ran at 1792 MB: the
+# advice leaves room above that, in steps of 256 MB.
+CPU_EVAL_MULTIPLE = 6
+CPU_EVAL_BASE_MB = 512
+LIMIT_STEP_MB = 256
+
 
 def timed_size(
     target: str, language: str, size: str | None, task, memory_limit_mb: int | None = None
@@ -23,8 +33,34 @@ def timed_size(
         return default_size(target, size)
     from htam.tasks import signature
 
-    fits = min(CPU_LARGE_MAX_BYTES, memory_limit_bytes(memory_limit_mb))
-    return "large" if signature(task, "large").bytes <= fits else "small"
+    nbytes = signature(task, "large").bytes
+    fits = nbytes <= CPU_LARGE_MAX_BYTES and needed_limit_mb(nbytes) << 20 <= memory_limit_bytes(
+        memory_limit_mb
+    )
+    return "large" if fits else "small"
+
+
+def needed_limit_mb(nbytes: int) -> int:
+    """A ``--memory-limit-mb`` under which a task of ``nbytes`` of tensors runs on the CPU: the
+    evaluation holds several copies of them beside torch itself (``CPU_EVAL_MULTIPLE``)."""
+    mb = CPU_EVAL_BASE_MB + CPU_EVAL_MULTIPLE * nbytes / 2**20
+    return math.ceil(mb / LIMIT_STEP_MB) * LIMIT_STEP_MB
+
+
+def limit_advice(nbytes: int | None) -> str | None:
+    """``--memory-limit-mb N`` that lets a task of ``nbytes`` run here, or None when even the
+    whole machine is too little (or the size is unknown)."""
+    from htam.evaluate.eval_config import machine_memory_mb
+
+    if nbytes is None:
+        return None
+    need = needed_limit_mb(nbytes)
+    if need > machine_memory_mb():
+        return None
+    return (
+        f"--memory-limit-mb {need} (the evaluation holds about {CPU_EVAL_MULTIPLE}x its tensors "
+        "beside torch)"
+    )
 
 
 def memory_limit_bytes(memory_limit_mb: int | None) -> int:
@@ -74,8 +110,8 @@ def over_memory_limit(
         f"{allowed} a reference or a candidate may use ({origin})"
     )
     remedies = []
-    if nbytes < machine:
-        remedies.append(f"raise --memory-limit-mb above {math.ceil(nbytes / 2**20)}")
+    if advice := limit_advice(nbytes):
+        remedies.append(f"give {advice}")
     small = tensor_bytes(task, "small") if size == "large" else None
     if small is not None and small < nbytes and small <= limit:
         remedies.append(f"time --size small ({fmt_bytes_alike(nbytes, small)[1]})")
