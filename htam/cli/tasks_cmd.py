@@ -74,7 +74,7 @@ def list_tasks(
         no_tasks([path], filtered=bool(levels or pattern))
     if as_json:
         echo_json(_listing(path, tasks, errors), indent=2)
-    else:
+    elif tasks:  # every file bad: their error lines alone, no empty table before them
         console.print(_table(tasks, path))
     for refused in errors:
         err_console.print(

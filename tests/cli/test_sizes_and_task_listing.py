@@ -63,6 +63,10 @@ def test_tasks_list_with_a_bad_file_exits_2_and_shows_uncounted_flops_as_a_dash(
     counted = {t["name"]: t["flops_counted"] for t in listing["tasks"]}
     assert counted == {"gemm": True, "relu": False}
     assert len(listing["errors"]) == 1
+    # a bad file alone: its error line, and no empty table of "0 tasks" on stdout before it
+    result = runner.invoke(app, ["tasks", "list", str(folder / "bad.py")], env=env)
+    assert result.exit_code == 2, (result.output, result.exception)
+    assert result.stdout == "" and len(_lines(result.stderr)) == 1
 
 
 def test_byte_counts_compared_in_one_line_share_one_unit():
