@@ -197,11 +197,31 @@ def resolve_task(spec: str):
     except TaskError as exc:
         fail(str(exc))
     if path.is_dir():
-        fail(f"{spec}: is a directory; give one task file (a folder of tasks is a suite)")
+        return _folder_task(spec)
     fail(
         f"{spec}: no such task file, and no built-in task has that id or name "
         "(see `htam tasks list`)"
     )
+
+
+def _folder_task(spec: str):
+    """The one task a folder holds (a Robust-KBench task folder of a forward file alone), else a
+    usage error that names the files to give (its forward and backward tasks, say)."""
+    from htam.tasks import TaskError, load_suite
+
+    errors: list[TaskError] = []
+    try:
+        tasks = load_suite(spec, errors=errors)
+    except (TaskError, ValueError, FileNotFoundError):
+        tasks = []
+    if len(tasks) == 1 and not errors:
+        return tasks[0]
+    message = f"{spec}: is a directory; give one task file (a folder of tasks is a suite)"
+    if tasks:
+        shown = [f"{t.path} ({t.id})" if t.path else t.id for t in tasks[:4]]
+        more = f" and {len(tasks) - 4} more" if len(tasks) > 4 else ""
+        message += f": it holds {len(tasks)} tasks: {', '.join(shown)}{more}"
+    fail(message)
 
 
 def reference_cannot_run(error: Exception, task, target: str, size: str | None) -> str:
