@@ -89,7 +89,8 @@ EvalSize = Annotated[
     str | None,
     typer.Option(
         "--size",
-        help="small or large; default as `htam optimize` (large, on the CPU for C++ < 300 MB)",
+        help="small or large; default as `htam optimize` (large, on the CPU for C++ < 300 MB "
+        "when the memory limit holds its evaluation)",
     ),
 ]
 AllowTorch = Annotated[

@@ -56,7 +56,8 @@ Size = Annotated[
     typer.Option(
         "--size",
         help="size timed: small or large (default: large on a GPU; on the CPU, large for one "
-        "C++ task under 300 MB, else small, and small for a suite)",
+        "C++ task under 300 MB whose evaluation the memory limit holds, else small, and small "
+        "for a suite)",
     ),
 ]
 Memory = Annotated[
