@@ -108,7 +108,8 @@ def bench_command(
     ray_slots: RaySlots = None,
 ) -> None:
     """Run every (method, seed, task) unit; writes OUT/metrics.json, report.md and report.html.
-    On the CPU a task whose tensors exceed the memory limit is skipped (one line each)."""
+    On the CPU a task whose evaluation (at least 3x its tensors) exceeds the memory limit is
+    skipped (one line each)."""
     from htam.bench import BenchError, run_bench
 
     ray_spec = check_ray(ray, ray_address, ray_slots)

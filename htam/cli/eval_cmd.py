@@ -123,7 +123,8 @@ def eval_command(
 
     Exit status: 0 correct, 1 not correct, 2 a usage error (a bad task, solution or option),
     3 when the task's reference cannot run here (over the memory or time limit; on the CPU a
-    task whose tensors alone exceed the memory limit is refused before anything runs)."""
+    task whose evaluation, at least 3 times its tensors, exceeds the memory limit is refused
+    before anything runs)."""
     from htam.tasks import signature
 
     if sum((as_json, quiet, verbose)) > 1:

@@ -4,7 +4,7 @@ Exit status: 0 when the run ends with a correct candidate (faster or not: the la
 one the user keeps), 1 when no candidate was correct, 2 for a usage error (a bad path included;
 for a suite, any task file that could not be loaded, after the others ran), 3 when the LLM
 endpoint failed (before the first step or repeatedly during the run) or the task's reference
-cannot run here (refused before anything runs when, on the CPU, its tensors alone exceed
+cannot run here (refused before anything runs when, on the CPU, 3 times its tensors exceed
 the memory limit), 130 when interrupted (Ctrl-C; ``--resume`` continues), 141 when stdout was
 closed (``| head``: it stops quietly, and a run directory with no finished step is removed).
 """

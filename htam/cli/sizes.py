@@ -19,6 +19,9 @@ CPU_LARGE_MAX_BYTES = 300_000_000
 # buffers counted in both processes). A 256 MiB task failed at 1536 MB and ran at 1792 MB: the
 # advice leaves room above that, in steps of 256 MB.
 CPU_EVAL_MULTIPLE = 6
+# What no evaluation holds less than (the measured 4.2x, less a margin): a task over the limit by
+# this much is refused before anything runs, where it would only fail minutes later.
+LEAST_EVAL_MULTIPLE = 3
 CPU_EVAL_BASE_MB = 512
 LIMIT_STEP_MB = 256
 
@@ -83,10 +86,11 @@ def tensor_bytes(task, size: Size) -> int | None:
 def over_memory_limit(
     task, target: str, size: Size, nbytes: int | None, memory_limit_mb: int | None
 ) -> str | None:
-    """On the CPU, why ``task`` cannot run here when its tensors at ``size`` (``nbytes``, known
-    from its signature before anything runs) exceed the host memory a candidate or the reference
-    may use; else None. The reference alone holds them all, so it would only fail, tens of
-    seconds later, at the evaluator's memory limit: the commands refuse it up front with this
+    """On the CPU, why ``task`` cannot run here when ``LEAST_EVAL_MULTIPLE`` times its tensors at
+    ``size`` (``nbytes``, known from its signature before anything runs) exceed the host memory a
+    candidate or the reference may use; else None. The reference and the judge hold at least as
+    many copies of them, so it would only fail, tens of seconds or minutes later, at the
+    evaluator's memory limit: the commands refuse it up front with this
     one line and ``INFRASTRUCTURE_EXIT`` (3), the status of that later failure ("its reference
     cannot run here": the task is fine, this machine cannot judge it), or skip it in a suite.
     On a GPU the tensors live in GPU memory, and nothing is refused."""
@@ -95,10 +99,11 @@ def over_memory_limit(
     from htam.evaluate.eval_config import machine_memory_mb
 
     limit = memory_limit_bytes(memory_limit_mb)
-    if nbytes <= limit:
+    held = LEAST_EVAL_MULTIPLE * nbytes
+    if held <= limit:
         return None
     machine = machine_memory_mb() << 20
-    need, allowed, has = fmt_bytes_alike(nbytes, limit, machine)
+    need, least, allowed, has = fmt_bytes_alike(nbytes, held, limit, machine)
     origin = (
         f"--memory-limit-mb {memory_limit_mb}"
         if memory_limit_mb
@@ -106,14 +111,15 @@ def over_memory_limit(
     )
     message = (
         f"{task.id}: the reference needs more host memory than allowed here: its tensors at "
-        f"{size_words(task, size)} take {need} (inputs, outputs and parameters), over the "
+        f"{size_words(task, size)} take {need} (inputs, outputs and parameters), and an "
+        f"evaluation holds at least {LEAST_EVAL_MULTIPLE} times that ({least}), over the "
         f"{allowed} a reference or a candidate may use ({origin})"
     )
     remedies = []
     if advice := limit_advice(nbytes):
         remedies.append(f"give {advice}")
     small = tensor_bytes(task, "small") if size == "large" else None
-    if small is not None and small < nbytes and small <= limit:
+    if small is not None and small < nbytes and LEAST_EVAL_MULTIPLE * small <= limit:
         remedies.append(f"time --size small ({fmt_bytes_alike(nbytes, small)[1]})")
     elif not has_small_size(task.source) and size != "large":
         remedies.append("add a reduced size to the task (HTAM_SMALL, see docs/tasks.md)")

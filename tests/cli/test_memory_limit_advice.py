@@ -75,3 +75,19 @@ def test_the_hint_is_for_the_cpu_memory_limit_alone():
     assert memory_hint(stopped, task, "cpu", "small").startswith("; give --memory-limit-mb 1024 ")
     assert memory_hint(stopped, task, "cuda", "large") == ""
     assert memory_hint("the reference timed out", task, "cpu", "small") == ""
+
+
+def test_a_task_whose_evaluation_cannot_fit_is_refused_though_its_tensors_do(tmp_path, env):
+    """128 MiB of tensors under a 256 MB limit: no evaluation holds less than 3 times them, so
+    it is refused at once (exit 3), where it used to run and fail at the limit."""
+    task = tmp_path / "relu128.py"
+    task.write_text(relu_task("4096", "4096"))
+    solution = tmp_path / "sol.py"
+    solution.write_text(honest(task.read_text()))
+    args = ["eval", str(task), str(solution), "--target", "cpu", "--allow-torch"]
+    result = runner.invoke(app, [*args, "--memory-limit-mb", "256"], env=env)
+    assert result.exit_code == 3, (result.output, result.exception)
+    (line,) = result.stderr.splitlines()
+    assert "take 0.13 GB (inputs, outputs and parameters)" in line
+    assert "an evaluation holds at least 3 times that (0.40 GB), over the 0.27 GB" in line
+    assert "give --memory-limit-mb 1280 " in line  # 512 + 6 x 128
