@@ -45,8 +45,8 @@ def optimize_many(
     the last line alone) and returns the exit status (0: some task has a correct candidate, 1:
     none, 2: some task file could not be loaded; it is reported on one line and the other tasks
     still run). On the CPU a task whose evaluation (3x its tensors) exceeds the memory limit is
-    skipped, one line each (``fitting_tasks``); ``plan_workers`` says how many workers run the tasks, never more than
-    there are tasks. From the batch directory's creation on, Ctrl-C prints the ``--resume``
+    skipped, one line each (``fitting_tasks``); ``plan_workers`` says how many workers run the
+    tasks, never more than there are tasks. From the batch directory's creation on, Ctrl-C prints the ``--resume``
     command that continues it (``run.ctx``: the command's context, which that command repeats)."""
     from htam.bench import BenchError, load_rows, run_bench
     from htam.bench.banks import learn_into
