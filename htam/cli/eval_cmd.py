@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -134,8 +135,11 @@ def eval_command(
     task = resolve_task(task_spec)
     check_cache_dir()  # compiled extensions and the evaluation cache: a bad path is one line
     limits = limit_overrides(memory_limit_mb, timeout_s, compile_reference)
-    size, result = _evaluate(task, code, target, language, size, allow_torch, limits)
-    timed = signature(task, size)  # what was timed, said (seen: optimize said it, eval not)
+    # what is timed, said before the evaluation (a KernelBench file at its own size took ten
+    # minutes on 2 cores with nothing on the screen); --json and --quiet print their one answer
+    announce = None if as_json or quiet else _announce
+    size, result = _evaluate(task, code, target, language, size, allow_torch, limits, announce)
+    timed = signature(task, size)
     result.messages[:0] = beside_note(result, solution_file)
     if result.infrastructure and result.messages:  # stopped at the memory limit: what would do
         result.messages[0] += memory_hint(result.messages[0], task, target, size)
@@ -144,16 +148,17 @@ def eval_command(
     elif quiet:
         typer.echo(verdict_line(result))
     else:
-        _print_table(result, task, size, timed, show_log, verbose)
+        _print_table(result, show_log, verbose)
     # 3: the machine could not judge the task (nothing said of the candidate), as elsewhere
     raise typer.Exit(0 if result.correct else INFRASTRUCTURE_EXIT if result.infrastructure else 1)
 
 
 def _evaluate(task, code: str, target: str, language: str, size: str | None, allow_torch: bool,
-              limits: dict[str, Any]) -> tuple[Size, EvalResult]:  # fmt: skip
-    """The size timed and the result of one evaluation; a task whose reference cannot run here
-    (its tensors over the memory limit, refused before it runs; or failing when it runs) is
-    one line, exit 3."""
+              limits: dict[str, Any], announce: Callable[[Any, Size], None] | None = None,
+              ) -> tuple[Size, EvalResult]:  # fmt: skip
+    """The size timed and the result of one evaluation (``announce(task, size)`` first); a task
+    whose reference cannot run here (its tensors over the memory limit, refused before it runs;
+    or failing when it runs) is one line, exit 3."""
     from htam.evaluate import EvalConfig, Evaluator, EvaluatorError
     from htam.tasks import TaskError
 
@@ -164,6 +169,8 @@ def _evaluate(task, code: str, target: str, language: str, size: str | None, all
         too_big = over_memory_limit(task, target, timed, tensor_bytes(task, timed), memory_limit_mb)
         if too_big:  # known from the signature on the meta device: refused before it runs
             fail(too_big, code=INFRASTRUCTURE_EXIT)
+        if announce:
+            announce(task, timed)
         config = EvalConfig(size=timed, allow_torch=allow_torch, **limits)
         with Evaluator(target, config) as evaluator:
             return timed, evaluator.evaluate(task, code, language)
@@ -171,6 +178,15 @@ def _evaluate(task, code: str, target: str, language: str, size: str | None, all
         fail(reference_cannot_run(exc, task, target, timed or size), code=INFRASTRUCTURE_EXIT)
     except EvaluatorError as exc:
         fail(str(exc))
+
+
+def _announce(task, size: Size) -> None:
+    from htam.agent.summary import timed_shapes
+    from htam.cli.optimize_view import timed_line
+    from htam.tasks import signature
+
+    timed = signature(task, size)
+    console.print(timed_line(size, timed_shapes(timed), timed.bytes, task.source), highlight=False)
 
 
 def _print_json(result: EvalResult, task, size: Size, timed, show_log: bool) -> None:
@@ -183,15 +199,9 @@ def _print_json(result: EvalResult, task, size: Size, timed, show_log: bool) -> 
     echo_json(data | {"task": task.id, "size": size, "timed_inputs": timed_shapes(timed)})
 
 
-def _print_table(
-    result: EvalResult, task, size: Size, timed, show_log: bool, verbose: bool
-) -> None:
-    """What was timed, how the candidate was isolated, the result's table and (--log) its
-    captured output."""
-    from htam.agent.summary import timed_shapes
-    from htam.cli.optimize_view import timed_line
-
-    console.print(timed_line(size, timed_shapes(timed), timed.bytes, task.source), highlight=False)
+def _print_table(result: EvalResult, show_log: bool, verbose: bool) -> None:
+    """How the candidate was isolated (what was timed is said before it ran), the result's
+    table and (--log) its captured output."""
     console.print(result.isolation, markup=False, soft_wrap=True)
     console.print(render(result, verbose))
     if show_log and result.log:
