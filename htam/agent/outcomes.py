@@ -5,6 +5,7 @@ band a measurement carries (what the reward and a new best must clear)."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from htam.agent.state import comparable_times
@@ -75,9 +76,13 @@ def needs_retry(result: EvalResult) -> bool:
 
 
 def after_retry(first: EvalResult, second: EvalResult) -> EvalResult:
-    """The outcome kept after judging a candidate twice (see needs_retry)."""
+    """The outcome kept after judging a candidate twice (see needs_retry); what happened to the
+    first is said last in its messages."""
     if first.status is Status.TIMEOUT and second.status is Status.TIMEOUT:
         return second  # it hangs every time: the kernel's doing, learned
+    if first.cause in (Fault.EVALUATOR, Fault.MACHINE):
+        lost = " ".join((first.messages or [str(first.status)])[0].split())[:200]
+        second = replace(second, messages=[*second.messages, f"judged again: {lost}"])
     if second.status is Status.TIMEOUT and second.cause is Fault.KERNEL:
         # timed out once of two tries after another fault: not shown to be the kernel's
         second.fault = Fault.MACHINE
@@ -109,13 +114,11 @@ def after_redraw(first: EvalResult, second: EvalResult) -> EvalResult:
     if second.cause is Fault.KERNEL and not second.correct:
         return first
     again = "it passed" if second.correct else f"it was not judged ({second.status})"
-    first.fault = Fault.DRAW
-    first.messages = [
+    why = (
         f"incorrect only on inputs drawn in secret; judged again on fresh draws, {again}: "
-        f"a verdict of the draw teaches nothing of the strategy (the candidate is not used)",
-        *first.messages,
-    ]
-    return first
+        "a verdict of the draw teaches nothing of the strategy (the candidate is not used)"
+    )
+    return replace(first, fault=Fault.DRAW, messages=[why, *first.messages])
 
 
 def noise_of(result: EvalResult, best: EvalResult | None, ref_ms: float | None) -> float:
