@@ -65,6 +65,7 @@ def main(out: Path, seconds: float, name: str) -> None:
             n += 1
             first = ev.evaluate(task, codes[which], "triton")
             row = {"task": task.id, "candidate": which, "status": str(first.status)}
+            row |= {"runtime_ms": first.runtime_ms, "speedup": first.speedup}
             row["message"] = (first.messages or [""])[0][:300]
             if on_drawn_inputs(first):
                 kept = after_redraw(first, ev.evaluate(task, codes[which], "triton"))
@@ -76,6 +77,13 @@ def main(out: Path, seconds: float, name: str) -> None:
                 print(json.dumps(row), flush=True)
     for (which, status, kept), k in sorted(counts.items()):
         print(f"{task.id} {which}: {status} {kept} x{k}")
+    for which in codes:
+        rows = [
+            json.loads(line) for line in (out / "drawn_verdicts.jsonl").read_text().splitlines()
+        ]
+        ms = sorted(r["runtime_ms"] for r in rows if r["candidate"] == which and r["runtime_ms"])
+        if ms:
+            print(f"{which}: median {ms[len(ms) // 2]:.4f} ms over {len(ms)} correct evaluations")
 
 
 if __name__ == "__main__":
