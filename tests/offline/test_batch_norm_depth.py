@@ -2,11 +2,12 @@
 moments, docs/offline.md "Deep batch-normed networks") adds no more error than float32 rounding
 does, however many layers the error crosses.
 
-What makes level 3's ResNet101 (and MobileNetV1/V2, EfficientNetB0/B2, UNetSoftmax) `incorrect` on a GPU is
-not these kernels: cuDNN runs the float32 convolutions of reference and candidate alike in TF32
-(``torch.backends.cudnn.allow_tf32`` is on by default), and over those depths the reference's own
-output then moves beyond the evaluator's tolerance when its input moves by one ulp. Any candidate
-that is not bit for bit the reference lands elsewhere in that noise. The GPU test measures both:
+What makes level 3's ResNet101 (and MobileNetV1/V2, EfficientNetB0/B2, UNetSoftmax)
+`incorrect` on a GPU is not these kernels: cuDNN runs the float32 convolutions of reference and
+candidate alike in TF32 (``torch.backends.cudnn.allow_tf32`` is on by default), and over those
+depths the reference's own output then moves beyond the evaluator's tolerance when its input
+moves by one ulp (B2 and UNetSoftmax: in IEEE float32 too). Any candidate that is not bit for bit
+the reference lands elsewhere in that noise. The GPU test measures both:
 with IEEE convolutions the candidate must be as close as a one-ulp nudge of the input; with TF32
 the verdicts are printed beside the reference's own nudged run.
 
