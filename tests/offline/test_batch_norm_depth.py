@@ -17,6 +17,7 @@ the verdicts are printed beside the reference's own nudged run.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -156,5 +157,21 @@ def test_kernelbench_deep_batch_norm_at_full_size_on_gpu(stem):
           f"\n  reference again, same input: bitwise {torch.equal(tf_again, tf_want)}; TF32 "
           f"reference against IEEE: {compare_tensor(tf_want, want, TOLERANCES) or 'ok'}")  # fmt: skip
     eager, ours = time_ms(ref, inputs), time_ms(new, inputs)
-    print(f"{stem} eager {eager:.3f} ms, candidate {ours:.3f} ms: {eager / ours:.2f}x")
+    print(f"{stem} eager {eager:.3f} ms ({_host_ms(ref, inputs):.3f} ms to issue), candidate "
+          f"{ours:.3f} ms ({_host_ms(new, inputs):.3f} ms to issue): {eager / ours:.2f}x")  # fmt: skip
     assert ieee is None or _rel(got, want) <= 4 * _rel(nudged, want), ieee
+
+
+def _host_ms(model, inputs, reps: int = 10) -> float:
+    """Host milliseconds to issue one forward, the GPU idle at its start (one forward's launches
+    fit the launch queue): at or above the CUDA time, the forward waits on Python and launch
+    overhead, not on the GPU."""
+    times = []
+    with torch.no_grad():
+        for _ in range(reps + 1):  # the first is a warm-up
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            model(*inputs)
+            times.append(time.perf_counter() - t0)
+        torch.cuda.synchronize()
+    return sum(times[1:]) * 1e3 / reps
