@@ -8,8 +8,8 @@ candidate alike in TF32 (``torch.backends.cudnn.allow_tf32`` is on by default), 
 depths the reference's own output then moves beyond the evaluator's tolerance when its input
 moves by one ulp (B2 and UNetSoftmax: in IEEE float32 too). Any candidate that is not bit for bit
 the reference lands elsewhere in that noise. The GPU test measures both:
-with IEEE convolutions the candidate must be as close as a one-ulp nudge of the input; with TF32
-the verdicts are printed beside the reference's own nudged run.
+with IEEE convolutions the candidate must pass the evaluator's comparison (B2 and UNetSoftmax:
+printed only); with TF32 the verdicts are printed beside the reference's own nudged run.
 
     pytest -m gpu tests/offline/test_batch_norm_depth.py -s      # KB_ROOT: KernelBench's tasks
 """
@@ -132,22 +132,26 @@ def test_deep_batch_norm_stack_adds_only_rounding():
 
 
 KB = Path(os.environ.get("KB_ROOT", "/work/shared/kernelbench/KernelBench"))
-# the level-3 networks with training-mode batch norms that the CPU emulation of TF32 found
-# ill-conditioned (10, 19, 20, 22; 24 and 45 in float32 too) and two that are not (9, 15)
+# level 3's networks with training-mode batch norms that the CPU emulation of TF32 found
+# ill-conditioned (10, 19, 20, 22) and two that are not (9, 15): with IEEE convolutions each is
+# well conditioned, and the candidate must pass the evaluator's comparison
 GPU_MODELS = ["10_ResNet101", "19_MobileNetV1", "20_MobileNetV2", "22_EfficientNetB0",
-              "24_EfficientNetB2", "45_UNetSoftmax", "9_ResNet18", "15_DenseNet121"]  # fmt: skip
+              "9_ResNet18", "15_DenseNet121"]  # fmt: skip
+# ill-conditioned in IEEE float32 too (the reference one ulp away fails against itself): printed
+IEEE_NOISE = ["24_EfficientNetB2", "45_UNetSoftmax"]
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not KB.is_dir(), reason="KernelBench is not here (set KB_ROOT)")
-@pytest.mark.parametrize("stem", GPU_MODELS)
+@pytest.mark.parametrize("stem", GPU_MODELS + IEEE_NOISE)
 def test_kernelbench_deep_batch_norm_at_full_size_on_gpu(stem):
     source = (KB / "level3" / f"{stem}.py").read_text()
     with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
         want, got, nudged, (ref, new, inputs) = _three_runs(source, "large", "cuda")
     ieee = compare_tensor(got, want, TOLERANCES)
-    print(f"\n{stem} IEEE convolutions: candidate {ieee or 'ok'} (rel L2 {_rel(got, want):.2e}); "
-          f"reference one ulp away: rel L2 {_rel(nudged, want):.2e}")  # fmt: skip
+    print(f"\n{stem} IEEE convolutions: candidate {ieee or 'ok'} (rel L2 {_rel(got, want):.2e});"
+          f"\n  reference one ulp away: {compare_tensor(nudged, want, TOLERANCES) or 'ok'} "
+          f"(rel L2 {_rel(nudged, want):.2e})")  # fmt: skip
     with torch.no_grad():  # cuDNN's default: TF32, as the evaluator's reference runs
         tf_want, tf_got = ref(*[x.clone() for x in inputs]), new(*[x.clone() for x in inputs])
         tf_again = ref(*[x.clone() for x in inputs])
@@ -159,7 +163,7 @@ def test_kernelbench_deep_batch_norm_at_full_size_on_gpu(stem):
     eager, ours = time_ms(ref, inputs), time_ms(new, inputs)
     print(f"{stem} eager {eager:.3f} ms ({_host_ms(ref, inputs):.3f} ms to issue), candidate "
           f"{ours:.3f} ms ({_host_ms(new, inputs):.3f} ms to issue): {eager / ours:.2f}x")  # fmt: skip
-    assert ieee is None or _rel(got, want) <= 4 * _rel(nudged, want), ieee
+    assert stem in IEEE_NOISE or ieee is None, ieee
 
 
 def _host_ms(model, inputs, reps: int = 10) -> float:
