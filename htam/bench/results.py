@@ -15,12 +15,30 @@ __all__ = ["ResultsError", "bench_metrics", "load_plan", "load_rows"]
 
 # Size small is a task's reduced size only where it has one: an unmodified KernelBench file
 # (no HTAM_SMALL) runs at its own shapes at either size, and its speedups are its full size's.
-SMALL_SIZE_NOTE = (
-    "Timed at the small size (a bench's default on the CPU): a task with a reduced size "
-    "(HTAM_SMALL, as every built-in task has) ran at it, and its speedup need not hold at its full "
-    "size: `htam eval TASK RUN_DIR/best.py --size large` times a unit's best.py there. A task "
-    "file without HTAM_SMALL (an unmodified KernelBench file) ran at its own shapes."
-)
+_LARGE = "`htam eval TASK RUN_DIR/best.py --size large` times a unit's best.py there"
+
+
+def small_size_note(reduced: list[str] | None) -> str:
+    """The note of a bench timed small, from the ids of its tasks that have a reduced size
+    (bench.json's ``reduced_size_tasks``; None for a bench written before it was recorded)."""
+    head = "Timed at the small size (a bench's default on the CPU): "
+    if reduced is None:
+        return (
+            f"{head}a task with a reduced size (HTAM_SMALL, as every built-in task has) ran at "
+            f"it, and its speedup need not hold at its full size ({_LARGE}); a task file "
+            "without HTAM_SMALL (an unmodified KernelBench file) ran at its own shapes."
+        )
+    if not reduced:
+        return (
+            f"{head}no task here has a reduced size (HTAM_SMALL), so each ran at its own shapes, "
+            "its full size."
+        )
+    named = ", ".join(reduced[:3]) + (f" and {len(reduced) - 3} more" if len(reduced) > 3 else "")
+    return (
+        f"{head}{len(reduced)} task(s) ran at their reduced size (HTAM_SMALL: {named}), where a "
+        f"speedup need not hold at the full size ({_LARGE}); any other task ran at its own "
+        "shapes."
+    )
 
 
 def load_plan(out: Path) -> list[Unit]:
@@ -122,7 +140,8 @@ def bench_metrics(out: Path) -> dict[str, Any]:
     metrics["planned_units"] = len(plan)
     metrics["not_run"] = len(plan) - len(rows)
     bench = out / "bench.json"
-    metrics["bench"] = read_json(bench)["identity"] if bench.exists() else {}
+    recorded = read_json(bench) if bench.exists() else {}
+    metrics["bench"] = recorded.get("identity", {})
     if metrics["bench"].get("size") == "small":  # seen: 2.43x here, 0.71x in full
-        metrics["notes"].append(SMALL_SIZE_NOTE)
+        metrics["notes"].append(small_size_note(recorded.get("reduced_size_tasks")))
     return metrics

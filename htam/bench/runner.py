@@ -28,6 +28,7 @@ from htam.bench.bench_config import (
 )
 from htam.bench.executor import executor_for
 from htam.bench.ledger import BenchOutcome, Event, Ledger
+from htam.tasks.module import has_small_size
 
 __all__ = ["BenchError", "BenchOutcome", "run_bench", "write_plan"]
 
@@ -63,11 +64,15 @@ def _check_plan(config: BenchConfig, units: list[Unit]) -> None:
         )
 
 
-def write_plan(config: BenchConfig, units: list[Unit]) -> None:
+def write_plan(config: BenchConfig, units: list[Unit], reduced: list[str] | None = None) -> None:
+    """bench.json (its identity, its config and ``reduced``: the ids of its tasks that have a
+    reduced size, which the report's note on the small size names) and plan.json."""
     from htam.agent.rundir import write_atomic
 
     config.out.mkdir(parents=True, exist_ok=True)
     bench = {"identity": config.identity(), "config": json.loads(config.to_json())}
+    if reduced is not None:
+        bench["reduced_size_tasks"] = reduced
     write_atomic(config.out / "bench.json", json.dumps(bench, indent=2))
     write_atomic(config.out / "plan.json", json.dumps([u.to_dict() for u in units], indent=2))
 
@@ -85,7 +90,7 @@ def run_bench(
     _check_resume(config, resume)
     units = plan_units(tasks, config)
     _check_plan(config, units)
-    write_plan(config, units)
+    write_plan(config, units, [t.id for t in tasks if has_small_size(t.source)])
     outcome = BenchOutcome(planned=len(units))
     pending: deque[tuple[Unit, int]] = deque()
     for unit in units:

@@ -124,7 +124,11 @@ def test_metrics_from_the_unit_summaries(bench):
     assert metrics["by_level"]["htam"]["1"]["units"] == 3
     assert any("not meaningful" in note for note in metrics["notes"])
     # newcomer round 8: a speedup at the small size was read as the task's
-    assert any(note.startswith("Timed at the small size") for note in metrics["notes"])
+    (note,) = [n for n in metrics["notes"] if n.startswith("Timed at the small size")]
+    # the built-in tasks have a reduced size, recorded in bench.json and named in the note
+    reduced = json.loads((out / "bench.json").read_text())["reduced_size_tasks"]
+    assert reduced and all(r.startswith("builtin/") for r in reduced)
+    assert f"{len(reduced)} task(s) ran at their reduced size (HTAM_SMALL: {reduced[0]}" in note
 
 
 def test_fresh_memory_learned_each_step_exactly_once(bench):
