@@ -10,9 +10,11 @@ import typer
 
 from htam.cli.common import METHOD_HELP, check_bank, check_cache_dir, console, fail, writable_dir
 from htam.cli.fmt import plural
+from htam.cli.json_errors import echo_json
 from htam.cli.llm_options import BaseUrl, LlmPreset, LlmTimeout, ModelName, build_proposer
 from htam.cli.optimize_runs import resume_on_interrupt
 from htam.cli.options import (
+    AsJson,
     Gpus,
     Language,
     LlmOptions,
@@ -106,10 +108,12 @@ def bench_command(
     ray: Ray = False,
     ray_address: RayAddress = "local",
     ray_slots: RaySlots = None,
+    as_json: AsJson = False,
 ) -> None:
     """Run every (method, seed, task) unit; writes OUT/metrics.json, report.md and report.html.
     On the CPU a task whose evaluation (at least 3x its tensors) exceeds the memory limit is
-    skipped (one line each)."""
+    skipped (one line each). --json: the units' counts and metrics.json as one object on stdout
+    (the lines and the table go to stderr)."""
     from htam.bench import BenchError, run_bench
 
     ray_spec = check_ray(ray, ray_address, ray_slots)
@@ -138,6 +142,26 @@ def bench_command(
     except BenchError as exc:
         fail(str(exc))
     _print_outcome(outcome)
+    if as_json:
+        echo_json(_outcome_json(outcome, out))
+
+
+def _outcome_json(outcome, out: Path) -> dict:
+    """What ``--json`` prints: the units of this run, where the reports are, and the metrics."""
+    import json
+
+    report = outcome.report
+    return {
+        "out": str(out),
+        "planned": outcome.planned,
+        "done": len(outcome.done),
+        "failed": len(outcome.failed),
+        "retried": len(outcome.retried),
+        "already_finished": len(outcome.skipped),
+        "wall_s": outcome.wall_s,
+        "report": {"markdown": str(report.markdown), "html": str(report.html)},
+        "metrics": json.loads(Path(report.metrics).read_text()),
+    }
 
 
 def _check_memory(memory: Path | None) -> None:
