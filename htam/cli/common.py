@@ -244,10 +244,11 @@ def memory_hint(message: str, task, target: str, size: str | None) -> str:
     """For a reference stopped at the host memory limit on the CPU, the limit that lets it run
     (its tensors' size known from the meta device): the message's own "raise it" names none."""
     from htam.cli.sizes import limit_advice, tensor_bytes
+    from htam.vocab import SIZES, size_named
 
-    if target != "cpu" or size is None or "more host memory" not in message:
+    if target != "cpu" or size not in SIZES or "more host memory" not in message:
         return ""
-    advice = limit_advice(tensor_bytes(task, size))
+    advice = limit_advice(tensor_bytes(task, size_named(size)))
     return f"; give {advice}" if advice else ""
 
 
