@@ -238,7 +238,7 @@ class Harness:
         paid for their pages: 2.2x on the CPU for a 1x ReLU."""
         before, self.anon0 = self.anon0, None
         fresh = _fresh_bytes(outs, slots) if self.device == "cpu" else 0
-        if before is None or fresh < FRESH_MIN_BYTES:
+        if before is None or not fresh:
             return
         grew = (_anon_bytes() or 0) - before
         if grew < fresh // 2:
@@ -352,12 +352,14 @@ def _anon_bytes() -> int | None:
 
 
 def _fresh_bytes(outs: list, slots: list) -> int:
-    """The bytes of the outputs' distinct storages, the judge's lent slots aside."""
+    """The bytes of the outputs' distinct storages of at least FRESH_MIN_BYTES each, the judge's
+    lent slots aside (several smaller ones may all come from resident heap memory)."""
     sizes: dict[int, int] = {}
     for o in outs:
         if type(o) is torch.Tensor and o.numel() and not any(_overlaps(o, s) for s in slots):
             storage = o.untyped_storage()
-            sizes[storage.data_ptr()] = storage.nbytes()
+            if storage.nbytes() >= FRESH_MIN_BYTES:
+                sizes[storage.data_ptr()] = storage.nbytes()
     return sum(sizes.values())
 
 
