@@ -21,7 +21,7 @@ import traceback
 import torch
 
 from htam.evaluate import buffers, channel, measure
-from htam.evaluate.candidate import kernels
+from htam.evaluate.candidate import fresh_memory, kernels
 from htam.evaluate.frames import CandidateJob
 from htam.evaluate.host.compile_cache import CompileError, install_compile_cache
 from htam.evaluate.judge import gradients
@@ -85,7 +85,8 @@ class Harness:
         each reply into one of ``channel``'s typed messages, or refuses it."""
         if self.hold and self.device == "cpu" and "seals" not in message:
             # what the next call starts from: read before the reply that lets the judge time it
-            self.anon0 = _anon_bytes()
+            fresh_memory.release_free_heap()
+            self.anon0 = fresh_memory.anon_bytes()
         channel.send(self.sock, message)
 
     def fail(self, status: channel.FailStatus, message: str) -> None:
@@ -237,10 +238,10 @@ class Harness:
         a call, never twice) alias nothing and are renewed only once handed over, yet no call
         paid for their pages: 2.2x on the CPU for a 1x ReLU."""
         before, self.anon0 = self.anon0, None
-        fresh = _fresh_bytes(outs, slots) if self.device == "cpu" else 0
+        fresh = fresh_memory.fresh_bytes(outs, slots) if self.device == "cpu" else 0
         if before is None or not fresh:
             return
-        grew = (_anon_bytes() or 0) - before
+        grew = (fresh_memory.anon_bytes() or 0) - before
         if grew < fresh // 2:
             raise _Rejected(
                 f"the call's outputs ({fresh >> 20} MiB) were memory resident before the call "
@@ -332,35 +333,6 @@ class _Rejected(Exception):
 
 def _nothing() -> None:
     return None
-
-
-# Outputs at least this large come from a fresh mapping of glibc's (its largest mmap threshold),
-# whose pages a call faults in; smaller ones may legitimately reuse resident heap memory.
-FRESH_MIN_BYTES = 32 << 20
-
-
-def _anon_bytes() -> int | None:
-    """This process's resident anonymous memory (huge pages included)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("RssAnon:"):
-                    return int(line.split()[1]) << 10
-    except OSError:
-        return None
-    return None
-
-
-def _fresh_bytes(outs: list, slots: list) -> int:
-    """The bytes of the outputs' distinct storages of at least FRESH_MIN_BYTES each, the judge's
-    lent slots aside (several smaller ones may all come from resident heap memory)."""
-    sizes: dict[int, int] = {}
-    for o in outs:
-        if type(o) is torch.Tensor and o.numel() and not any(_overlaps(o, s) for s in slots):
-            storage = o.untyped_storage()
-            if storage.nbytes() >= FRESH_MIN_BYTES:
-                sizes[storage.data_ptr()] = storage.nbytes()
-    return sum(sizes.values())
 
 
 def _own_memory(o: torch.Tensor, slots: list) -> bool:
