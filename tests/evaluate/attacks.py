@@ -239,12 +239,14 @@ ATTACKS_CPU = [
         task=MMAP_RELU,
     ),
     # rotated buffers with glibc keeping freed blocks resident, so that the harness's renewal
-    # takes the same pages back (5.2x against 0.95x, CPU)
+    # takes the same pages back (5.2x against 0.95x, CPU): the free heap given back before each
+    # call leaves them fresh pages (ok at the honest kernel's speed), or the rule refuses them
     Attack(
         "cheat_rotated_heap.py",
         "kept outputs",
         "cpp",
-        (("rejected", "resident before the call"),),
+        (("rejected", "resident before the call"),) + OK,
+        max_speedup=3.0,
         task=MMAP_RELU,
     ),
 ]
