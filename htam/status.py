@@ -18,6 +18,10 @@ evaluator   the fork server died, the reference cannot run here  retried on a fr
                                                                  learned or cached
 machine     a timeout the kernel did not cause (load), host OOM  retried, else named; never
             of the judge, a watchdog limit of the machine's      learned or cached
+draw        ``incorrect`` only on inputs the judge drew in       judged again on fresh
+            secret (shifted, outliers planted), and correct on   draws; named, the candidate
+            fresh draws: a TF32 GEMM one element off on one      is not used; never learned
+            planted outlier in 22 runs
 ==========  ===================================================  ===========================
 
 Only ``Fault.KERNEL`` outcomes are evidence about a strategy; every other one says nothing of
@@ -62,6 +66,7 @@ class Fault(StrEnum):
     ENDPOINT = "endpoint"
     EVALUATOR = "evaluator"
     MACHINE = "machine"
+    DRAW = "draw"  # a verdict that depended on the inputs drawn, not on the strategy
 
     @property
     def learned(self) -> bool:

@@ -13,9 +13,11 @@ from collections.abc import Callable
 from htam.agent.config import OptimizeConfig
 from htam.agent.guides import Context, make_guide
 from htam.agent.outcomes import (
+    after_redraw,
     after_retry,
     needs_retry,
     new_best_band,
+    on_drawn_inputs,
     prefix_share,
     repeated,
     step_reward,
@@ -244,6 +246,10 @@ class Optimizer:
         if result.infrastructure:
             cause = result.messages[0] if result.messages else "no cause given"
             raise EvaluationError(cause.removeprefix(f"{EVALUATOR_FAILED}: "))
+        if on_drawn_inputs(result):
+            # judged on fresh draws, past the cache (it would serve this very verdict)
+            fresh = getattr(self.evaluator, "evaluator", self.evaluator)  # CachedEvaluator's
+            result = after_redraw(result, fresh.evaluate(task, code, self.config.language))
         return result
 
     def _judged(self, task: Task, code: str) -> EvalResult:

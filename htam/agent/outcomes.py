@@ -5,6 +5,7 @@ band a measurement carries (what the reward and a new best must clear)."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from htam.agent.state import comparable_times
@@ -75,14 +76,49 @@ def needs_retry(result: EvalResult) -> bool:
 
 
 def after_retry(first: EvalResult, second: EvalResult) -> EvalResult:
-    """The outcome kept after judging a candidate twice (see needs_retry)."""
+    """The outcome kept after judging a candidate twice (see needs_retry); what happened to the
+    first is said last in its messages."""
     if first.status is Status.TIMEOUT and second.status is Status.TIMEOUT:
         return second  # it hangs every time: the kernel's doing, learned
+    if first.cause in (Fault.EVALUATOR, Fault.MACHINE):
+        lost = " ".join((first.messages or [str(first.status)])[0].split())[:200]
+        second = replace(second, messages=[*second.messages, f"judged again: {lost}"])
     if second.status is Status.TIMEOUT and second.cause is Fault.KERNEL:
         # timed out once of two tries after another fault: not shown to be the kernel's
         second.fault = Fault.MACHINE
         second.messages = [*second.messages, "timed out once of two tries: the machine's load"]
     return second
+
+
+# How the judge names a call on inputs it drew in secret for this evaluation (a random shift and
+# scale, outliers planted at random places: htam.evaluate.judge.shifted.Shifter.inputs).
+DRAWN_INPUTS = "scaled and shifted inputs"
+
+
+def on_drawn_inputs(result: EvalResult) -> bool:
+    """An ``incorrect`` verdict reached on inputs the judge drew in secret: whether another
+    draw fails too is what says it is the kernel's (see after_redraw)."""
+    return (
+        result.status is Status.INCORRECT
+        and result.cause is Fault.KERNEL
+        and any(DRAWN_INPUTS in m for m in result.messages[:1])
+    )
+
+
+def after_redraw(first: EvalResult, second: EvalResult) -> EvalResult:
+    """The outcome kept after judging on fresh draws a candidate found incorrect on drawn
+    inputs. Failing again, it is the kernel's: learned. Passing, the verdict depended on the
+    draw (a TF32 GEMM one element off against one planted outlier, once in 22 runs): the first
+    verdict stands, so the candidate is not used, but nothing is learned of the strategy. Not
+    judged again (the evaluator lost it), the draw is not shown to be the kernel's either."""
+    if second.cause is Fault.KERNEL and not second.correct:
+        return first
+    again = "it passed" if second.correct else f"it was not judged ({second.status})"
+    why = (
+        f"incorrect only on inputs drawn in secret; judged again on fresh draws, {again}: "
+        "a verdict of the draw teaches nothing of the strategy (the candidate is not used)"
+    )
+    return replace(first, fault=Fault.DRAW, messages=[why, *first.messages])
 
 
 def noise_of(result: EvalResult, best: EvalResult | None, ref_ms: float | None) -> float:
@@ -140,6 +176,8 @@ def new_best_band(result: EvalResult, progress: Progress, min_gain: float) -> fl
 def step_reward(result: EvalResult, progress: Progress, config: PolicyConfig) -> float:
     """The step's reward (htam.policy.reward) in one unit on both sides (comparable_times),
     within the measured noise; a correct time that says nothing is a tie."""
+    if not result.cause.learned:
+        return 0.0  # not the kernel's doing: nothing to reward, and nothing is learned
     before, new = comparable_times(result, progress.best_result, progress.ref_ms)
     new = new if result.correct and result.runtime_ms else None
     if result.correct and not meaningful(result):

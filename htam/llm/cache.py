@@ -80,6 +80,11 @@ class ResponseCache:
             self.trim()
         return path
 
+    def forget(self, key: str) -> None:
+        """Drop an entry: a reply that proved to be the endpoint's fault (no code, no valid
+        answer) is asked for again on a rerun, not served from here."""
+        self.path(key).unlink(missing_ok=True)
+
     def trim(self) -> int:
         """Evict least recently used entries while over the cap; returns how many went."""
         if self.max_bytes is None:

@@ -135,6 +135,14 @@ class LLMClient:
             self.cache.put(key, keyed, data)
         return self._record(self._reply(data, key, cached=False, attempts=attempts))
 
+    def forget(self, reply: ChatReply) -> None:
+        """Keep ``reply`` out of the cache: the caller found it unusable (prose where code was
+        asked for, an answer that is not the JSON asked for). Cached, a rerun of the step
+        would be served the endpoint's fault again without asking, as with a reply cut at
+        max_tokens, which is never kept."""
+        if self.cache is not None:
+            self.cache.forget(reply.raw_request_hash)
+
     def _body(self, messages: list[dict], params: dict[str, Any]) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.config.model,

@@ -4,9 +4,10 @@ A fault of the model never aborts a run: strategy choice falls back to the first
 memory orders candidates by evidence). A reply without code, or cut at ``max_tokens``, is asked
 for once more (one repair turn); a proposal still without code, or one whose request the
 endpoint refused (HTTP 400, say a prompt too long), carries the reason in ``Proposal.error`` and
-``Fault.ENDPOINT``: the step is named ``no_code`` and never learned. A failure of the endpoint
-itself (``LLMError.infrastructure``) is flagged on the Choice or Proposal instead, so the loop
-can stop without learning from it.
+``Fault.ENDPOINT``: the step is named ``no_code`` and never learned. A reply without code, and a
+strategy choice that is not the JSON asked for, leave the reply cache (a rerun asks again). A
+failure of the endpoint itself (``LLMError.infrastructure``) is flagged on the Choice or
+Proposal instead, so the loop can stop without learning from it.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ class LLMProposer:
             chosen, rationale, error = _validate(reply.content, candidates)
             if chosen is not None:
                 return Choice(chosen, rationale, usage, format_messages(messages), _join(responses))
+            self.client.forget(reply)
             messages += [
                 {"role": "assistant", "content": reply.content},
                 {
@@ -140,6 +142,7 @@ class LLMProposer:
             code = None if truncated else extract_code(reply.content)
             if code is not None:
                 break
+            self.client.forget(reply)
             messages += [
                 {"role": "assistant", "content": reply.content},
                 {"role": "user", "content": self.prompts.render("no_code.j2", truncated=truncated)},

@@ -6,6 +6,8 @@ import ast
 import json
 import re
 
+from htam.llm.split_code import with_definitions
+
 _THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(
     r"^[ \t]*```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.DOTALL | re.MULTILINE
@@ -47,21 +49,53 @@ def extract_code(reply: str) -> str | None:
     """The last Python code block of ``reply`` that defines ``class ModelNew``, or None.
 
     Accepts ```python, ```py and untagged fences, CRLF line ends, prose around the block, a
-    final fence left open (the code must then parse), and a reply that is only code. A lone
-    surrogate (a JSON escape of half a pair, which no file can hold) becomes "?".
+    final fence left open (the code must then parse), and a reply that is only code. Earlier
+    blocks that define what the ModelNew block uses come with it (a kernel and its module
+    given in two blocks: htam.llm.split_code). Failing those, the Python module in a fence
+    tagged for another language (```cpp around it), or in a JSON answer's string (an endpoint
+    in JSON mode). A lone surrogate (a JSON escape of half a pair, which no file can hold)
+    becomes "?".
     """
     reply = reply.encode("utf-8", "replace").decode("utf-8")
     _, text = split_think(reply)
-    blocks = [body for tag, body in _FENCE.findall(text) if tag.lower() in PYTHON_TAGS]
-    for body in reversed(blocks):
-        if defines_model_new(body):
-            return body.strip("\n") + "\n"
+    fences = _FENCE.findall(text)
+    blocks = [body for tag, body in fences if tag.lower() in PYTHON_TAGS]
+    for i in reversed(range(len(blocks))):
+        if defines_model_new(blocks[i]):
+            return with_definitions(blocks[i].strip("\n") + "\n", blocks[:i])
     unclosed = _unclosed_block(text)
     if unclosed is not None:
-        return unclosed
+        return with_definitions(unclosed, blocks)
+    for tag, body in reversed(fences):
+        if tag.lower() not in PYTHON_TAGS and (code := _parsable_model_new(body)) is not None:
+            return code
+    if (code := _json_code(text)) is not None:
+        return code
     if not blocks and "```" not in text:
         return _bare_code(text)
     return None
+
+
+def _json_code(text: str) -> str | None:
+    """The code in a JSON answer's strings (``{"code": "..."}``), the last that has any."""
+    try:
+        strings = [s for s in _strings(extract_json(text)) if "ModelNew" in s and s != text]
+    except (ValueError, RecursionError):  # no JSON; JSON nested past the interpreter's limit
+        return None
+    for string in reversed(strings):
+        if (code := extract_code(string)) is not None:
+            return code
+    return None
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
 
 
 def _unclosed_block(text: str) -> str | None:

@@ -153,6 +153,9 @@ def test_a_lost_evaluation_is_judged_again_and_its_loss_never_learned(tmp_path, 
         bank_steps, _ = _bank_statuses(bank)
     assert summary.statuses == ["ok", "ok", "ok"]
     assert len(evaluator.calls) == 4 and evaluator.calls[1] == evaluator.calls[2]
+    # the step says what happened to its first evaluation
+    assert steps[1]["feedback"]["messages"][-1] == "judged again: the fork server died"
+    assert not any("judged again" in m for m in steps[0]["feedback"]["messages"])
     assert bank_steps == ["ok", "ok", "ok"]
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from htam.llm import extract_code
 from htam.llm.replay_server import ReplayServer, Scripted
 from htam.memory import MemoryBank
 from tests.agent.conftest import CHAIN, FIXTURES, choice, fenced, variant
@@ -63,11 +64,13 @@ def _htam(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
-def _optimize(tmp_path: Path, replies: list[Scripted]) -> tuple[subprocess.CompletedProcess, list]:
+def _optimize(
+    tmp_path: Path, replies: list[Scripted], steps: int = 3
+) -> tuple[subprocess.CompletedProcess, list]:
     with ReplayServer(replies) as server:
         run = _htam(
             tmp_path, "optimize", CHAIN, "--target", "cpu", "--language", "triton",
-            "--size", "small", "--steps", "3", "--base-url", server.base_url,
+            "--size", "small", "--steps", str(steps), "--base-url", server.base_url,
             "--model", server.model, "--memory", str(tmp_path / "bank.db"), "--out", "run",
         )  # fmt: skip
     return run, server.chat_requests
@@ -89,6 +92,10 @@ def _only_the_kernels_doing_is_kept(tmp_path: Path, run: subprocess.CompletedPro
     assert learned and set(learned) == {"ok"} and set(evidence) <= {"ok"}
     kept = [json.loads(p.read_text()) for p in (tmp_path / "cache/evals").glob("*.json")]
     assert kept and all(k["status"] == "ok" and k.get("fault") is None for k in kept)
+    # the reply cache keeps no reply without code: a rerun asks the endpoint again
+    replies = [json.loads(p.read_text()) for p in (tmp_path / "cache/llm").glob("*/*.json")]
+    writes = [r["response"]["content"] for r in replies if "strategy_id" not in json.dumps(r)]
+    assert writes and all(extract_code(content) is not None for content in writes)
     return steps
 
 
@@ -116,6 +123,31 @@ def test_a_misbehaving_endpoint_is_named_in_the_steps_and_never_learned(tmp_path
     assert "repeated code already evaluated" in run.stdout
     writes = [r for r in requests if "strategy_id" not in r.text()]
     assert len(writes) == 7  # the 429 answered one of them: its retry got the honest code
+
+
+def _code_in_other_shapes(good: str) -> list[Scripted]:
+    """Honest code the ways models wrap it: the kernel and its module in two blocks, the module
+    in a ```cpp fence, with no fence at all, and as a string of a JSON answer."""
+    kernel, module = good.split("class ModelNew", 1)
+    shapes = [
+        f"The kernel:\n\n```python\n{variant(kernel, 1)}```\n\nThe module:\n\n"
+        f"```python\nclass ModelNew{module}```\n",
+        f"```cpp\n{variant(good, 2)}```\n",
+        variant(good, 3),
+        json.dumps({"code": variant(good, 4), "explanation": "one fused pass"}),
+    ]
+    code = [Scripted(content=shape, when="ModelNew") for shape in shapes]
+    return [Scripted(content=choice("unknown"), when="strategy_id", repeat=True), *code]
+
+
+@pytest.mark.slow
+def test_code_in_two_blocks_another_fence_no_fence_or_json_is_judged_as_written(tmp_path):
+    run, requests = _optimize(
+        tmp_path, _code_in_other_shapes((FIXTURES / "chain_triton.py").read_text()), steps=4
+    )
+    steps = _only_the_kernels_doing_is_kept(tmp_path, run)
+    assert [s["feedback"]["status"] for s in steps] == ["ok"] * 4
+    assert len([r for r in requests if "strategy_id" not in r.text()]) == 4  # no repair turn
 
 
 @pytest.mark.slow

@@ -41,6 +41,10 @@ CHEATS_CPU = [
 CHEATS_GPU = [
     ("cheat_side_stream.py", RELU, "cuda", "rejected", "escaped the timed stream"),
 ]
+# Outcomes that refuse a cheat as well as its rule does. The side stream's kernel races the
+# judge's comparison on the caller's stream: when it loses (a GPU shared by twelve test
+# evaluators, H100), the output read there is unfinished, which is wrong for any caller.
+ALSO_REFUSED = {"cheat_side_stream.py": ("incorrect", "elements outside")}
 FAULTS_CPU = [
     ("fault_infinite_loop.py", RELU, "triton", "timeout", "time limit"),
     ("fault_host_memory.py", RELU, "triton", "runtime_error", "host memory"),

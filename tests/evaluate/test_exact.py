@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from htam.evaluate.eval_config import TOLERANCES
-from htam.evaluate.judge.exact import judge_against_exact
+from htam.evaluate.judge.compare import compare_tensor
+from htam.evaluate.judge.exact import judge_against_exact, judge_ill_conditioned
 from htam.tasks import load_task
 
 HEAD = "import torch\nimport torch.nn as nn\n\n\n"
@@ -142,6 +143,37 @@ def test_an_output_all_zero_to_float32_precision_says_a_constant_passes():
     assert not ok and "within 10x" in why
 
 
+def _noisy(exact: torch.Tensor, rel: float, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    noise = torch.randn(exact.shape, generator=g, dtype=torch.float64)
+    return (exact + rel * noise * exact.norm() / noise.norm()).float()
+
+
+def test_an_ill_conditioned_reference_judges_against_float64_within_its_own_error():
+    """A deep TF32 network's reference is 7.8e-2 from float64 (ResNet101 on an H100): another
+    honest order of the same sums is as far, and passes; zeros, a stateful model's run and a
+    reference too far to carry the answer do not."""
+    tol = TOLERANCES["float32"]
+    exact = torch.randn(10_000, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    ref = _noisy(exact, 0.078, 1)
+    honest = _noisy(exact, 0.085, 2)
+    assert compare_tensor(honest, ref, {"float32": tol})  # fails the float32 tolerance
+    ok, why = judge_ill_conditioned(honest, ref, ref.clone(), exact, tol)
+    assert ok and "the reference itself is 7.80e-02 from float64" in why and "within 3x" in why
+    ok, why = judge_ill_conditioned(torch.zeros_like(ref), ref, ref.clone(), exact, tol)
+    assert not ok and "the candidate 1.00e+00" in why
+    assert not judge_ill_conditioned(_noisy(exact, 0.3, 3), ref, ref.clone(), exact, tol)[0]
+    # the judge's own float32 run is not the reference's function: no second opinion
+    assert judge_ill_conditioned(honest, ref, ref + 5.0, exact, tol) == (False, "")
+    # a well-conditioned reference keeps the float32 verdict
+    tight = _noisy(exact, 1e-7, 4)
+    assert judge_ill_conditioned(honest, tight, tight.clone(), exact, tol) == (False, "")
+    # a reference 0.8 from float64 (EfficientNet-B2 at its real size): zeros would be within 3x
+    lost = _noisy(exact, 0.8, 5)
+    ok, why = judge_ill_conditioned(torch.zeros_like(ref), lost, lost.clone(), exact, tol)
+    assert not ok and "too far to judge by" in why
+
+
 REDTEAM12 = Path(__file__).parent / "fixtures"
 
 
@@ -202,7 +234,9 @@ base = status("VmRSS:")
 runs = exact.reference_runs(mod, [], 0, "cpu", [x], [ref], 1 << 40)
 ran = status("VmHWM:") - base
 reset()
-ok, why = exact.judge_against_exact(out, ref, runs[0][0], runs[1][0], TOLERANCES["float32"])
+tol = TOLERANCES["float32"]
+ok, why = exact.judge_against_exact(out, ref, runs[0][0], runs[1][0], tol)
+exact.judge_ill_conditioned(out, ref, runs[0][0], runs[1][0], tol)  # as the judge does next
 judged = status("VmHWM:") - base
 print(counted[-1], ran, judged, len(why))
 """

@@ -8,6 +8,7 @@ import pytest
 
 from htam.evaluate import Evaluator
 from tests.evaluate.cases import (
+    ALSO_REFUSED,
     CHEATS_CPU,
     CHEATS_GPU,
     FAULTS_CPU,
@@ -27,6 +28,9 @@ def _evaluate(evaluator, solution, task, language):
 def _assert_case(evaluator, solution, task, language, status, rule):
     result = _evaluate(evaluator, solution, task, language)
     text = " | ".join(result.messages)
+    also = ALSO_REFUSED.get(solution)
+    if also and result.status == also[0]:
+        status, rule = also
     assert result.status == status, f"{solution}: {result.status} ({text})\n{result.log[-1500:]}"
     assert rule in text, f"{solution}: expected {rule!r} in {text!r}"
     return result

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from htam.llm import extract_code, extract_json, split_think
@@ -32,6 +34,43 @@ def test_other_languages_are_ignored():
     reply = f"{fenced('class ModelNew {};', 'cpp')}\n{fenced(GOOD_CODE)}"
     assert extract_code(reply) == GOOD_CODE
     assert extract_code(fenced("class ModelNew {};", "cpp")) is None
+
+
+def test_a_python_module_in_a_fence_of_another_language_is_read():
+    assert extract_code(f"Here:\n{fenced(GOOD_CODE, 'cpp')}\n") == GOOD_CODE
+    assert extract_code(f"{fenced('void f() {}', 'cpp')}\n{fenced(GOOD_CODE, 'text')}") == GOOD_CODE
+
+
+def test_a_json_answer_holding_the_module_is_read():
+    assert extract_code(json.dumps({"code": GOOD_CODE, "notes": "fused"})) == GOOD_CODE
+    inner = json.dumps({"answer": {"files": ["notes", fenced(GOOD_CODE)]}})
+    assert extract_code(inner) == GOOD_CODE
+    assert extract_code('{"strategy_id": "tiling", "ratio') is None
+    assert extract_code(json.dumps({"code": "class ModelNew {};"})) is None
+
+
+def _split(code: str) -> tuple[str, str]:
+    kernel, module = code.split("class ModelNew", 1)
+    return kernel, "class ModelNew" + module
+
+
+def test_a_kernel_and_its_module_in_two_blocks_are_one_module():
+    kernel, module = _split(GOOD_CODE)
+    reply = f"The kernel:\n{fenced(kernel)}\nThe module:\n{fenced(module)}\n"
+    code = extract_code(reply)
+    assert code is not None and "@triton.jit" in code and code.rstrip().endswith(module.rstrip())
+    compile(code, "joined", "exec")
+    # imports in a third block, before the kernel's: what the kernel uses comes too
+    imports, body = kernel.split("\n\n\n", 1)
+    reply = f"{fenced(imports)}\n{fenced('note = 1')}\n{fenced(body)}\n{fenced(module)}"
+    code = extract_code(reply)
+    assert code is not None and code.startswith(imports.strip()) and "note = 1" not in code
+
+
+def test_a_complete_module_takes_nothing_from_earlier_blocks():
+    kernel, _ = _split(GOOD_CODE)
+    reply = f"{fenced(kernel.replace('relu2_kernel', 'old_kernel'))}\n{fenced(GOOD_CODE)}"
+    assert extract_code(reply) == GOOD_CODE
 
 
 def test_crlf_and_think_sections():

@@ -65,6 +65,25 @@ def test_reply_without_model_new_is_asked_once_more_then_gives_no_code(
     assert "has no Python code block" in server.chat_requests[1].text()
 
 
+def test_a_reply_without_code_is_not_served_again_from_the_cache(server, proposer, make_request):
+    # the endpoint's fault on a first run; a rerun of the step asks again and gets code
+    server.add(Scripted("I would fuse the two operations."), Scripted("Still only prose."))
+    assert proposer.propose(make_request(step=3)).code is None
+    server.add(Scripted(fenced(GOOD_CODE)))
+    again = proposer.propose(make_request(step=3))
+    assert again.code == GOOD_CODE and again.usage.cached_calls == 0
+    assert len(server.chat_requests) == 3
+
+
+def test_a_choice_that_is_not_the_json_asked_for_is_not_cached(server, proposer, make_request):
+    server.add(Scripted('{"strategy_id": "memory_access.vec'), Scripted("prose"))
+    assert proposer.choose_strategy(make_request(), CANDIDATES).rationale.startswith(FALLBACK)
+    server.add(Scripted('{"strategy_id": "parallel.grid_stride"}'))
+    assert proposer.choose_strategy(make_request(), CANDIDATES).strategy is CANDIDATES[2]
+    # a valid answer is kept: a third run is served it
+    assert proposer.choose_strategy(make_request(), CANDIDATES).usage.cached_calls == 1
+
+
 def test_a_reply_cut_at_max_tokens_is_never_evaluated_and_asked_again(
     server, proposer, make_request
 ):

@@ -68,6 +68,9 @@ def check(round_: Round, rules: Rules) -> dict[int, str]:
             )
             if runs is not None and k < len(runs[0]):
                 ok, why = exact.judge_against_exact(o, r, runs[0][k], runs[1][k], tol)
+                if not ok:
+                    ok, noisy = exact.judge_ill_conditioned(o, r, runs[0][k], runs[1][k], tol)
+                    why = noisy or why
                 if ok:
                     notes[k] = f"output {k}: {why}"
                     continue
