@@ -9,8 +9,9 @@ says what happened, so the fix shows up as an XPASS).
 """
 
 from dataclasses import dataclass
+from pathlib import Path
 
-from tests.evaluate.cases import RELU
+from tests.evaluate.cases import FIXTURES, RELU
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class Attack:
     max_speedup_vs_honest: float | None = None
     # not ok, or ok at no more than this speedup (C++ candidates, timed for real)
     max_speedup: float | None = None
-    task: str = RELU
+    task: str | Path = RELU
 
 
 OK = (("ok", ""),)
@@ -37,6 +38,8 @@ OK_OR_ESCAPE = OK + (("rejected", "escaped the timed stream"),)
 # kernel probe does not find the tensor behind a pointer it is refused as torch's work
 # (docs/evaluator.md, "The kernel requirement"); what matters here is that it read nothing.
 RAW_POINTERS = OK_OR_ESCAPE + (("rejected", "[no-kernel]"),)
+
+MMAP_RELU = FIXTURES / "relu_mmap_task.py"
 
 ATTACKS_CPU = [
     # ---------------------------------------------------------------- forged verdict / channel
@@ -225,6 +228,27 @@ ATTACKS_CPU = [
     Attack("attack_deep_expression.py", "stopping the run", "triton", (("rejected", "nested"),)),
     # ---------------------------------------------------------------- poisoning later runs
     Attack("attack_poison_cache.py", "poisoning", "triton", OK),
+    # ---------------------------------------------------------------- kept outputs
+    # (outputs of 64 MB, above glibc's largest mmap threshold: a fresh one is a fresh mapping)
+    # a pool of outputs written ahead, one handed over a call (2.2x against 1x, CPU)
+    Attack(
+        "cheat_prefaulted_pool.py",
+        "kept outputs",
+        "cpp",
+        (("rejected", "resident before the call"),),
+        task=MMAP_RELU,
+    ),
+    # rotated buffers with glibc keeping freed blocks resident, so that the harness's renewal
+    # takes the same pages back (5.2x against 0.95x, CPU): the free heap given back before each
+    # call leaves them fresh pages (ok at the honest kernel's speed), or the rule refuses them
+    Attack(
+        "cheat_rotated_heap.py",
+        "kept outputs",
+        "cpp",
+        (("rejected", "resident before the call"),) + OK,
+        max_speedup=3.0,
+        task=MMAP_RELU,
+    ),
 ]
 
 # GPU-only classes, for the lead's H200 run (task level1/1_ReLU.py at size large), and the CPU

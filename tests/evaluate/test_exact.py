@@ -2,6 +2,9 @@
 sums in another order passes; a wrong one, and the red team's ways around the rule, still fail;
 a well-conditioned output is judged as before."""
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -197,3 +200,77 @@ def test_cheat_exact_slack_fixture_is_incorrect(cpu_evaluator):
     source = (REDTEAM12 / "cheat_exact_slack.py").read_text()
     result = cpu_evaluator.evaluate(task, source, "cpp")
     assert result.status == "incorrect", (result.status, result.messages, result.flags)
+
+
+PEAK_SCRIPT = """
+import sys, types, torch
+from htam.evaluate.judge import exact
+from htam.evaluate.eval_config import TOLERANCES
+
+torch.set_num_threads(1)
+n, body, wrong = 1 << 22, sys.argv[1], sys.argv[2]
+mod = types.ModuleType("task")
+exec("import torch\\nclass Model(torch.nn.Module):\\n    def forward(self, x):\\n"
+     f"        return {body}\\n", mod.__dict__)
+
+
+def status(field):
+    for line in open("/proc/self/status"):
+        if line.startswith(field):
+            return int(line.split()[1]) << 10
+
+
+def reset():
+    open("/proc/self/clear_refs", "w").write("5")
+
+
+x = torch.randn(n)
+ref = mod.Model()(x)
+out = eval(wrong)
+counted, count = [], exact.working_bytes
+exact.working_bytes = lambda *a: counted.append(count(*a)) or counted[-1]
+reset()
+base = status("VmRSS:")
+runs = exact.reference_runs(mod, [], 0, "cpu", [x], [ref], 1 << 40)
+ran = status("VmHWM:") - base
+reset()
+tol = TOLERANCES["float32"]
+ok, why = exact.judge_against_exact(out, ref, runs[0][0], runs[1][0], tol)
+exact.judge_ill_conditioned(out, ref, runs[0][0], runs[1][0], tol)  # as the judge does next
+judged = status("VmHWM:") - base
+print(counted[-1], ran, judged, len(why))
+"""
+
+# (the reference, a wrong answer whose comparison reaches the second opinion)
+PEAK_CASES = {
+    # no intermediates; no element zero to float32 precision (ReLU, red team 16: 1.93x)
+    "relu": ("torch.relu(x)", "ref + 1.0"),
+    # half the elements zero to float32 precision, the others compacted for the float32
+    # verdict; the model's own intermediates in float64 (an index, a mask, three sums)
+    "half_zero": (
+        "torch.where(torch.arange(x.numel()) % 2 == 0, x, (x + 1000.0) - 1000.0 - x)",
+        "torch.where(ref.abs() < 1e-2, 0.0, ref)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", PEAK_CASES)
+def test_the_second_opinion_holds_no_more_than_its_budget_counts(case):
+    """The float64 second opinion's working set, measured (the process's peak resident set over
+    the float64 runs, then over the comparison), is within what ``working_bytes`` counts, which
+    ``byte_budget`` bounds. It held 1.93x the count on a ReLU before the count took in the
+    float32 run, both float64 runs and the comparison's temporaries."""
+    body, wrong = PEAK_CASES[case]
+    done = subprocess.run(
+        [sys.executable, "-c", PEAK_SCRIPT, body, wrong],
+        capture_output=True, text=True, timeout=300, check=True,
+        # every large block its own mapping, returned when freed (glibc's threshold otherwise
+        # grows to 32 MB, and freed blocks below it stay resident)
+        env={**os.environ, "OMP_NUM_THREADS": "1", "MALLOC_MMAP_THRESHOLD_": "65536"},
+    )  # fmt: skip
+    counted, ran, judged, why = (int(v) for v in done.stdout.split())
+    slack = counted // 50 + (8 << 20)  # the interpreter's and allocator's own pages
+    assert ran <= counted + slack, f"the float64 runs held {ran / counted:.2f}x the count"
+    assert judged <= counted + slack, f"the comparison held {judged / counted:.2f}x the count"
+    assert max(ran, judged) >= counted // 2, "the count is far from what it holds"
+    assert case == "relu" or why > 0  # the comparison went as far as the compacted elements

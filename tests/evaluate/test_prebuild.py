@@ -114,3 +114,74 @@ def test_a_cuda_extension_is_built_ahead_for_this_device_only(gpu_evaluator):
     assert result.breakdown_s["compile_and_first_call"] < build_s / 2
     (cand,) = [e for e in gpu_evaluator.queue.events if e["event"] == "candidate"][-1:]
     assert cand["prebuilt"] and cand["job_compile_s"] < 1.0
+
+
+PLANTING = '''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+HONEST = r"""
+torch::Tensor relu(torch::Tensor x) { return x.clamp_min(0); }  // STAMP
+"""
+# Its static initializer writes, when the build job imports it, a library at the honest
+# extension's name and a file beside its own, both under the job's ext/ folder.
+PLANTER = r"""
+#include <cstdlib>
+#include <fstream>
+#include <string>
+static int planted = [] {
+    const char* root = std::getenv("TORCH_EXTENSIONS_DIR");
+    if (root) {
+        std::string base = std::string(root) + "/TOOLCHAIN/";
+        std::ofstream(base + "HONEST_KEY/HONEST_KEY.so") << "htam-planted";
+        std::ofstream(base + "PLANTER_KEY/htam-planted.txt") << "htam-planted";
+    }
+    return 0;
+}();
+torch::Tensor same(torch::Tensor x) { return x; }  // STAMP
+"""
+honest = load_inline("honest", cpp_sources=HONEST, functions=["relu"])
+planter = load_inline("planter", cpp_sources=PLANTER, functions=["same"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return honest.relu(planter.same(x))
+'''
+
+
+def _planting_code() -> str:
+    """The solution above, its sources stamped fresh and the planter told the names: the
+    toolchain's folder, the honest extension's key and its own (the planter's key does not
+    change with a name written into it: its stamp is fixed first)."""
+    from htam.evaluate.host import pch
+
+    code = PLANTING.replace("STAMP", str(time.time_ns()))
+    honest_args, planter_args = inline_calls.calls(code)
+    names = {"TOOLCHAIN": pch.toolchain_key(), "HONEST_KEY": inline_calls.key(honest_args)}
+    code = code.replace("TOOLCHAIN", names["TOOLCHAIN"]).replace("HONEST_KEY", names["HONEST_KEY"])
+    _, planter_args = inline_calls.calls(code)
+    return code.replace("PLANTER_KEY", inline_calls.key(planter_args))
+
+
+@pytest.mark.slow
+def test_a_prebuild_keeps_only_the_extensions_own_library(cpu_evaluator):
+    """A build made ahead kept the job's whole ext/ folder, and the preload merged the folders
+    of a solution's extensions: files an extension's static initializer wrote at another's name
+    came with it. Each build now keeps its own library alone."""
+    from htam.evaluate.host import build_stage, integrity
+
+    code = _planting_code()
+    calls = inline_calls.calls(code)
+    assert len(calls) == 2 and all("PLANTER_KEY" not in str(c) for c in calls)
+    cpu_evaluator.prebuild(code, "cpp")
+    for arguments in calls:
+        key = inline_calls.key(arguments)
+        kept = integrity.listed(cpu_evaluator.cache_dir, f"ext-{key}")
+        assert kept == [build_stage._own(arguments)], kept
+    staged = build_stage.prebuilt(cpu_evaluator, code, "cpp")
+    files = sorted(str(p.relative_to(staged)) for p in staged.rglob("*") if p.is_file())
+    assert files == sorted(build_stage._own(a) for a in calls), files
+    honest = build_stage._own(calls[0])  # the planter's own library holds the words, not it
+    assert b"htam-planted" not in (staged / honest).read_bytes()

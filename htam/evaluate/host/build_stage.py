@@ -38,13 +38,32 @@ def _name(arguments: dict) -> str:
     return f"ext-{inline_calls.key(arguments)}"
 
 
+def _own(arguments: dict) -> str:
+    """The one file of a build that is the extension's own output, as the candidate's
+    load_inline (compile_cache) places it under ``ext/``: its library, which a later job
+    imports without ninja. Whatever else the build job left (sources, objects, and anything
+    the extension's static initializers wrote when the job imported it, at any name under
+    ``ext/``) is not kept."""
+    key = inline_calls.key(arguments)
+    return f"ext/{pch.toolchain_key()}/{key}/{key}.so"
+
+
+def _kept(ev: Evaluator, arguments: dict) -> Path | None:
+    """The verified prebuild of this extension, when it holds its own library and nothing
+    else (a build kept before only the library was holds the job's whole ``ext/`` tree)."""
+    path = integrity.verified(ev.cache_dir, _name(arguments))
+    if path is None or integrity.listed(ev.cache_dir, _name(arguments)) != [_own(arguments)]:
+        return None
+    return path
+
+
 def prebuild(ev: Evaluator, code: str, language: str) -> float:
     """Build the code's extensions not built before, outside the device's queue: the seconds it
     took. A failed build is not kept: the timed evaluation meets and reports it."""
     t0 = time.perf_counter()
     for arguments in [] if legacy() else _calls(code, language):
         name = _name(arguments)
-        if integrity.verified(ev.cache_dir, name):
+        if _kept(ev, arguments):
             continue
         # here, in the trusted host, never in the sandbox, which only reads it
         pch.ensure(ev.cache_dir, arguments)
@@ -59,7 +78,9 @@ def prebuild(ev: Evaluator, code: str, language: str) -> float:
         try:
             status = outcome.result.get("status") if outcome.result else None
             if outcome.job_dir and status == "ok" and not outcome.killed:
-                integrity.promote(ev.cache_dir, Path(outcome.job_dir), name, parts=("ext",))
+                integrity.promote(
+                    ev.cache_dir, Path(outcome.job_dir), name, parts=(_own(arguments),)
+                )
         finally:  # a tmpfs of its own, whatever happened above
             if outcome.job_dir:
                 folders.remove(outcome.job_dir)
@@ -67,15 +88,16 @@ def prebuild(ev: Evaluator, code: str, language: str) -> float:
 
 
 def prebuilt(ev: Evaluator, code: str, language: str) -> Path | None:
-    """The verified prebuilds of the code's extensions, as one folder to preload."""
+    """The verified prebuilds of the code's extensions, as one folder to preload: each brings
+    its own library alone, so none holds a file at another's name."""
     found = [
-        path
-        for arguments in _calls(code, language)
-        if (path := integrity.verified(ev.cache_dir, _name(arguments)))
+        (path, arguments) for arguments in _calls(code, language) if (path := _kept(ev, arguments))
     ]
     if len(found) <= 1:
-        return found[0] if found else None
+        return found[0][0] if found else None
     staged = Path(tempfile.mkdtemp(prefix="prebuilt-", dir=ev._workroot))
-    for path in found:
-        shutil.copytree(path / "ext", staged / "ext", dirs_exist_ok=True, symlinks=True)
+    for path, arguments in found:
+        own = _own(arguments)
+        (staged / own).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path / own, staged / own)
     return staged

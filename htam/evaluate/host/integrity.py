@@ -148,7 +148,8 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O
 
 
 def _copy_parts(job_dir: Path, parts: tuple[str, ...], staging: Path) -> int:
-    """Copy the folders ``parts`` of ``job_dir`` into ``staging``: how many files were kept."""
+    """Copy the parts of ``job_dir`` named by ``parts`` (folders or files, by a relative path
+    of one or more components) into ``staging``: how many files were kept."""
     try:
         root = os.open(job_dir, _DIR_FLAGS)
     except OSError:
@@ -156,14 +157,41 @@ def _copy_parts(job_dir: Path, parts: tuple[str, ...], staging: Path) -> int:
     budget = _Budget()
     try:
         for part in parts:
-            try:
-                fd = os.open(part, _DIR_FLAGS, dir_fd=root)
-            except OSError:  # absent, a link, not a folder
+            *above, last = Path(part).parts
+            parent = _open_folders(root, above)
+            if parent is None:
                 continue
+            try:
+                fd = os.open(last, _DIR_FLAGS, dir_fd=parent)
+            except OSError:  # absent, a link, not a folder: a regular file, or nothing
+                (staging / part).parent.mkdir(parents=True, exist_ok=True)
+                _copy_file(parent, last, staging / part, budget)
+                continue
+            finally:
+                if parent != root:
+                    os.close(parent)
             _copy_tree(fd, staging / part, budget)
     finally:
         os.close(root)
     return budget.files
+
+
+def _open_folders(root: int, names: list[str]) -> int | None:
+    """The folder at ``names`` under ``root``, each component opened from the one before it,
+    never followed when it is a link (``root`` itself for no names); None where one is not a
+    folder."""
+    fd = root
+    for name in names:
+        try:
+            child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+        except OSError:
+            child = None
+        if fd != root:
+            os.close(fd)
+        if child is None:
+            return None
+        fd = child
+    return fd
 
 
 class _Budget:
@@ -236,6 +264,12 @@ def _copy_file(dir_fd: int, name: str, dest: Path, budget: _Budget) -> None:
         budget.files += 1
     finally:
         os.close(fd)
+
+
+def listed(cache_dir: Path, code_digest: str) -> list[str]:
+    """The files a cached build's sealed manifest names (none without a sound manifest)."""
+    manifest = read_sealed(cache_dir, builds_dir(cache_dir, code_digest) / "manifest.json")
+    return sorted(manifest["files"]) if manifest else []
 
 
 def _files_except(root: Path) -> dict[str, str]:

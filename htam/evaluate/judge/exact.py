@@ -28,12 +28,14 @@ as any other order of the same sums. There the float32 tolerance judges rounding
 :func:`judge_ill_conditioned` judges the candidate against float64 instead: it passes within
 ``NOISY_FACTOR`` times the reference's own distance (an output of zeros is 13x or more on those
 tasks). A reference further than ``MAX_NOISE`` from float64 carries too little of the answer to
-judge anything by, and the float32 verdict stands. Nothing the candidate does reaches these runs: the
-judge builds the model and holds the inputs. Tensors too large to copy in float64
-get no second opinion (:func:`byte_budget`).
+judge anything by, and the float32 verdict stands. Nothing the candidate does reaches these runs:
+the judge builds the model and holds the inputs. Tensors too large for the second opinion's
+working set (:func:`working_bytes`) get none (:func:`byte_budget`).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 
@@ -46,50 +48,141 @@ from htam.evaluate.judge.trusted_jobs import as_list, build
 FACTOR = 10.0
 NOISY_FACTOR = 3.0
 MAX_NOISE = 0.25  # relative L2 from float64 beyond which a reference is not an answer
-MAX_BYTES = 1 << 30  # the inputs' and outputs' float64 copies, beside the reference's own
+# What a second opinion may hold at its peak (working_bytes), beside the tensors the judge holds
+# anyway (the inputs, both runners' outputs)
+MAX_BYTES = 2 << 30
+# Elements judged at a time: the comparison's temporaries (float64 distances, masks, the parts
+# picked out) stay at about SLICE_BYTES an element of a slice whatever the output's size, and a
+# GPU synchronizes only at the end.
+SLICE = 1 << 20
+SLICE_BYTES = 40
 
 
 def byte_budget(memory_limit_mb: int | None) -> int:
-    """How large the float64 copies may be: MAX_BYTES, and an eighth of the evaluation's host
-    memory limit, so that a candidate failing on purpose cannot make the judge's second opinion
-    outgrow the limit (which would be charged to the reference)."""
+    """How much a second opinion may hold (:func:`working_bytes`): MAX_BYTES, and an eighth of
+    the evaluation's host memory limit, so that a candidate failing on purpose cannot make the
+    judge's second opinion outgrow the limit (which would be charged to the reference)."""
     return MAX_BYTES if not memory_limit_mb else min(MAX_BYTES, (memory_limit_mb << 20) // 8)
 
 
-def _nbytes(tensors) -> int:
-    return sum(t.numel() * 8 for t in tensors if torch.is_tensor(t) and t.is_floating_point())
+def _floats(tensors) -> int:
+    return sum(t.numel() for t in tensors if torch.is_tensor(t) and t.is_floating_point())
+
+
+def working_bytes(x: list, outs: list, params: int = 0, scratch: int = 0) -> int:
+    """What a second opinion holds at its peak for inputs ``x``, outputs ``outs``, a model of
+    ``params`` floating-point parameters and buffers and ``scratch`` bytes of the model's own
+    intermediate tensors in float32, beside what the judge holds anyway. Two moments are the
+    largest: a float64 run (the inputs and parameters in float64, 8 bytes an element; the
+    judge's float32 outputs, 4, and two float64 runs, 16; the run's intermediates, twice their
+    float32 size) and the comparison (the float32 and one float64 run kept, 12; the mask of
+    elements zero to float32 precision and its complement, 2; the candidate's and the
+    reference's other elements, compacted, 8; a slice's temporaries). tests/evaluate/test_exact.py
+    measures it."""
+    out = _floats(outs)
+    compare = 22 * out + SLICE_BYTES * min(out, SLICE)
+    return max(8 * (_floats(x) + params) + 20 * out + 2 * scratch, compare)
+
+
+def _status_bytes(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field):
+                return int(line.split()[1]) << 10
+    return 0
+
+
+def _scratch(run, device: str) -> tuple[list, int]:
+    """``run()``'s outputs and the bytes of intermediates it held beyond them at its peak: the
+    process's peak resident set (reset first) or, on a GPU, the allocator's peak."""
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        out = run()
+        peak = torch.cuda.max_memory_allocated() - before
+    else:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # the peak resident set starts again from the current one
+        before = _status_bytes("VmRSS:")
+        out = run()
+        peak = _status_bytes("VmHWM:") - before
+    held = sum(t.untyped_storage().nbytes() for t in out if torch.is_tensor(t))
+    return out, max(0, peak - held)
+
+
+def _parameters(model) -> int:
+    if not isinstance(model, torch.nn.Module):
+        return 0
+    return _floats(list(model.parameters()) + list(model.buffers()))
 
 
 def reference_runs(
     module, init_args: list, seed: int, device: str, x: list, outs: list, budget: int
 ):
     """(float32 outputs, float64 outputs) of the reference on ``x``, the float64 ones from the
-    same parameters cast; None where no sound second opinion exists (the copies beyond
+    same parameters cast; None where no sound second opinion exists (a working set beyond
     ``budget`` bytes, an op without a float64 kernel, a result that depends on the random
     stream)."""
-    if _nbytes(x) + _nbytes(outs) > budget:
+    if working_bytes(x, outs) > budget:
         return None
     try:
         model = build(module.Model, init_args, seed, device)
-        with torch.no_grad():
-            narrow = as_list(model(*x))  # also builds lazily made parameters, in float32
+        with torch.no_grad():  # also builds lazily made parameters, in float32
+            narrow, scratch = _scratch(lambda: as_list(model(*x)), device)
+        if working_bytes(x, outs, _parameters(model), scratch) > budget:
+            return None
         if isinstance(model, torch.nn.Module):
             model = model.double()
         wide_x = [v.double() if torch.is_tensor(v) and v.is_floating_point() else v for v in x]
-        runs = []
-        for draw in (1, 2):
-            torch.manual_seed(draw)
-            with torch.no_grad():
-                runs.append(as_list(model(*wide_x)))
+        torch.manual_seed(1)
+        with torch.no_grad():
+            wide = as_list(model(*wide_x))
+        torch.manual_seed(2)
+        with torch.no_grad():
+            again = as_list(model(*wide_x))
     except Exception:  # noqa: BLE001 - no second opinion: the float32 verdict stands
         return None
     finally:
         if device == "cuda":
             torch.cuda.empty_cache()
-    for a, b in zip(*runs, strict=True):
+    for a, b in zip(wide, again, strict=True):
         if torch.is_tensor(a) and not torch.equal(a, b):
             return None
-    return narrow, runs[0]
+    return narrow, wide
+
+
+@dataclass
+class _Sums:
+    """What the comparison needs of every element, gathered a slice at a time: which elements
+    are zero to float32 precision (float32's answer there carries no significant digit), the
+    largest rounding of the float32 reference anywhere, the L2 distances from float64 over
+    those elements (of the reference and of the candidate), and the candidate's largest
+    distance from float64 over the others."""
+
+    zero: torch.Tensor
+    noise_max: torch.Tensor
+    ref_sq: torch.Tensor
+    err_sq: torch.Tensor
+    off_max: torch.Tensor
+
+
+def _sums(o: torch.Tensor, r: torch.Tensor, e: torch.Tensor) -> _Sums:
+    acc = [torch.zeros((), dtype=torch.float64, device=e.device) for _ in range(4)]
+    zero = torch.empty(e.shape, dtype=torch.bool, device=e.device)
+    for i in range(0, e.numel(), SLICE):
+        ec, rc = e[i : i + SLICE], r[i : i + SLICE]
+        noise = rc.double().sub_(ec).abs_()
+        z = zero[i : i + SLICE]
+        # an exact 0 for a value float64 does not round to 0 carries none either: its noise
+        # equals the value
+        torch.gt(noise, ec.abs(), out=z)
+        z |= (rc == 0) & (ec != 0)
+        off = o[i : i + SLICE].double().sub_(ec).abs_()
+        acc[0] = torch.maximum(acc[0], noise.max())
+        acc[1] += noise[z].square().sum()
+        acc[2] += off[z].square().sum()
+        acc[3] = torch.maximum(acc[3], off.masked_fill_(z, 0.0).max())
+    return _Sums(zero, *acc)
 
 
 def judge_against_exact(
@@ -104,15 +197,14 @@ def judge_against_exact(
     o, r, e = (t.reshape(-1) for t in (out, ref, exact))
     if not all(bool(torch.isfinite(t).all()) for t in (o, r, e)):
         return False, ""
-    noise = (r.double() - e).abs()
-    # float32's answer there carries no significant digit (an exact 0 for a value float64 does
-    # not round to 0 is one: its noise equals the value)
-    zero = (noise > e.abs()) | ((r == 0) & (e != 0))
-    n = int(zero.sum())
+    sums = _sums(o, r, e)
+    n = int(sums.zero.sum())
     if n == 0:
         return False, ""
-    if n < zero.numel():  # every other element keeps the float32 verdict
-        problem = compare_tensor(o[~zero], r[~zero], table)
+    if n < e.numel():  # every other element keeps the float32 verdict
+        keep = ~sums.zero
+        problem = compare_tensor(o[keep], r[keep], table)
+        del keep
         # or is as near float64 as float32's worst rounding in this output: where the reference
         # landed near its float64 value by chance, another order of the same sums did not
         # (a centred mean over rows with outliers planted, 1.6e-6 off against atol 1e-6).
@@ -120,24 +212,28 @@ def judge_against_exact(
         # the zeros themselves: one cancelling sum's noise (1e-3) beside a softmax (values
         # below it) let an answer of all zeros through, the softmax never
         # computed (cheat_exact_slack.py).
-        slack = FACTOR * float(noise.max())
-        by_chance = zero.numel() - n <= n
-        if problem and (not by_chance or float((o.double() - e)[~zero].abs().max()) > slack):
+        slack = FACTOR * float(sums.noise_max)
+        by_chance = e.numel() - n <= n
+        if problem and (not by_chance or float(sums.off_max) > slack):
             return False, f"elements not zero to float32 precision: {problem}"
-    ref_err = float(torch.linalg.vector_norm(noise[zero]))
-    err = float(torch.linalg.vector_norm((o.double() - e)[zero]))
+    ref_err, err = float(sums.ref_sq) ** 0.5, float(sums.err_sq) ** 0.5
     why = (
-        f"{n} of {zero.numel()} elements are zero to float32 precision (their float64 value is "
+        f"{n} of {e.numel()} elements are zero to float32 precision (their float64 value is "
         f"below the float32 reference's own error): judged there against float64, the candidate "
         f"{err:.2e} from it (L2), the reference {ref_err:.2e}, within {FACTOR:.0f}x"
     )
-    if n == zero.numel():
+    if n == e.numel():
         why += "; the whole output is 0 to float32 precision, so a constant near 0 passes too"
     return err <= FACTOR * ref_err, why
 
 
 def _rel(a: torch.Tensor, e: torch.Tensor, scale: float) -> float:
-    return float(torch.linalg.vector_norm(a.double() - e)) / scale
+    """The relative L2 distance of ``a`` from ``e``, a slice at a time (no whole-output
+    float64 temporary: the working set stays what :func:`working_bytes` counts)."""
+    sq = torch.zeros((), dtype=torch.float64, device=e.device)
+    for i in range(0, e.numel(), SLICE):
+        sq += a[i : i + SLICE].double().sub_(e[i : i + SLICE]).square_().sum()
+    return float(sq) ** 0.5 / scale
 
 
 def judge_ill_conditioned(
