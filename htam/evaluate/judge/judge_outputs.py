@@ -70,7 +70,7 @@ def check(round_: Round, rules: Rules) -> dict[int, str]:
                 ok, why = exact.judge_against_exact(o, r, runs[0][k], runs[1][k], tol)
                 if not ok:
                     ok, noisy = exact.judge_ill_conditioned(o, r, runs[0][k], runs[1][k], tol)
-                    why = noisy or why
+                    why = noisy if ok else "; ".join(w for w in (why, noisy) if w)
                 if ok:
                     notes[k] = f"output {k}: {why}"
                     continue
