@@ -36,7 +36,8 @@ def anon_bytes() -> int | None:
     return None
 
 
-def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
+def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether the storages of ``a`` and ``b`` share any byte (on one device)."""
     if a.numel() == 0 or b.numel() == 0 or a.device != b.device:
         return False
     sa, sb = a.untyped_storage(), b.untyped_storage()
@@ -49,7 +50,7 @@ def fresh_bytes(outs: list, slots: list) -> int:
     lent slots aside (several smaller ones may all come from resident heap memory)."""
     sizes: dict[int, int] = {}
     for o in outs:
-        if type(o) is torch.Tensor and o.numel() and not any(_overlaps(o, s) for s in slots):
+        if type(o) is torch.Tensor and o.numel() and not any(overlaps(o, s) for s in slots):
             storage = o.untyped_storage()
             if storage.nbytes() >= FRESH_MIN_BYTES:
                 sizes[storage.data_ptr()] = storage.nbytes()

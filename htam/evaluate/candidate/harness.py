@@ -260,9 +260,9 @@ class Harness:
                 raise _Rejected(f"output {k} is a {type(o).__name__}, not a plain torch.Tensor")
             if o.device.type != self.device:
                 raise _Rejected(f"output {k} is on {o.device.type}, expected {self.device}")
-            if any(_overlaps(o, x) for x in tensors_in):
+            if any(fresh_memory.overlaps(o, x) for x in tensors_in):
                 raise _Rejected(f"output {k} aliases an input tensor")
-            if any(_overlaps(o, h) for h in self.held):
+            if any(fresh_memory.overlaps(o, h) for h in self.held):
                 # a buffer kept across calls: the caller's last result is overwritten, and no
                 # call pays for fresh memory (on the CPU, 3-4.5x for an honest 1x ReLU)
                 raise _Rejected(
@@ -340,7 +340,7 @@ def _own_memory(o: torch.Tensor, slots: list) -> bool:
     the solution's), other than the judge's lent slot itself (timed as a hand-over)."""
     if o.numel() == 0 or o.untyped_storage().resizable():
         return False
-    return not any(_overlaps(o, s) for s in slots)
+    return not any(fresh_memory.overlaps(o, s) for s in slots)
 
 
 def _renew(outs: list, slots: list) -> None:
@@ -353,20 +353,12 @@ def _renew(outs: list, slots: list) -> None:
     for o in outs:
         storage = o.untyped_storage()
         ptr = storage.data_ptr()
-        if o.numel() == 0 or ptr in seen or any(_overlaps(o, s) for s in slots):
+        if o.numel() == 0 or ptr in seen or any(fresh_memory.overlaps(o, s) for s in slots):
             continue
         seen.add(ptr)
         size = storage.nbytes()
         storage.resize_(0)  # frees the memory (a large one is unmapped) ...
         storage.resize_(size)  # ... and takes fresh memory, copying nothing
-
-
-def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
-    if a.numel() == 0 or b.numel() == 0 or a.device != b.device:
-        return False
-    sa, sb = a.untyped_storage(), b.untyped_storage()
-    a0, b0 = sa.data_ptr(), sb.data_ptr()
-    return a0 < b0 + sb.nbytes() and b0 < a0 + sa.nbytes()
 
 
 def run(job: CandidateJob, sock: socket.socket) -> None:
