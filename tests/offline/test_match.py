@@ -8,6 +8,7 @@ from htam.offline import NoMatch, explain_no_match, match, pipeline, supported_s
 from htam.offline.pipeline import analyze
 from tests.offline.cases import builtin_tasks
 from tests.offline.harness import task_of
+from tests.offline.kbsource import kb
 from tests.offline.sources import CASES, HEAD, UNSUPPORTED
 
 BUILTIN_FAMILIES = {
@@ -202,3 +203,18 @@ def test_a_bug_inside_the_matcher_propagates(monkeypatch):
         match(task)  # match() returns None only for a genuine no-match
     monkeypatch.undo()
     assert analyze(task).family == "elementwise"  # the bug was not cached as "no match"
+
+
+def test_a_comparison_is_a_mask_inside_a_chain_never_the_output():
+    body = """
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return {}
+"""
+    where = kb(body.format("torch.where(x.gt(0.5), x, x * (x <= -1.0))"), "[torch.randn(4, 9)]")
+    assert analyze(task_of("where", where)).family == "elementwise"
+    mask = kb(body.format("x > 0.5"), "[torch.randn(4, 9)]")
+    assert "bool mask" in explain_no_match(task_of("mask", mask))

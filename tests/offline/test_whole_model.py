@@ -18,6 +18,7 @@ from htam.offline.graph.rewrite import rewrite
 from htam.offline.pipeline import NoMatch, analyze, explain_no_match
 from htam.tasks.module import load_task_module
 from tests.offline.harness import load_solution, solution, task_of
+from tests.offline.kbsource import kb
 from tests.offline.sources import UNSUPPORTED
 from tests.offline.whole_models import CONV_ONLY, MODELS
 
@@ -167,3 +168,53 @@ def test_kernelbench_level3_at_a_small_size(stem):
     assert analyze(task).family == "model"
     os.environ.setdefault("TRITON_INTERPRET", "1")
     assert _run(source, solution(task, "triton")) is None
+
+
+METHODS = kb(
+    """
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 6, bias=False)
+        self.softmax = nn.Identity()
+
+    def forward(self, x):
+        s = self.fc(x).softmax(-1) + x.relu()
+        return self.softmax(F.softmax(s, dim=-1, dtype=torch.float32)).log_softmax(dim=0)
+""",
+    "[torch.randn(4, 6)]",
+)
+
+
+def test_tensor_methods_are_segments():
+    rw = rewrite(METHODS)
+    assert "_f_softmax(self.fc(x), -1)" in rw.source and "_f_relu(x)" in rw.source
+    assert "_f_log_softmax(self.softmax(" in rw.source and "dim=0)" in rw.source
+    # a submodule's call and a functional call with arguments the runtime refuses stay as written
+    assert "F.softmax(s, dim=-1, dtype=torch.float32)" in rw.source
+    assert rw.sites == {"softmax": 2, "activation": 1}
+    assert _run(METHODS, solution(task_of("methods", METHODS), "triton")) is None
+
+
+EMBED_LINEAR = kb(
+    """
+class Model(nn.Module):
+    def __init__(self, vocab, dim):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, dim)
+        self.fc = nn.Linear(dim, 3)
+
+    def forward(self, tokens):
+        return self.fc(self.emb(tokens).amax(dim=1))
+""",
+    "[torch.randint(0, 11, (2, 5))]",
+    "[11, 4]",
+)
+
+
+def test_linear_layers_alone_get_their_bias_kernel():
+    rw = rewrite(EMBED_LINEAR)
+    assert "_KLinear(dim, 3)" in rw.source and rw.sites == {"linear + bias": 1}
+    assert _run(EMBED_LINEAR, solution(task_of("embed_linear", EMBED_LINEAR), "triton")) is None
+    with pytest.raises(NoMatch, match="it calls: .*nn.Linear"):
+        rewrite(EMBED_LINEAR.replace("nn.Linear(dim, 3)", "nn.Linear(dim, 3, False)"))

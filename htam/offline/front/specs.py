@@ -187,6 +187,16 @@ SPECS.update(
         ),
         "triu": ("triu", ["diagonal"], {"diagonal": 0}),
         "tril": ("tril", ["diagonal"], {"diagonal": 0}),
+        # comparisons give a mask (0.0 / 1.0 inside a kernel), read by ``where`` or arithmetic
+        "gt": ("gt", ["other"], {}),
+        "greater": ("gt", ["other"], {}),
+        "ge": ("ge", ["other"], {}),
+        "greater_equal": ("ge", ["other"], {}),
+        "lt": ("lt", ["other"], {}),
+        "less": ("lt", ["other"], {}),
+        "le": ("le", ["other"], {}),
+        "less_equal": ("le", ["other"], {}),
+        "where": ("where", ["input", "other"], {}),
     }
 )
 OPERATORS = {
@@ -201,6 +211,10 @@ OPERATORS = {
     operator.isub: "sub",
     operator.imul: "mul",
     operator.itruediv: "div",
+    operator.gt: "gt",
+    operator.ge: "ge",
+    operator.lt: "lt",
+    operator.le: "le",
 }
 FUNCTION_NAMES = {
     torch.linalg.vector_norm: "vector_norm",

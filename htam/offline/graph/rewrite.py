@@ -55,6 +55,19 @@ _F = {
 _F_ROOTS = ("F.", "torch.nn.functional.", "nn.functional.", "torch.")
 _TORCH_ONLY = {"relu", "sigmoid", "tanh", "exp", "softmax", "log_softmax"}  # torch.<name> spellings
 _SEQUENTIAL = ("nn.Sequential", "torch.nn.Sequential")
+# tensor method -> (runtime function, keyword arguments it takes, positional arguments at most):
+# ``s.softmax(-1)`` becomes ``_f_softmax(s, -1)``
+_METHODS = {
+    "relu": ("_f_relu", set(), 0, "activation"),
+    "sigmoid": ("_f_sigmoid", set(), 0, "activation"),
+    "tanh": ("_f_tanh", set(), 0, "activation"),
+    "exp": ("_f_exp", set(), 0, "elementwise"),
+    "softmax": ("_f_softmax", {"dim"}, 1, "softmax"),
+    "log_softmax": ("_f_log_softmax", {"dim"}, 1, "softmax"),
+}
+# receivers that are no tensor: the model itself (``self.softmax(x)`` is its own submodule) and
+# the modules a source imports (``F.softmax(x, dtype=...)``, which ``_function`` refused)
+_NOT_TENSORS = {"self", "F", "torch", "nn", "functional", "math", "np", "numpy"}
 
 
 @dataclass
@@ -81,6 +94,27 @@ def _function(call: ast.Call) -> tuple[str, str] | None:
     return fn, family
 
 
+def _method(call: ast.Call) -> tuple[ast.expr, str, str] | None:
+    """(receiver, runtime function, family) when ``call`` is a tensor method the runtime covers
+    (``x.softmax(-1)``, ``y.relu()``) with arguments it takes; None otherwise."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in _METHODS:
+        return None
+    root = func.value
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if isinstance(root, ast.Name) and (
+        root.id in _NOT_TENSORS - {"self"} or func.value is root and root.id == "self"
+    ):
+        return None
+    fn, kwargs, most, family = _METHODS[func.attr]
+    if len(call.args) > most or any(k.arg not in kwargs for k in call.keywords):
+        return None
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    return func.value, fn, family
+
+
 def _self_call(node: ast.AST) -> ast.Call | None:
     """``self.<name>(x)``: one positional argument, no keywords."""
     if (
@@ -96,18 +130,21 @@ def _self_call(node: ast.AST) -> ast.Call | None:
     return None
 
 
-# Only where nothing else is covered: a convolution's bias added by a kernel after the library
-# call (torch adds it in a pass of its own too), so that a model of convolutions alone still
-# runs a kernel of ours; elsewhere the convolution is left as written.
+# Only where nothing else is covered: a convolution's or linear layer's bias added by a kernel
+# after the library call, so that a model of convolutions and linear layers alone (around an
+# embedding, a pooling, data movement) still runs a kernel of ours; elsewhere they are left as
+# written.
 CONVS = {"Conv1d": "convolution + bias", "Conv2d": "convolution + bias",
-         "Conv3d": "convolution + bias"}  # fmt: skip
+         "Conv3d": "convolution + bias", "Linear": "linear + bias"}  # fmt: skip
+# the position of the constructor's ``bias`` argument
+_BIAS_AT = {"Conv1d": 7, "Conv2d": 7, "Conv3d": 7, "Linear": 2}
 
 
 def _no_bias(call: ast.Call) -> bool:
-    """Whether the convolution may be built without a bias (``bias=False``, or a value known
-    only at run time): then no kernel of ours would run, and it is left as written."""
-    if len(call.args) >= 8:  # bias given by position
-        return True
+    """Whether the layer may be built without a bias (``bias=False``, or a value known only at
+    run time): then no kernel of ours would run, and it is left as written."""
+    if len(call.args) > _BIAS_AT.get(ast.unparse(call.func).split(".")[-1], 7):
+        return True  # bias given by position
     return any(
         k.arg == "bias" and not (isinstance(k.value, ast.Constant) and k.value.value is True)
         for k in call.keywords
@@ -139,6 +176,13 @@ class _Swap(ast.NodeTransformer):
             node.keywords = [self.visit(k) for k in node.keywords]  # bias, the library alone
             return node
         found = _function(node)
+        method = None if found is not None else _method(node)
+        if method is not None:
+            receiver, fn, family = method
+            self.sites[family] += 1
+            args = [self.visit(receiver), *(self.visit(a) for a in node.args)]
+            keywords = [self.visit(k) for k in node.keywords]
+            return ast.copy_location(ast.Call(ast.Name(fn, ast.Load()), args, keywords), node)
         if found is None:
             return self.generic_visit(node)
         fn, family = found
@@ -182,7 +226,7 @@ def rewrite(source: str) -> Rewritten:
     if not sites:
         raise NoMatch(
             "no segment of the model is an activation, batch norm, layer norm, softmax, "
-            "recurrent layer or biased convolution "
+            "recurrent layer, biased convolution or biased linear layer "
             f"(it calls: {', '.join(sorted(_module_names(model))) or 'nothing'})"
         )
     return Rewritten(source, _imports(tree), sites, args)

@@ -87,6 +87,10 @@ def emit(op: str, args: list[str], attrs: dict, m: Math) -> str:
     binary = {"add": f"{a} + {b}", "sub": f"{a} - {b}", "mul": f"{a} * {b}", "div": f"{a} / {b}"}
     if op in binary:
         return binary[op]
+    if op in _COMPARE:  # a mask of 0.0 / 1.0
+        return m.where(f"{a} {_COMPARE[op]} {b}", c(1.0), c(0.0))
+    if op == "where":  # the condition is a mask (0.0 / 1.0) or a bool input read as one
+        return m.where(f"{a} != {c(0.0)}", b, args[2])
     if op == "maximum":
         return m.max(a, b)
     if op == "minimum":
@@ -170,7 +174,10 @@ _UNARY = {
     ),
 }
 
-SUPPORTED = set(_UNARY) | {
+_COMPARE = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+
+SUPPORTED = set(_UNARY) | set(_COMPARE) | {
+    "where",
     "add",
     "sub",
     "mul",

@@ -16,7 +16,7 @@ from htam.offline.front.attrs import AttrFloat
 from htam.offline.front.lower import CNode, ShapeVal
 from htam.offline.front.trace import NoMatch
 from htam.offline.ir.model import Arg, Op, Operand, Program
-from htam.offline.matcher.elementwise import lower_elementwise
+from htam.offline.matcher.elementwise import COMPARISONS, lower_elementwise
 from htam.offline.matcher.rows import RowSpec, lower_row_op
 
 ROW_OPS = {
@@ -172,6 +172,8 @@ class Builder:
         raise NoMatch(f"unsupported argument {value!r}")
 
     def build(self, out: CNode) -> Program:
+        if isinstance(out.value, torch.Tensor) and out.value.dtype == torch.bool:
+            raise NoMatch(f"the output ({out.name}, {out.op}) is a bool mask")
         self.prog.out = self.arg(out)
         return self.prog
 
@@ -186,9 +188,9 @@ class Builder:
             return self._leaf(n.args[0], n.shape)
         if not isinstance(n.value, torch.Tensor):
             raise NoMatch(f"{n.name} ({n.op}) does not produce a tensor")
-        if n.value.dtype not in (torch.float32, torch.int64) or (
+        if n.value.dtype not in (torch.float32, torch.int64, torch.bool) or (
             n.value.dtype == torch.int64 and n.op not in ("argmax", "argmin")
-        ):
+        ) or (n.value.dtype == torch.bool and n.op not in COMPARISONS):
             raise NoMatch(f"{n.name} ({n.op}) produces {n.value.dtype}; only float32 is supported")
         if n.op in ROW_OPS:
             if self.rows is None:

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 SIMPLE_UNARY = set(UNARY)
 SIMPLE_BINARY = {"mul", "maximum", "minimum"}
+# a comparison's mask is 0.0 / 1.0 inside the kernel (a bool tensor in torch)
+COMPARISONS = {"gt", "ge", "lt", "le"}
 
 
 def _scalar(value, what: str) -> float | None:
@@ -74,7 +76,11 @@ Rule = Callable[["Builder", CNode, Arg], Arg]
 # Canonical op -> the primitives it lowers to, given the builder, the node and its first argument.
 ELEMENTWISE: dict[str, Rule] = {
     **{op: (lambda b, n, x: b.op(n.op, x)) for op in SIMPLE_UNARY},
-    **{op: (lambda b, n, x: b.op(n.op, x, b.arg(n.attrs["other"]))) for op in SIMPLE_BINARY},
+    **{
+        op: (lambda b, n, x: b.op(n.op, x, b.arg(n.attrs["other"])))
+        for op in SIMPLE_BINARY | COMPARISONS
+    },
+    "where": lambda b, n, x: b.op("where", x, b.arg(n.attrs["input"]), b.arg(n.attrs["other"])),
     "identity": _view,
     "reshape": _view,
     "dropout": _dropout,
