@@ -72,6 +72,24 @@ def soft_margin(make: Make, x, y, reduction: str, what: str):
     return _reduce(make, loss, reduction, what)
 
 
+def cosine_similarity(make: Make, x, y, dim: int, eps: float):
+    """sum(x y) / (max(|x|, eps) max(|y|, eps)) along ``dim``, each norm clamped apart as
+    torch does; three sums over one row, so one row kernel."""
+    shape = torch.broadcast_shapes(x.shape, y.shape)
+    dim %= len(shape)
+    out = shape[:dim] + shape[dim + 1 :]
+    attrs = {"dim": dim, "keepdim": False, "dtype": None}
+
+    def norm(v):
+        sq = make("square", [v], {}, tuple(v.shape))
+        root = make("sqrt", [make("sum", [sq], attrs, out)], {}, out)
+        return make("clamp", [root], {"min": float(eps), "max": None}, out)
+
+    dot = make("sum", [make("mul", [x], {"other": y}, shape)], attrs, out)
+    den = make("mul", [norm(x)], {"other": norm(y)}, out)
+    return make("div", [dot], {"other": den, "rounding_mode": None}, out)
+
+
 def _letters(equation: str) -> tuple[list[str], str]:
     lhs, _, out = equation.replace(" ", "").partition("->")
     return lhs.split(","), out
@@ -178,6 +196,23 @@ def _loss_module(lowerer, node, module):
     return _finish(lowerer, node, out)
 
 
+def _cosine_similarity(lowerer, node):
+    # a builtin without a signature: cosine_similarity(x1, x2, dim=1, eps=1e-8)
+    names = ("x1", "x2", "dim", "eps")
+    if len(node.args) > 4 or set(node.kwargs) - set(names):
+        raise NoMatch(f"cosine_similarity ({node.name}): arguments not understood")
+    args = dict(zip(names, node.args, strict=False)) | dict(node.kwargs)
+    x, y = lowerer._arg(args.get("x1")), lowerer._arg(args.get("x2"))
+    dim, eps = lowerer._arg(args.get("dim", 1)), lowerer._arg(args.get("eps", 1e-8))
+    shapes = [tuple(getattr(v, "shape", ())) for v in (x, y)]
+    if not shapes[0] or shapes[0] != shapes[1]:
+        raise NoMatch(f"cosine_similarity ({node.name}) of operands of different shapes")
+    if not isinstance(dim, int) or not isinstance(eps, int | float):
+        raise NoMatch(f"cosine_similarity ({node.name}) with a dim or eps known at run time only")
+    out = cosine_similarity(_maker(lowerer, node), x, y, dim, eps)
+    return _finish(lowerer, node, out)
+
+
 def _einsum(lowerer, node):
     equation, *operands = node.args
     if len(operands) == 1 and isinstance(operands[0], list | tuple):
@@ -229,6 +264,7 @@ def _exclusive_scan(lowerer, node):
 COMPOSITE_FUNCTIONS = {
     **{name: _loss_function for name in _LOSSES},
     "einsum": _einsum,
+    "cosine_similarity": _cosine_similarity,
     "cat": _exclusive_scan,
 }
 _MODULE_LOSSES = {

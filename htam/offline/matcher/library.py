@@ -66,6 +66,30 @@ def _ancestors(out: CNode) -> list[CNode]:
     return list(seen.values())
 
 
+def _program_order(out: CNode, order: dict[str, int]) -> list[CNode]:
+    """The non-leaf ancestors of ``out`` in the traced program's order. A composite's steps
+    (``front/composite.py``: named ``<call>_<op>``) sit at their call, each after its inputs;
+    a convolution without bias comes before its bias add (both carry the module call's name)."""
+    depth: dict[int, int] = {}
+    stack = [out]
+    while stack:  # each node's depth after its inputs' (no recursion: networks run deep)
+        n = stack[-1]
+        todo = [a for a in _inputs(n) if id(a) not in depth]
+        if todo:
+            stack.extend(todo)
+            continue
+        stack.pop()
+        depth[id(n)] = 1 + max((depth[id(a)] for a in _inputs(n)), default=0)
+
+    def key(n: CNode) -> tuple[int, int, bool]:
+        base = n.name if n.name in order else n.name.removesuffix(f"_{n.op}")
+        if base not in order:
+            raise NoMatch(f"{n.name} ({n.op}) has no place in the traced program")
+        return order[base], depth[id(n)], not n.attrs.get("nobias")
+
+    return sorted((n for n in _ancestors(out) if not _leaf(n)), key=key)
+
+
 def _is_library(n: CNode) -> bool:
     return n.op == "opaque" or n.op in GEMM_OPS
 
@@ -235,12 +259,7 @@ def match_library(traced: Traced, build_kernel: KernelBuilder) -> LibraryMatch:
     operations (elementwise or row); it raises NoMatch when the tail does not fit.
     """
     out = lower(traced, opaque=True)
-    order = {n.name: i for i, n in enumerate(traced.graph.graph.nodes)}
-    # a convolution without bias before its bias add (both carry the module call's name)
-    nodes = sorted(
-        (n for n in _ancestors(out) if not _leaf(n)),
-        key=lambda n: (order[n.name], not n.attrs.get("nobias")),
-    )
+    nodes = _program_order(out, {n.name: i for i, n in enumerate(traced.graph.graph.nodes)})
     lib = [i for i, n in enumerate(nodes) if _is_library(n)]
     if not any(_heavy(nodes[i]) for i in lib):
         raise NoMatch("no library operation (convolution, matrix product...) to keep in torch")
