@@ -67,19 +67,17 @@ def _ancestors(out: CNode) -> list[CNode]:
 
 
 def _program_order(out: CNode, order: dict[str, int]) -> list[CNode]:
-    """The non-leaf ancestors of ``out`` in the traced program's order. A composite's steps
-    (``front/composite.py``: named ``<call>_<op>``) sit at their call, each after its inputs;
-    a convolution without bias comes before its bias add (both carry the module call's name)."""
-    depth: dict[int, int] = {}
+    """The non-leaf ancestors of ``out`` in the traced program's order: a composite's steps
+    (named ``<call>_<op>``) at their call after their inputs, as is a convolution without bias
+    before its bias add (both named after the module call)."""
+    depth: dict[int, int] = {}  # found without recursion: networks run deep
     stack = [out]
-    while stack:  # each node's depth after its inputs' (no recursion: networks run deep)
-        n = stack[-1]
-        todo = [a for a in _inputs(n) if id(a) not in depth]
-        if todo:
-            stack.extend(todo)
-            continue
-        stack.pop()
-        depth[id(n)] = 1 + max((depth[id(a)] for a in _inputs(n)), default=0)
+    while stack:
+        todo = [a for a in _inputs(stack[-1]) if id(a) not in depth]
+        stack.extend(todo)
+        if not todo:
+            n = stack.pop()
+            depth[id(n)] = 1 + max((depth[id(a)] for a in _inputs(n)), default=0)
 
     def key(n: CNode) -> tuple[int, int, bool]:
         base = n.name if n.name in order else n.name.removesuffix(f"_{n.op}")
