@@ -2,6 +2,7 @@
 seen again, used by a candidate's C++ compile (gcc says so with -H), never writable by a
 candidate, and a build whose flags differ from the header's is a plain build that works."""
 
+import shutil
 import stat
 import subprocess
 import time
@@ -160,21 +161,30 @@ def test_a_changed_flag_falls_back_to_a_plain_build(pch_cache, tmp_path, monkeyp
 
 
 @pytest.mark.slow
-def test_a_prebuild_in_the_sandbox_reads_the_hosts_header(pch_cache):
+def test_a_prebuild_in_the_sandbox_reads_the_hosts_header(pch_cache, monkeypatch, tmp_path):
     cache, _, _ = pch_cache
     code = FIXTURE.replace("return y;", f"return y;  // {time.time_ns()}", 1)
     (arguments,) = inline_calls.calls(code)
+    # the prebuild keeps the extension's library alone: its build files are read in the job
+    job = tmp_path / "job"
+    promote = integrity.promote
+
+    def keep_a_copy(cache_dir, job_dir, name, parts):
+        shutil.copytree(Path(job_dir) / "ext", job, symlinks=True)
+        return promote(cache_dir, job_dir, name, parts=parts)
+
+    monkeypatch.setattr(integrity, "promote", keep_a_copy)
     with Evaluator("cpu", fast_config(cache_dir=cache)) as evaluator:
         evaluator.prebuild(code, "cpp")
     built = integrity.verified(cache, f"ext-{inline_calls.key(arguments)}")
     assert built is not None
     variant = pch.variant(pch.host_flags(arguments))
     wrapper = f"{PCH_MOUNT}/{variant}/torch/extension.h"  # the candidate's read-only view
-    (ninja,) = built.rglob("build.ninja")
+    (ninja,) = job.rglob("build.ninja")
     assert f"-include {wrapper} -Winvalid-pch" in ninja.read_text()
     # what gcc read for main.o (its depfile, kept by ninja): the wrapper header would be listed
     # had it been included as text (the .gch refused); a .gch that gcc used is not listed
-    (deps,) = built.rglob(".ninja_deps")
+    (deps,) = job.rglob(".ninja_deps")
     assert b"main.cpp" in deps.read_bytes()
     assert wrapper.encode() not in deps.read_bytes()
 
