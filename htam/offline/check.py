@@ -53,8 +53,35 @@ class Verdict:
         return self.message.split(":")[0].split(" ")[0]
 
 
+def _parts(value) -> list:
+    """A model's output as the evaluator's slots: a tuple or list is its items, else itself."""
+    return list(value) if isinstance(value, (tuple, list)) else [value]
+
+
+def compare_output(out, ref) -> str | None:
+    """None when ``out`` matches ``ref`` (a tensor, or a tuple of outputs compared one by one,
+    as the evaluator's slots are), else why not."""
+    outs, refs = _parts(out), _parts(ref)
+    if isinstance(ref, (tuple, list)) != isinstance(out, (tuple, list)) or len(outs) != len(refs):
+        return f"{len(outs)} outputs for the reference's {len(refs)}"
+    for k, (o, r) in enumerate(zip(outs, refs, strict=True)):
+        why = (
+            compare_tensor(o, r, TOLERANCES)
+            if isinstance(r, torch.Tensor)
+            else (None if o == r else f"{o!r} != {r!r}")
+        )
+        if why is not None:
+            return why if len(refs) == 1 else f"output {k}: {why}"
+    return None
+
+
 def max_error(out, ref) -> float | None:
-    """The largest absolute difference of two same-shaped floating tensors (None otherwise)."""
+    """The largest absolute difference of two same-shaped floating tensors, or over the pairs
+    of two tuples of them (None where it means nothing)."""
+    if isinstance(out, (tuple, list)) and isinstance(ref, (tuple, list)):
+        errors = [max_error(o, r) for o, r in zip(out, ref, strict=False)]
+        known = [e for e in errors if e is not None]
+        return max(known) if known and len(out) == len(ref) else None
     same = isinstance(out, torch.Tensor) and isinstance(ref, torch.Tensor)
     if not same or out.shape != ref.shape or not ref.is_floating_point() or ref.numel() == 0:
         return None
@@ -92,7 +119,7 @@ def check(source: str, code: str, device: str = "cpu") -> Verdict:
             out = new(*inputs)
     except Exception as err:  # noqa: BLE001 - any failure of generated code is the verdict
         return Verdict(f"error {type(err).__name__}: {str(err)[:160]}")
-    why, worst = compare_tensor(out, ref, TOLERANCES), max_error(out, ref)
+    why, worst = compare_output(out, ref), max_error(out, ref)
     if why is None:
         return Verdict("correct", worst)
     off = _reference_error(ref_mod, init, inputs, ref, device)
@@ -104,7 +131,7 @@ def check(source: str, code: str, device: str = "cpu") -> Verdict:
 def _reference_error(ref_mod, init: list, inputs: list, ref, device: str) -> str | None:
     """How the float32 reference differs from the same model in float64 (same parameters and
     inputs), by the evaluator's comparison; None when it matches."""
-    if not isinstance(ref, torch.Tensor) or ref.dtype != torch.float32:
+    if not all(isinstance(r, torch.Tensor) and r.dtype == torch.float32 for r in _parts(ref)):
         return None
     torch.manual_seed(0)
     model = ref_mod.Model(*init).to(device).double()
@@ -112,4 +139,5 @@ def _reference_error(ref_mod, init: list, inputs: list, ref, device: str) -> str
             for x in inputs]  # fmt: skip
     with torch.no_grad():
         exact = model(*wide)
-    return compare_tensor(ref, exact.float(), TOLERANCES)
+    narrow = [e.float() for e in _parts(exact)]
+    return compare_output(ref, narrow if isinstance(exact, (tuple, list)) else narrow[0])

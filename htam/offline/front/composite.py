@@ -16,6 +16,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from htam.offline.front.norms import INSTANCE_NORMS
 from htam.offline.front.trace import NoMatch
 
 Make = Callable[[str, list, dict, tuple[int, ...]], Any]  # (op, args, attrs, shape) -> CNode
@@ -274,4 +275,7 @@ _MODULE_LOSSES = {
     torch.nn.L1Loss: "l1_loss",
     torch.nn.SoftMarginLoss: "soft_margin_loss",
 }
-COMPOSITE_MODULES = {cls: _loss_module for cls in _MODULE_LOSSES}
+COMPOSITE_MODULES: dict[type, Callable[..., Any]] = {
+    **{cls: _loss_module for cls in _MODULE_LOSSES},
+    **INSTANCE_NORMS,
+}

@@ -1,0 +1,50 @@
+"""Forms the offline proposer once refused (docs/offline.md, "Still refused"), now each with a
+candidate of its own that is correct on the CPU: tuple outputs, InstanceNorm with its affine,
+``torch.prod``, reductions over non-adjacent dims and the others below. The fixtures are in
+tests/offline/fixtures (their Triton baselines also run in test_fixtures.py)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from htam.offline.check import check_solution, compare_output, max_error
+from htam.offline.pipeline import analyze
+from tests.offline.fixture_tasks import fixture_task
+from tests.offline.harness import solution
+
+
+def _correct(kind: str, stem: str, language: str) -> str:
+    """The fixture's baseline in ``language``, after checking it is correct and our own."""
+    task = fixture_task(kind, stem)
+    code = solution(task, language)
+    assert ("@triton.jit" in code) if language == "triton" else ("_ext." in code), stem
+    assert check_solution(task.source, code) == "correct"
+    return code
+
+
+def test_a_tuple_output_is_compared_slot_by_slot():
+    a, b = torch.zeros(3), torch.ones(2)
+    assert compare_output((a, b), (a.clone(), b.clone())) is None
+    assert "output 1" in (compare_output((a, b + 1.0), (a, b)) or "")
+    assert compare_output((a,), (a, b)) == "1 outputs for the reference's 2"
+    assert compare_output(a, (a,)) is not None  # a tensor is not a one-tuple
+    assert max_error((a, b + 0.5), (a, b)) == pytest.approx(0.5)
+
+
+def test_a_whole_model_returning_a_tuple_is_correct():
+    m = analyze(fixture_task("models", "tuple_outputs"))
+    assert m.family == "model" and sum(m.ir.calls.values()) >= 2, m.ir.calls
+    _correct("models", "tuple_outputs", "triton")
+
+
+@pytest.mark.parametrize("stem", ["conv_instancenorm_affine", "instancenorm3d_affine"])
+def test_affine_instance_norm_is_a_row_kernel_with_a_channel_epilogue(stem):
+    m = analyze(fixture_task("variants", stem))
+    assert m.family == "row" and m.summary.count("mul") >= 2 and "add" in m.summary, m.summary
+    channel = [op for op in m.ir.operands if "_norm_" in op.name and op.pattern == "mid"]
+    assert len(channel) == 2 and all(op.head == 1 for op in channel), m.ir.operands
+
+
+def test_affine_instance_norm_is_correct_in_cpp():
+    _correct("variants", "instancenorm3d_affine", "cpp")
