@@ -10,8 +10,9 @@ import torch
 
 from htam.offline.check import check_solution, compare_output, max_error
 from htam.offline.pipeline import analyze
+from tests.offline.cases import variants
 from tests.offline.fixture_tasks import fixture_task
-from tests.offline.harness import solution
+from tests.offline.harness import solution, task_of
 
 
 def _correct(kind: str, stem: str, language: str) -> str:
@@ -48,3 +49,42 @@ def test_affine_instance_norm_is_a_row_kernel_with_a_channel_epilogue(stem):
 
 def test_affine_instance_norm_is_correct_in_cpp():
     _correct("variants", "instancenorm3d_affine", "cpp")
+
+
+PROD_ROWS = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.prod(x, dim=-1)
+
+
+def get_inputs():
+    return [1.0 + 0.01 * torch.randn(3, 5003)]  # 3 long rows: the split path on a GPU
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.parametrize("stem", ["prod_middle_signed", "prod_last_keepdim"])
+@pytest.mark.parametrize("language", ["triton", "cpp"])
+def test_prod_is_a_row_kernel(stem, language):
+    m = analyze(fixture_task("variants", stem))
+    assert m.family == "row" and m.summary.count("rsum") == 2, m.summary
+    _correct("variants", stem, language)
+
+
+def test_prod_is_correct_under_every_strategy():
+    task = fixture_task("variants", "prod_middle_signed")
+    for strategies in variants(task, "triton", singles=False):
+        code = solution(task, "triton", strategies)
+        assert check_solution(task.source, code) == "correct", strategies
+
+
+def test_a_long_product_keeps_its_precision():
+    task = task_of("prod_rows", PROD_ROWS)
+    assert check_solution(task.source, solution(task, "triton")) == "correct"

@@ -68,6 +68,11 @@ SPECS.update(
             ["dim", "keepdim", "dtype"],
             {"dim": None, "keepdim": False, "dtype": None},
         ),
+        "prod": (
+            "prod",
+            ["dim", "keepdim", "dtype"],
+            {"dim": None, "keepdim": False, "dtype": None},
+        ),
         "amax": ("amax", ["dim", "keepdim"], {"dim": (), "keepdim": False}),
         "amin": ("amin", ["dim", "keepdim"], {"dim": (), "keepdim": False}),
         "max": ("max", ["dim", "keepdim"], {"dim": None, "keepdim": False}),

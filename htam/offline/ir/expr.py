@@ -167,6 +167,7 @@ _UNARY = {
     "logsigmoid": lambda a, m, c: f"(-{m.softplus_core(f'-{a}')})",
     "sin": lambda a, m, c: m.fn("sin", a),
     "cos": lambda a, m, c: m.fn("cos", a),
+    "floor": lambda a, m, c: m.fn("floor", a),
     "erf": lambda a, m, c: m.fn("erf", a),
     "log1p": lambda a, m, c: m.fn("log1p", a) if m.lang == "cpp" else f"tl.log({c(1.0)} + {a})",
     "expm1": lambda a, m, c: (

@@ -35,6 +35,7 @@ ROW_OPS = {
     "layer_norm",
     "rms_norm",
     "normalize",
+    "prod",
 }
 GEMM_OPS = {"linear", "matmul", "addmm"}
 

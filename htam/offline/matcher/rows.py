@@ -134,6 +134,17 @@ def _logsumexp(b: Builder, n: CNode, x: Arg) -> Arg:
     return b.op("add", m, b.op("log", b.reduce("rsum", b.op("exp", b.op("sub", x, m)))))
 
 
+def _prod(b: Builder, n: CNode, x: Arg) -> Arg:
+    """The product of a row as its magnitude ``exp(sum(log|x|))`` (a zero gives ``log 0 =
+    -inf``, so 0) times its sign, ``1 - 2 (k mod 2)`` for ``k`` negatives: two sums, so every
+    row path (lanes, coalesced, split, C++) computes it. Relative error about ``R`` float32
+    roundings of the logs; float32 products of long rows over- or underflow anyway."""
+    k = b.reduce("rsum", b.op("lt", x, 0.0))
+    odd = b.op("sub", k, b.op("mul", b.op("floor", b.op("mul", k, 0.5)), 2.0))
+    sign = b.op("sub", 1.0, b.op("mul", odd, 2.0))
+    return b.op("mul", sign, b.op("exp", b.reduce("rsum", b.op("log", b.op("abs", x)))))
+
+
 def _normalize(b: Builder, n: CNode, x: Arg) -> Arg:
     norm = _norm(b, x, n.attrs.get("p", 2.0), n.name)
     return b.op("div", x, b.op("maximum", norm, float(n.attrs.get("eps", 1e-12))))
@@ -157,6 +168,7 @@ ROW_RULES: dict[str, RowRule] = {
     "layer_norm": lambda b, n, x: _layer_norm(b, n, x),
     "rms_norm": lambda b, n, x: _rms_norm(b, n, x),
     "normalize": _normalize,
+    "prod": _prod,
 }
 
 
