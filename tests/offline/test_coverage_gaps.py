@@ -88,3 +88,51 @@ def test_prod_is_correct_under_every_strategy():
 def test_a_long_product_keeps_its_precision():
     task = task_of("prod_rows", PROD_ROWS)
     assert check_solution(task.source, solution(task, "triton")) == "correct"
+
+
+ADAPTIVE = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pool = nn.{module}
+
+    def forward(self, x):
+        return self.pool(x)
+
+
+def get_inputs():
+    return [torch.randn({shape})]
+
+
+def get_init_inputs():
+    return []
+"""
+# unequal, overlapping windows; an output size of None; one output; more outputs than inputs
+ADAPTIVE_CASES = [
+    ("AdaptiveMaxPool1d(4)", "3, 5, 11"),
+    ("AdaptiveAvgPool2d((None, 3))", "2, 3, 7, 5"),
+    ("AdaptiveMaxPool3d((2, 3, 1))", "2, 3, 5, 7, 3"),
+    ("AdaptiveAvgPool3d(2)", "1, 2, 3, 5, 9"),
+    ("AdaptiveMaxPool2d(1)", "2, 4, 6, 5"),
+    ("AdaptiveAvgPool1d(9)", "2, 3, 5"),
+]
+
+
+@pytest.mark.parametrize("language", ["triton", "cpp"])
+def test_adaptive_max_pool_is_a_pool_kernel(language):
+    m = analyze(fixture_task("variants", "adaptive_maxpool_odd"))
+    assert m.family == "pool" and m.ir.adaptive and m.ir.kind == "max", m.summary
+    _correct("variants", "adaptive_maxpool_odd", language)
+
+
+@pytest.mark.parametrize("language", ["triton", "cpp"])
+@pytest.mark.parametrize(("module", "shape"), ADAPTIVE_CASES)
+def test_adaptive_pooling_is_correct(module, shape, language):
+    task = task_of("adaptive", ADAPTIVE.format(module=module, shape=shape))
+    assert analyze(task).family == "pool"
+    code = solution(task, language)
+    assert check_solution(task.source, code) == "correct"

@@ -76,6 +76,8 @@ def _with_attributes(m: nn.Module, path: str) -> Lowered | None:
         return "rms_norm", attrs, {"weight": _param(m, path, "weight")}
     if isinstance(m, nn.modules.pooling._MaxPoolNd | nn.modules.pooling._AvgPoolNd):
         return _pool(m, path)
+    if isinstance(m, nn.modules.pooling._AdaptiveMaxPoolNd | nn.modules.pooling._AdaptiveAvgPoolNd):
+        return _pool(m, path, adaptive=True)
     if isinstance(m, nn.modules.conv._ConvNd):
         return _conv(m, path)
     if type(m) is nn.TripletMarginLoss:  # margin read from the module at every call
@@ -109,14 +111,16 @@ def _instance_norm(m: nn.Module, path: str) -> Lowered:
     return "layer_norm", attrs, {"weight": None, "bias": None}
 
 
-def _pool(m: nn.Module, path: str) -> Lowered:
-    """A pooling module: its window stays the module's (read at every call by the kernel's
-    forward), so only the kind and the number of spatial dims are kept here."""
+def _pool(m: nn.Module, path: str, adaptive: bool = False) -> Lowered:
+    """A pooling module: its window (or an adaptive one's output size) stays the module's (read
+    at every call by the kernel's forward), so only the kind and the number of spatial dims are
+    kept here."""
     nd = int(type(m).__name__[-2])
     if getattr(m, "return_indices", False):
         raise NoMatch(f"{type(m).__name__} with return_indices=True ({path})")
-    kind = "max" if isinstance(m, nn.modules.pooling._MaxPoolNd) else "avg"
-    return f"{kind}_pool", {"nd": nd, "path": path}, {}
+    maxes = nn.modules.pooling._MaxPoolNd | nn.modules.pooling._AdaptiveMaxPoolNd
+    kind = "max" if isinstance(m, maxes) else "avg"
+    return f"{kind}_pool", {"nd": nd, "path": path, "adaptive": adaptive}, {}
 
 
 _CONVS = ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d")

@@ -117,6 +117,7 @@ class PoolIR:
     nd: int  # spatial dims
     module: str  # the pooling module's dotted path in the model
     source: str  # forward expression of the pooled tensor
+    adaptive: bool = False  # nn.AdaptiveMax/AvgPool: windows from the output size
 
 
 @dataclass

@@ -47,3 +47,33 @@ def pool_forward(source: str, module: str, nd: int, kind: str) -> list[str]:
             else ["divisor, count_pad = 0, False"]
         ),
     ]
+
+
+ADAPTIVE = '''
+def _adaptive_geometry(m, x, nd):
+    """(largest window, input sizes, output sizes), 3 each, of the adaptive pooling module
+    ``m`` over the last ``nd`` dims of ``x``: output ``i`` of a dim of ``n`` pools
+    ``[floor(i n / o), ceil((i + 1) n / o))``; an output size of None keeps the input's."""
+    size = tuple(int(v) for v in x.shape[x.dim() - nd:])
+    o = m.output_size
+    o = tuple(o) if isinstance(o, (tuple, list)) else (o,) * nd
+    o = tuple(n if v is None else int(v) for n, v in zip(size, o))
+    size, o = (1,) * (3 - nd) + size, (1,) * (3 - nd) + o
+    k = tuple(-(-n // v) + (1 if n % v else 0) for n, v in zip(size, o))
+    return k, size, o
+'''
+
+
+def adaptive_forward(source: str, module: str, nd: int) -> list[str]:
+    """Forward lines up to the launch of an adaptive pooling: ``x``, ``out``, the largest
+    window ``k`` and the sizes."""
+    return [
+        f"m = _attr(self, {module!r})",
+        f"x = {source}.contiguous()",
+        f"k, size, osz = _adaptive_geometry(m, x, {nd})",
+        f"out = torch.empty(x.shape[:x.dim() - {nd}] + osz[{3 - nd}:], dtype=torch.float32, "
+        "device=x.device)",
+        "if out.numel() == 0:",
+        "    return out",
+        "n = out.numel()",
+    ]

@@ -27,5 +27,9 @@ def match_pool(out: CNode, pools: list[CNode]) -> tuple[PoolIR, str]:
     if len(x.shape) not in (nd + 1, nd + 2):
         raise NoMatch(f"{pool.op} ({pool.name}) of a {len(x.shape)}-d tensor")
     kind = pool.op.split("_")[0]
-    ir = PoolIR(kind, nd, pool.attrs["path"], x.attrs["name"])
-    return ir, f"{kind} pool {nd}d ({pool.attrs['path']}) of {list(x.shape)}"
+    adaptive = bool(pool.attrs.get("adaptive"))
+    ir = PoolIR(kind, nd, pool.attrs["path"], x.attrs["name"], adaptive)
+    return (
+        ir,
+        f"{'adaptive ' if adaptive else ''}{kind} pool {nd}d ({pool.attrs['path']}) of {list(x.shape)}",
+    )

@@ -22,7 +22,7 @@ from htam.offline.backends.cpp.special import (
 from htam.offline.ir.conv import GEOMETRY as CONV_GEOMETRY
 from htam.offline.ir.expr import Math
 from htam.offline.ir.model import Match
-from htam.offline.ir.pool import GEOMETRY
+from htam.offline.ir.pool import ADAPTIVE, GEOMETRY
 from htam.offline.params import Params
 from htam.offline.strategies import family_strategies
 from htam.vocab import Language
@@ -42,7 +42,7 @@ _FAMILIES: dict[str, Callable[..., Any]] = {
 }
 # module-level Python helpers a family's forward calls
 _HELPERS: dict[str, Callable[[Any], tuple[str, ...]]] = {
-    "pool": lambda p: (GEOMETRY.strip(),),
+    "pool": lambda p: (GEOMETRY.strip(), ADAPTIVE.strip()),
     "conv": lambda p: (CONV_GEOMETRY.strip(), conv_helper_cpp(p)),
 }
 NOT_ON_CPU = ("precision.tensor_core_dot",)  # TF32 tensor cores: a GPU unit

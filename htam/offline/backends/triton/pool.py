@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from htam.offline.backends.triton.window import split_output_index
 from htam.offline.ir.model import PoolIR
-from htam.offline.ir.pool import GEOMETRY, pool_forward
+from htam.offline.ir.pool import ADAPTIVE, GEOMETRY, adaptive_forward, pool_forward
 from htam.offline.params import PoolParams
 
 KERNEL = f"""
@@ -57,8 +57,57 @@ def htam_pool(x_ptr, out_ptr, n, D, H, W, OD, OH, OW, KD, KH, SD, SH, SW, PD, PH
 """
 
 
+ADAPTIVE_KERNEL = f"""
+@triton.jit
+def htam_apool(x_ptr, out_ptr, n, D, H, W, OD, OH, OW, KD, KH, KW: tl.constexpr,
+               MAX: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+{split_output_index("offs", "nc")}
+    d0 = od * D // OD
+    d1 = ((od + 1) * D + OD - 1) // OD
+    h0 = oh * H // OH
+    h1 = ((oh + 1) * H + OH - 1) // OH
+    w0 = ow * W // OW
+    w1 = ((ow + 1) * W + OW - 1) // OW
+    base = nc * D * H * W
+    if MAX:
+        acc = tl.full([BLOCK], float("-inf"), tl.float32)
+    else:
+        acc = tl.zeros([BLOCK], tl.float32)
+    for kd in range(KD):
+        i_d = d0 + kd
+        v_d = mask & (i_d < d1)
+        for kh in range(KH):
+            i_h = h0 + kh
+            v_h = v_d & (i_h < h1)
+            row = base + (i_d * H + i_h) * W
+            for kw in tl.static_range(KW):
+                i_w = w0 + kw
+                ok = v_h & (i_w < w1)
+                if MAX:
+                    v = tl.load(x_ptr + row + i_w, mask=ok, other=float("-inf"))
+                    acc = tl.maximum(acc, v)
+                else:
+                    acc += tl.load(x_ptr + row + i_w, mask=ok, other=0.0)
+    if MAX:
+        res = acc
+    else:
+        res = acc / ((d1 - d0) * (h1 - h0) * (w1 - w0)).to(tl.float32)
+    tl.store(out_ptr + offs, res, mask=mask)
+"""
+
+
 def pool_solution(ir: PoolIR, p: PoolParams) -> tuple[list[str], list[str]]:
     """(module-level code, forward lines) for the pool family."""
+    if ir.adaptive:
+        launch = (
+            "htam_apool[(triton.cdiv(n, block),)](x, out, n, *size, *osz, k[0], k[1], "
+            f"KW=k[2], MAX={ir.kind == 'max'}, BLOCK=block, num_warps={p.warps})"
+        )
+        lines = adaptive_forward(ir.source, ir.module, ir.nd)
+        lines += [f"block = {p.block}", launch, "return out"]
+        return [ADAPTIVE.strip(), ADAPTIVE_KERNEL.strip()], lines
     launch = (
         "htam_pool[(triton.cdiv(n, block),)](x, out, n, *size, *osz, k[0], k[1], *s, *p, *d, "
         f"divisor, KW=k[2], MAX={ir.kind == 'max'}, COUNT_PAD=count_pad, BLOCK=block, "
