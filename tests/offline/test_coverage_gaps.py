@@ -136,3 +136,44 @@ def test_adaptive_pooling_is_correct(module, shape, language):
     assert analyze(task).family == "pool"
     code = solution(task, language)
     assert check_solution(task.source, code) == "correct"
+
+
+BROADCAST_MATMUL = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return {expr}
+
+
+def get_inputs():
+    return [torch.randn({a}), torch.randn({b})]
+
+
+def get_init_inputs():
+    return []
+"""
+BROADCAST_CASES = [
+    ("a @ b", "5, 7", "3, 7, 6"),  # a matrix left operand against a batch
+    ("torch.matmul(a, b)", "3, 1, 5, 7", "2, 7, 6"),  # both sides broadcast
+    ("a @ b.transpose(-2, -1)", "2, 3, 5, 7", "3, 6, 7"),  # read transposed
+    ("torch.matmul(a, b)", "2, 3, 1, 7", "1, 7, 6"),  # one row: the GEMV path
+]
+
+
+def test_a_broadcast_batch_matmul_is_correct_under_every_strategy():
+    task = fixture_task("variants", "matmul_broadcast_batch")
+    assert analyze(task).family == "gemm"
+    for strategies in variants(task, "triton", singles=False):
+        code = solution(task, "triton", strategies)
+        assert check_solution(task.source, code) == "correct", strategies
+    _correct("variants", "matmul_broadcast_batch", "cpp")
+
+
+@pytest.mark.parametrize(("expr", "a", "b"), BROADCAST_CASES)
+def test_broadcast_batch_matmul_is_correct(expr, a, b):
+    task = task_of("bmm", BROADCAST_MATMUL.format(expr=expr, a=a, b=b))
+    assert analyze(task).family == "gemm"
+    assert check_solution(task.source, solution(task, "triton")) == "correct"

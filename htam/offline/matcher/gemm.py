@@ -54,24 +54,38 @@ def _sides(g: CNode) -> tuple[GemmSide, GemmSide, CNode | None, float, float]:
     return _side(g.args[0]), _side(g.attrs["other"]), None, 1.0, 1.0
 
 
-def _check_ranks(g: CNode, a: GemmSide, b: GemmSide) -> bool:
-    """Whether A's batch dims fold into M; raises for batch layouts not supported."""
+def _check_ranks(g: CNode, a: GemmSide, b: GemmSide) -> tuple[GemmSide, GemmSide, bool]:
+    """(A, B, whether A's batch dims fold into M); batch dims that broadcast (``matmul``
+    only) are expanded to the common batch in the forward; raises for other layouts."""
     if b.rank == 2:
-        return not a.transposed
+        return a, b, not a.transposed
     a_shape = g.args[0].shape if g.op != "addmm" else g.attrs["mat1"].shape
     # a batched product names its B operand "other" (matmul, bmm) or "mat2"
     b_shape = cast(CNode, g.attrs.get("other") or g.attrs.get("mat2")).shape
-    if a.rank != b.rank or a_shape[:-2] != b_shape[:-2]:
+    if a.rank == b.rank and a_shape[:-2] == b_shape[:-2]:
+        return a, b, False
+    if g.op != "matmul":
         raise NoMatch(
             f"batched product of shapes {list(a_shape)} and {list(b_shape)}: "
             "only equal batch dims (or a matrix right operand) are supported"
         )
-    return False
+    batch = tuple(torch.broadcast_shapes(a_shape[:-2], b_shape[:-2]))
+    return _expand(a, b, a_shape, batch), _expand(b, a, b_shape, batch), False
+
+
+def _expand(side: GemmSide, other: GemmSide, shape, batch: tuple[int, ...]) -> GemmSide:
+    """``side`` read at the common batch of both operands (an expanded view the forward
+    copies once, as torch.matmul does); unchanged where its batch is already that one."""
+    if tuple(shape[:-2]) == batch:
+        return side
+    s, o = side.source, other.source
+    source = f"{s}.expand(torch.broadcast_shapes({s}.shape[:-2], {o}.shape[:-2]) + {s}.shape[-2:])"
+    return GemmSide(source, side.transposed, len(batch) + 2)
 
 
 def match_gemm(g: CNode, out: CNode) -> GemmIR:
     a, b, bias, alpha, beta = _sides(g)
-    fold = _check_ranks(g, a, b)
+    a, b, fold = _check_ranks(g, a, b)
     if out.shape != g.shape:
         raise NoMatch(
             f"the output {list(out.shape)} is not shaped like the product "
