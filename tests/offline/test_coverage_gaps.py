@@ -5,11 +5,15 @@ tests/offline/fixtures (their Triton baselines also run in test_fixtures.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
+from htam.offline import explain_no_match
 from htam.offline.check import check_solution, compare_output, max_error
 from htam.offline.pipeline import analyze
+from htam.tasks.loader import load_task
 from tests.offline.cases import variants
 from tests.offline.fixture_tasks import fixture_task
 from tests.offline.harness import solution, task_of
@@ -177,3 +181,53 @@ def test_broadcast_batch_matmul_is_correct(expr, a, b):
     task = task_of("bmm", BROADCAST_MATMUL.format(expr=expr, a=a, b=b))
     assert analyze(task).family == "gemm"
     assert check_solution(task.source, solution(task, "triton")) == "correct"
+
+
+ROBUST_LAYERNORM = Path("/work/shared/robust-kbench/tasks/layernorm")
+
+
+@pytest.mark.parametrize("language", ["triton", "cpp"])
+def test_a_reference_reading_sizes_in_python_is_traced_with_concrete_ones(language):
+    m = analyze(fixture_task("variants", "layernorm_len_of_shape"))
+    assert m.family == "row" and "over dims [1, 2, 3]" in m.summary, m.summary
+    _correct("variants", "layernorm_len_of_shape", language)
+
+
+SIZE_ARITHMETIC = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(5))
+
+    def forward(self, x):
+        if len(self.w.shape) == 1:  # untraceable symbolically: the concrete trace runs
+            return x * self.w / x.shape[-1]
+        return x
+
+
+def get_inputs():
+    return [torch.randn(3, 5)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_concrete_size_in_arithmetic_is_still_refused():
+    """The concrete trace marks the sizes it reads: one used as a number would freeze the
+    traced size into the kernel, so it is refused as in a symbolic trace."""
+    reason = explain_no_match(task_of("size_arithmetic", SIZE_ARITHMETIC))
+    assert "shape" in reason and "concrete input sizes" in reason, reason
+
+
+@pytest.mark.skipif(not ROBUST_LAYERNORM.is_dir(), reason="no Robust-KBench checkout")
+def test_robust_kbench_layernorm_matches_and_is_correct_in_cpp():
+    task = load_task(ROBUST_LAYERNORM)
+    assert analyze(task).family == "row"
+    code = solution(task, "cpp")
+    assert "_ext." in code and check_solution(task.source, code) == "correct"

@@ -16,6 +16,7 @@ import torch.fx as fx
 import torch.nn.functional as F
 
 from htam.offline.front.composite import COMPOSITE_FUNCTIONS, COMPOSITE_MODULES
+from htam.offline.front.concrete import SizeFloat, SizeInt
 from htam.offline.front.missing import family_note
 from htam.offline.front.modules import lower_module
 from htam.offline.front.specs import FUNCTION_NAMES, OPERATORS, SPECS
@@ -117,6 +118,8 @@ class Lowerer:
     def _arg(self, a: Any) -> Any:
         if isinstance(a, fx.Node):
             return self.env[a]
+        if isinstance(a, SizeInt | SizeFloat):  # a size of the concrete-shape trace
+            return ShapeVal(a)
         if isinstance(a, (list, tuple)):
             return type(a)(self._arg(x) for x in a)
         return a

@@ -17,6 +17,7 @@ import torch.fx as fx
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from htam.offline.front.attrs import AttrMarks, mark_attributes
+from htam.offline.front.concrete import concrete_trace
 from htam.tasks.module import load_task_module
 from htam.tasks.task import Task
 
@@ -38,6 +39,8 @@ class Traced:
     inputs: list[Any]
     # the graph's constants that are float attributes of the model (front/attrs.py)
     marks: AttrMarks = field(default_factory=AttrMarks)
+    # traced with concrete input sizes (front/concrete.py): its printed code would freeze them
+    concrete: bool = False
 
 
 class _Recorder(fx.Interpreter):
@@ -63,12 +66,16 @@ def trace_task(task: Task) -> Traced:
             # a missing package fails the candidate too; anything else may be fake tensors' limit
             kind = Unbuildable if isinstance(err, ImportError) else NoMatch
             raise kind(f"the reference cannot be built: {type(err).__name__}: {err}") from err
+        concrete = False
         try:
             gm = fx.symbolic_trace(model)
         except Exception as err:  # fx raises many types for untraceable code
-            raise NoMatch(
-                f"torch.fx cannot trace the reference: {type(err).__name__}: {err}"
-            ) from err
+            try:  # Python code reading sizes: trace again with the inputs' sizes concrete
+                gm, concrete = concrete_trace(model, inputs), True
+            except Exception:  # noqa: BLE001 - the symbolic trace's reason is the one to give
+                raise NoMatch(
+                    f"torch.fx cannot trace the reference: {type(err).__name__}: {err}"
+                ) from err
         recorder = _Recorder(gm)
         with torch.no_grad():
             try:
@@ -76,4 +83,4 @@ def trace_task(task: Task) -> Traced:
             except Exception as err:
                 raise NoMatch(f"the traced reference fails to run: {err}") from err
         marks = mark_attributes(model, gm)
-    return Traced(module, model, gm, recorder.values, inputs, marks)
+    return Traced(module, model, gm, recorder.values, inputs, marks, concrete)

@@ -111,6 +111,11 @@ def match_library_prefix(traced: Traced, source: str, err: NoMatch) -> Match:
     from htam.offline.matcher.library import match_library
 
     try:
+        if traced.concrete:
+            raise NoMatch(
+                "traced with concrete input sizes (Python code reads them), which a printed "
+                "prefix would freeze"
+            )
         lib = match_library(traced, _kernel)
     except NoMatch as lib_err:
         raise NoMatch(f"{err}; as library call + kernel: {lib_err}") from err
