@@ -161,6 +161,7 @@ FAMILY_PARAMS: dict[str, type[Params]] = {
     "loss": LossParams,
     "attention": AttentionParams,
     "triangular": TriangularParams,
+    "permute": PoolParams,  # a strided copy: output elements per program, as a pool's
 }
 
 
@@ -183,7 +184,7 @@ def baseline(match: Match, language: str = "triton") -> Params:
         return RowParams()
     if match.family == "scan":
         return ScanParams()
-    if match.family == "pool":
+    if match.family in ("pool", "permute"):
         return PoolParams()
     if match.family == "channel_norm":
         return ChannelNormParams()

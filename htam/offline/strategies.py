@@ -215,6 +215,7 @@ RULES: dict[str, dict[str, Rule[Any]]] = {
     "loss": {"parallel_mapping.block_size_tuning": Rule(_block)},
     "attention": TILED,
     "triangular": TILED,
+    "permute": POOL,
 }
 
 

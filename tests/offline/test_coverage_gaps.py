@@ -231,3 +231,55 @@ def test_robust_kbench_layernorm_matches_and_is_correct_in_cpp():
     assert analyze(task).family == "row"
     code = solution(task, "cpp")
     assert "_ext." in code and check_solution(task.source, code) == "correct"
+
+
+@pytest.mark.parametrize("language", ["triton", "cpp"])
+@pytest.mark.parametrize("stem", ["pixel_shuffle_odd", "transpose_contiguous"])
+def test_a_pure_permutation_is_a_strided_copy(stem, language):
+    assert analyze(fixture_task("variants", stem)).family == "permute"
+    _correct("variants", stem, language)
+
+
+PERMUTE = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.unshuffle = nn.PixelUnshuffle(2)
+
+    def forward(self, x):
+        return {expr}
+
+
+def get_inputs():
+    return [torch.randn({shape})]
+
+
+def get_init_inputs():
+    return []
+"""
+PERMUTE_CASES = [
+    ("x.permute(2, 0, 1).contiguous()", "3, 7, 5"),
+    ("x.transpose(1, 3).transpose(0, 2).contiguous()", "2, 3, 5, 7"),  # two moves composed
+    ("x.T.contiguous()", "7, 5"),
+    ("self.unshuffle(x)", "2, 3, 6, 10"),
+    ("F.pixel_shuffle(x, 2)", "2, 3, 8, 3, 5"),  # a batch dim before (C, H, W)
+    ("x.permute(0, 2, 1)", "3, 7, 5"),  # the view itself returned
+]
+
+
+@pytest.mark.parametrize("language", ["triton", "cpp"])
+@pytest.mark.parametrize(("expr", "shape"), PERMUTE_CASES)
+def test_permutations_are_correct(expr, shape, language):
+    task = task_of("permute", PERMUTE.format(expr=expr, shape=shape))
+    assert analyze(task).family == "permute"
+    assert check_solution(task.source, solution(task, language)) == "correct"
+
+
+def test_a_permutation_with_arithmetic_is_still_refused():
+    source = PERMUTE.format(expr="x.transpose(0, 1) + 1.0", shape="3, 7, 5")
+    assert "broadcasts against" in explain_no_match(task_of("permute_add", source))

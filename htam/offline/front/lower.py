@@ -44,6 +44,8 @@ FAMILY_ONLY = frozenset(
         "sdpa",
         "triu",
         "tril",
+        "pixel_shuffle",
+        "pixel_unshuffle",
     }
 )
 

@@ -91,6 +91,10 @@ def _with_attributes(m: nn.Module, path: str) -> Lowered | None:
             {"path": path},
             {},
         )
+    if type(m) in (nn.PixelShuffle, nn.PixelUnshuffle):  # the factor: a plain constructor int
+        up = isinstance(m, nn.PixelShuffle)
+        key = "upscale_factor" if up else "downscale_factor"
+        return ("pixel_shuffle" if up else "pixel_unshuffle"), {key: getattr(m, key)}, {}
     if isinstance(m, nn.Linear):
         return "linear", {}, {"weight": f"{path}.weight", "bias": _param(m, path, "bias")}
     return None

@@ -133,6 +133,8 @@ SPECS.update(
         "transpose": ("transpose", ["dim0", "dim1"], {}),
         "swapaxes": ("transpose", ["dim0", "dim1"], {}),
         "permute": ("permute", ["dims"], {}),
+        "pixel_shuffle": ("pixel_shuffle", ["upscale_factor"], {}),
+        "pixel_unshuffle": ("pixel_unshuffle", ["downscale_factor"], {}),
         "view": ("reshape", ["shape"], {}),
         "reshape": ("reshape", ["shape"], {}),
         "unsqueeze": ("reshape", ["dim"], {}),

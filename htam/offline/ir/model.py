@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from htam.offline.ir.permute import PermuteIR
 from htam.offline.ir.special import AttentionIR, LossIR, TriangularIR
 
-SpecialIR = LossIR | AttentionIR | TriangularIR
+SpecialIR = LossIR | AttentionIR | TriangularIR | PermuteIR
 
 Arg = int | str | float
 
@@ -169,7 +170,7 @@ _IR = TypeVar("_IR")
 @dataclass
 class Match:
     # "elementwise" | "row" | "gemm" | "scan" | "pool" | "channel_norm" | "conv" | "loss" |
-    # "attention" | "triangular"
+    # "attention" | "triangular" | "permute"
     family: str
     summary: str
     inputs: list[str]  # forward argument names, in order

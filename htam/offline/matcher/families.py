@@ -21,6 +21,7 @@ from htam.offline.matcher.build import ATTR_PREFIX, GEMM_OPS, ROW_OPS, Builder, 
 from htam.offline.matcher.channel_norm import NORM_OPS, match_channel_norm
 from htam.offline.matcher.conv import CONV_OPS, match_conv
 from htam.offline.matcher.gemm import match_gemm
+from htam.offline.matcher.permute import is_permutation, match_permute
 from htam.offline.matcher.pool import POOL_OPS, match_pool
 from htam.offline.matcher.rows import row_spec
 from htam.offline.matcher.scan import SCAN_OPS, match_scan
@@ -245,6 +246,9 @@ def match_families(out: CNode, traced: Traced, source: str) -> Match:
     ir: Any
     if any(n.op in SPECIAL_OPS for n in nodes):
         family, ir, summary = match_special(out, nodes)
+    elif is_permutation(out):
+        ir, summary = match_permute(out)
+        family = "permute"
     elif convs:
         ir, summary = match_conv(out, convs, traced.model)
         family = "conv"

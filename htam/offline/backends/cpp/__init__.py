@@ -11,6 +11,7 @@ from htam.offline.backends.cpp.conv import conv_helper_cpp, conv_solution
 from htam.offline.backends.cpp.ew import ew_solution
 from htam.offline.backends.cpp.gemm import gemm_solution
 from htam.offline.backends.cpp.loader import IMPORTS, cpp_loader
+from htam.offline.backends.cpp.permute import permute_solution
 from htam.offline.backends.cpp.pool import pool_solution
 from htam.offline.backends.cpp.row import row_solution
 from htam.offline.backends.cpp.scan import scan_solution
@@ -39,6 +40,7 @@ _FAMILIES: dict[str, Callable[..., Any]] = {
     "loss": lambda ir, p, m: loss_solution(ir, p),
     "attention": lambda ir, p, m: attention_solution(ir, p),
     "triangular": lambda ir, p, m: triangular_solution(ir, p),
+    "permute": lambda ir, p, m: permute_solution(ir, p),
 }
 # module-level Python helpers a family's forward calls
 _HELPERS: dict[str, Callable[[Any], tuple[str, ...]]] = {

@@ -12,6 +12,7 @@ from htam.offline.backends.triton.ew import ew_solution
 from htam.offline.backends.triton.gemm import gemm_solution
 from htam.offline.backends.triton.layout import input_layout
 from htam.offline.backends.triton.loss import loss_solution
+from htam.offline.backends.triton.permute import permute_solution
 from htam.offline.backends.triton.pool import pool_solution
 from htam.offline.backends.triton.prefix import prefix_gemm
 from htam.offline.backends.triton.row import row_solution
@@ -42,6 +43,7 @@ _FAMILIES: dict[str, Callable[..., Any]] = {
     "loss": lambda ir, p, m: loss_solution(ir, p),
     "attention": lambda ir, p, m: attention_solution(ir, p),
     "triangular": lambda ir, p, m: triangular_solution(ir, p),
+    "permute": lambda ir, p, m: permute_solution(ir, p),
 }
 
 
