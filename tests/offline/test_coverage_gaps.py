@@ -283,3 +283,56 @@ def test_permutations_are_correct(expr, shape, language):
 def test_a_permutation_with_arithmetic_is_still_refused():
     source = PERMUTE.format(expr="x.transpose(0, 1) + 1.0", shape="3, 7, 5")
     assert "broadcasts against" in explain_no_match(task_of("permute_add", source))
+
+
+def test_a_reduction_over_non_adjacent_dims_reads_its_input_permuted():
+    task = fixture_task("variants", "amax_amin_nonadjacent")
+    m = analyze(task)
+    assert m.family == "row" and m.ir.perm == (0, 2, 1, 3) and m.ir.keepdim, m.summary
+    assert (m.ir.d0, m.ir.d1) == (2, 3)
+    for strategies in variants(task, "triton", singles=False):
+        code = solution(task, "triton", strategies)
+        assert check_solution(task.source, code) == "correct", strategies
+    _correct("variants", "amax_amin_nonadjacent", "cpp")
+
+
+NON_ADJACENT = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return {expr}
+
+
+def get_inputs():
+    return [torch.randn({shape})]
+
+
+def get_init_inputs():
+    return []
+"""
+NON_ADJACENT_CASES = [
+    ("torch.amax(x, dim=(0, 2))", "3, 7, 5"),
+    ("torch.amin(x, dim=(0, 2), keepdim=True)", "3, 7, 5"),
+    ("x.abs().sum(dim=(0, 2)) * 0.5", "3, 7, 5"),  # a prologue and an epilogue
+    ("torch.mean(x, dim=[0, 3])", "2, 3, 5, 7"),
+    ("x.pow(2).sum(dim=(-1, 0))", "3, 7, 5"),  # negative dims
+]
+
+
+@pytest.mark.parametrize("language", ["triton", "cpp"])
+@pytest.mark.parametrize(("expr", "shape"), NON_ADJACENT_CASES)
+def test_non_adjacent_reductions_are_correct(expr, shape, language):
+    task = task_of("non_adjacent", NON_ADJACENT.format(expr=expr, shape=shape))
+    assert "permuted by" in analyze(task).summary
+    assert check_solution(task.source, solution(task, language)) == "correct"
+
+
+def test_a_non_adjacent_softmax_is_refused_in_one_line():
+    source = NON_ADJACENT.format(
+        expr="torch.amax(x, dim=(0, 2), keepdim=True) + x", shape="3, 7, 5"
+    )
+    reason = explain_no_match(task_of("non_adjacent_elem", source))
+    assert "non-adjacent dims [0, 2]" in reason and "\n" not in reason, reason

@@ -91,6 +91,8 @@ class RowIR:
     out_kind: str  # "elem": same shape as the input; "row": one value per row
     keepdim: bool
     out_dtype: str  # "float32" or "int64"
+    # reduced dims not adjacent: the operands read permuted, kept dims first (rows_permuted.py)
+    perm: tuple[int, ...] = ()
 
 
 @dataclass

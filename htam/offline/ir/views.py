@@ -34,6 +34,11 @@ def row_sizes(ir: RowIR, moved: bool = False) -> list[str]:
     ]
     if moved:
         out_shape = "(shape[0], 1) + shape[1:-1]" if ir.keepdim else "shape[:-1]"
+    elif ir.perm and ir.keepdim:  # the reference's shape: ones at the reduced dims
+        kept = [
+            f"shape[{ir.perm.index(d)}]" if ir.perm.index(d) < d0 else "1" for d in range(ir.rank)
+        ]
+        out_shape = f"({', '.join(kept)},)"
     elif ir.out_kind == "elem":
         out_shape = "shape"
     elif ir.keepdim:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any, cast
 
 import torch
@@ -23,7 +24,8 @@ from htam.offline.matcher.conv import CONV_OPS, match_conv
 from htam.offline.matcher.gemm import match_gemm
 from htam.offline.matcher.permute import is_permutation, match_permute
 from htam.offline.matcher.pool import POOL_OPS, match_pool
-from htam.offline.matcher.rows import row_spec
+from htam.offline.matcher.rows import reduced_dims, row_spec
+from htam.offline.matcher.rows_permuted import permute_operands, permuted_rows
 from htam.offline.matcher.scan import SCAN_OPS, match_scan
 from htam.offline.matcher.special import SPECIAL_OPS, match_special
 
@@ -75,6 +77,12 @@ def _elementwise(out: CNode) -> tuple[EwIR, str]:
 
 
 def _row(out: CNode, first: CNode) -> tuple[RowIR, str]:
+    dims = reduced_dims(first)
+    if dims and list(dims) != list(range(dims[0], dims[-1] + 1)):
+        out, first, perm, keep = permuted_rows(out, first)
+        ir, summary = _row(out, first)
+        ir = permute_operands(replace(ir, keepdim=keep), perm)
+        return ir, f"{summary} permuted by {list(perm)}"
     spec = row_spec(first)
     builder = Builder(spec.shape, rows=spec)
     prog = builder.build(out)
@@ -102,8 +110,8 @@ def _row(out: CNode, first: CNode) -> tuple[RowIR, str]:
         keep,
         dtype,
     )
-    dims = list(range(spec.d0, spec.d1 + 1))
-    return ir, f"{prog.describe()} over dims {dims} of {list(spec.shape)}"
+    block = list(range(spec.d0, spec.d1 + 1))
+    return ir, f"{prog.describe()} over dims {block} of {list(spec.shape)}"
 
 
 def match_library_prefix(traced: Traced, source: str, err: NoMatch) -> Match:
