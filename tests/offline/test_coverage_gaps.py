@@ -336,3 +336,11 @@ def test_a_non_adjacent_softmax_is_refused_in_one_line():
     )
     reason = explain_no_match(task_of("non_adjacent_elem", source))
     assert "non-adjacent dims [0, 2]" in reason and "\n" not in reason, reason
+
+
+def test_a_tuple_of_bare_reductions_is_refused_naming_the_family():
+    """No whole-model segment (activation, norm, softmax...) and no single kernel writes two
+    outputs: the refusal names the missing family."""
+    source = NON_ADJACENT.format(expr="x.sum(dim=1), x.amax(dim=1)", shape="3, 7, 5")
+    reason = explain_no_match(task_of("tuple_rows", source))
+    assert "returns 2 outputs" in reason and "[missing family: multiple outputs]" in reason

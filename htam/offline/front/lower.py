@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 from htam.offline.front.composite import COMPOSITE_FUNCTIONS, COMPOSITE_MODULES
 from htam.offline.front.concrete import SizeFloat, SizeInt
-from htam.offline.front.missing import family_note
+from htam.offline.front.missing import family_note, not_one_tensor
 from htam.offline.front.modules import lower_module
 from htam.offline.front.specs import FUNCTION_NAMES, OPERATORS, SPECS
 from htam.offline.front.trace import NoMatch, Traced
@@ -112,7 +112,7 @@ class Lowerer:
             if node.op == "output":
                 out = self._arg(node.args[0])
                 if not isinstance(out, CNode):
-                    raise NoMatch("the reference does not return a single tensor")
+                    raise NoMatch(not_one_tensor(out))
                 return out
             self.env[node] = self._lower(node)
         raise NoMatch("the traced graph has no output")

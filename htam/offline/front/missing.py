@@ -32,3 +32,14 @@ def missing_family(name: str) -> str:
 def family_note(name: str) -> str:
     """The suffix a refusal carries: ``[missing family: convolution]``."""
     return f" [missing family: {missing_family(name)}]"
+
+
+def not_one_tensor(out: object) -> str:
+    """The refusal of a reference whose output is not one tensor (a tuple of several: the
+    single-kernel families write one output; the whole-model path takes tuples)."""
+    if isinstance(out, (tuple, list)):
+        return (
+            f"the reference returns {len(out)} outputs (a {type(out).__name__}); the "
+            "single-kernel families write one [missing family: multiple outputs]"
+        )
+    return f"the reference returns a {type(out).__name__}, not a tensor"
