@@ -344,3 +344,47 @@ def test_a_tuple_of_bare_reductions_is_refused_naming_the_family():
     source = NON_ADJACENT.format(expr="x.sum(dim=1), x.amax(dim=1)", shape="3, 7, 5")
     reason = explain_no_match(task_of("tuple_rows", source))
     assert "returns 2 outputs" in reason and "[missing family: multiple outputs]" in reason
+
+
+SIZE_BRANCH = SIZE_ARITHMETIC.replace(
+    "return x * self.w / x.shape[-1]", "return x * self.w * (2.0 if x.shape[-1] > 4 else 3.0)"
+)
+
+
+def test_control_flow_on_a_size_is_not_frozen_by_the_concrete_trace():
+    """A branch on an input's size would keep the traced size's branch at every size."""
+    assert "x.shape[-1] > 4" in SIZE_BRANCH
+    reason = explain_no_match(task_of("size_branch", SIZE_BRANCH))
+    assert "torch.fx cannot trace the reference" in reason, reason
+
+
+UNBATCHED_INSTANCE_NORM = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.InstanceNorm2d(3, affine=True)
+        with torch.no_grad():
+            self.norm.weight.uniform_(0.5, 1.5)
+            self.norm.bias.uniform_(-0.5, 0.5)
+
+    def forward(self, x):
+        return self.norm(x)
+
+
+def get_inputs():
+    return [torch.randn(3, 7, 5)]  # (C, H, W): no batch dim
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_an_unbatched_affine_instance_norm_is_correct():
+    task = task_of("instance_norm_unbatched", UNBATCHED_INSTANCE_NORM)
+    assert analyze(task).family == "row"
+    assert check_solution(task.source, solution(task, "triton")) == "correct"

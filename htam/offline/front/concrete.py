@@ -38,6 +38,17 @@ def _marked(name: str):
     return op
 
 
+def _branch(self, *args):
+    raise TypeError(
+        "a size compared or tested in Python (control flow on a shape): the concrete-size "
+        "trace would keep only the traced size's branch"
+    )
+
+
+for _form in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__", "__bool__"):
+    setattr(SizeInt, _form, _branch)
+SizeInt.__hash__ = int.__hash__  # type: ignore[method-assign]
+
 for _name in ("add", "sub", "mul", "floordiv", "truediv", "mod", "pow", "neg", "abs", "pos"):
     for _form in (f"__{_name}__", f"__r{_name}__"):
         if hasattr(int, _form):
