@@ -247,3 +247,35 @@ def test_an_unbatched_affine_instance_norm_is_correct():
     task = task_of("instance_norm_unbatched", UNBATCHED_INSTANCE_NORM)
     assert analyze(task).family == "row"
     assert check_solution(task.source, solution(task, "triton")) == "correct"
+
+
+CONV_AMAX = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        return torch.amax(torch.relu(self.conv(x)), dim=(1, 3))
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 9, 7)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_library_result_reduced_over_non_adjacent_dims_is_read_permuted():
+    task = task_of("conv_amax", CONV_AMAX)
+    m = analyze(task)
+    assert m.library and m.ir.perm == (0, 2, 1, 3), m.summary
+    code = solution(task, "triton")
+    assert "lib_conv.permute(0, 2, 1, 3)" in code
+    assert check_solution(task.source, code) == "correct"
