@@ -235,16 +235,16 @@ class Lowerer:
         conv = cast(torch.nn.modules.conv._ConvNd, conv)  # bias_folds: a plain convolution
         conv_node = self._opaque(node)
         conv_node.attrs["nobias"] = True
-        path = f"{node.target}.bias"
-        shape = (-1, *[1] * len(conv.kernel_size))  # (C, 1, ...): a channel of the result
-        bias = CNode(
-            "param",
-            [],
-            {"path": path},
-            cast(torch.Tensor, conv.bias).view(shape),
-            f"{node.name}_bias",
+        bias = self.channel_param(
+            node, "bias", cast(torch.Tensor, conv.bias), len(conv.kernel_size)
         )
         return self._make(node, "add", [conv_node], {"other": bias, "alpha": 1})
+
+    def channel_param(self, node: fx.Node, name: str, tensor: torch.Tensor, spatial: int) -> CNode:
+        """``<node's module>.<name>`` as a parameter node seen as ``(C, 1, ...)``: a channel of
+        the result, ``spatial`` dims after it."""
+        value = tensor.view(-1, *[1] * spatial)
+        return CNode("param", [], {"path": f"{node.target}.{name}"}, value, f"{node.name}_{name}")
 
     def _split(self, node: fx.Node, base: CNode, pick: int) -> CNode:
         op = ("amax", "argmax") if base.op == "max" else ("amin", "argmin")

@@ -16,16 +16,6 @@ from htam.offline.front.trace import NoMatch
 _SPATIAL: dict[type, int] = {nn.InstanceNorm1d: 1, nn.InstanceNorm2d: 2, nn.InstanceNorm3d: 3}
 
 
-def _channel_param(lowerer, node, module: nn.Module, name: str, spatial: int):
-    """``module.<name>`` as a parameter node whose value is the ``(C, 1, ...)`` view."""
-    from htam.offline.front.lower import CNode  # the node type (lower imports this module)
-
-    tensor = getattr(module, name)
-    shape = (-1, *[1] * spatial)
-    path = f"{node.target}.{name}"
-    return CNode("param", [], {"path": path}, tensor.detach().view(shape), f"{node.name}_{name}")
-
-
 def instance_norm(lowerer, node, module: nn.Module) -> Any:
     """The module's call as layer norm (+ affine epilogue); NoMatch where it reads running
     statistics (eval mode with ``track_running_stats``) or is called with more than its input."""
@@ -44,9 +34,9 @@ def instance_norm(lowerer, node, module: nn.Module) -> Any:
         return lowerer._make(node, "layer_norm", [x], attrs)
     shape = tuple(value.shape)
     normed = lowerer.synth(node, "layer_norm", [x], attrs, shape)
-    weight = _channel_param(lowerer, node, m, "weight", spatial)
+    weight = lowerer.channel_param(node, "weight", m.weight.detach(), spatial)
     scaled = lowerer.synth(node, "mul", [normed], {"other": weight}, shape)
-    bias = _channel_param(lowerer, node, m, "bias", spatial)
+    bias = lowerer.channel_param(node, "bias", m.bias.detach(), spatial)
     return lowerer._make(node, "add", [scaled], {"other": bias, "alpha": 1})
 
 
