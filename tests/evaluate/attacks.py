@@ -249,6 +249,24 @@ ATTACKS_CPU = [
         max_speedup=3.0,
         task=MMAP_RELU,
     ),
+    # red team 18: the harness's rules on kept outputs live in the candidate's process. A kept
+    # buffer with them switched off through __builtins__' setattr (5.4x against 1x), and the
+    # judge's lent slot written in place on every call (4.9x): the judge reads the process's
+    # anonymous memory over the call itself (judge/fresh_pages.py)
+    Attack(
+        "attack_cpu_kept_patched.py",
+        "kept outputs",
+        "cpp",
+        (("rejected", "resident before the call"),),
+        task=MMAP_RELU,
+    ),
+    Attack(
+        "attack_cpu_slot_resident.py",
+        "kept outputs",
+        "cpp",
+        (("rejected", "resident before the call"),),
+        task=MMAP_RELU,
+    ),
 ]
 
 # GPU-only classes, for the lead's H200 run (task level1/1_ReLU.py at size large), and the CPU
