@@ -4,6 +4,10 @@
 attack_cpu_slot_resident.py); the attacks themselves run in test_attacks.py."""
 
 import os
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -40,6 +44,40 @@ def test_a_call_that_faulted_in_too_little_is_rejected():
     assert "timed call 3: the call's outputs (64 MiB) were memory resident before" in str(
         got.value.message
     )
+    with pytest.raises(Verdict) as got:  # nothing read: nothing shown
+        fresh_pages.check(slots, None, 64 * MIB, "timed call 3")
+    assert "could not be read" in str(got.value.message)
+
+
+# A process whose leader ended by pthread_exit while another thread (holding 48 MB) lives on
+ZOMBIE_LEADER = """
+import ctypes, sys, threading, time
+def hold():
+    block = bytearray(48 << 20)
+    time.sleep(30)
+threading.Thread(target=hold, daemon=True).start()
+time.sleep(0.2)
+print("ready", flush=True)
+ctypes.CDLL(None).pthread_exit(None)
+"""
+
+
+def test_a_leader_that_ended_by_itself_still_shows_its_memory():
+    """A zombie leader's own status shows no memory: the check read nothing and let the call
+    pass (red team 18); its threads' status shows the process's."""
+    child = subprocess.Popen([sys.executable, "-c", ZOMBIE_LEADER], stdout=subprocess.PIPE)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == b"ready"
+        status = Path(f"/proc/{child.pid}/status")
+        deadline = time.monotonic() + 10
+        while "State:\tZ" not in status.read_text() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert "RssAnon" not in status.read_text()
+        held = fresh_pages.before(child.pid, "cpu")
+        assert held is not None and held >= 40 * MIB
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_growth_is_read_from_the_process_by_its_pid():

@@ -20,6 +20,8 @@ views, no fresh pages are asked of the candidate either.
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 from htam.evaluate.candidate.fresh_memory import FRESH_MIN_BYTES, anon_bytes
@@ -27,16 +29,34 @@ from htam.evaluate.judge.runner import Verdict
 from htam.status import Status
 
 
+def _anon(pid: int) -> int | None:
+    """The process's resident anonymous memory, from any of its threads (they share it): a
+    leader that ended by itself (``pthread_exit``) while another thread serves the judge is a
+    zombie whose own status shows no memory at all, and the check read nothing."""
+    found = anon_bytes(pid)
+    if found is not None:
+        return found
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for tid in tids:
+        found = anon_bytes(f"{pid}/task/{tid}")
+        if found is not None:
+            return found
+    return None
+
+
 def before(pid: int, device: str) -> int | None:
     """The process's resident anonymous memory before a call (CPU only; None elsewhere)."""
-    return anon_bytes(pid) if device == "cpu" else None
+    return _anon(pid) if device == "cpu" else None
 
 
 def grew(pid: int, start: int | None) -> int | None:
     """What it gained since ``start`` (None where nothing was read)."""
     if start is None:
         return None
-    now = anon_bytes(pid)
+    now = _anon(pid)
     return None if now is None else now - start
 
 
@@ -53,9 +73,15 @@ def needed(slots: list[torch.Tensor], ref_grew: int | None) -> int:
 def check(slots: list[torch.Tensor], cand_grew: int | None, ref_grew: int | None, where: str):
     """Raise the verdict on a candidate's call whose large outputs were resident before it."""
     need = needed(slots, ref_grew)
-    if not need or cand_grew is None or cand_grew >= need:
+    if not need or (cand_grew is not None and cand_grew >= need):
         return
     large = sum(s.nbytes for s in slots if s.nbytes >= FRESH_MIN_BYTES)
+    if cand_grew is None:
+        raise Verdict(
+            Status.REJECTED,
+            f"{where}: the memory of the solution's process could not be read, so nothing "
+            f"shows that its call faulted in memory for its outputs ({large >> 20} MiB)",
+        )
     raise Verdict(
         Status.REJECTED,
         f"{where}: the call's outputs ({large >> 20} MiB) were memory resident before the call "
