@@ -70,7 +70,9 @@ def needed(slots: list[torch.Tensor], ref_grew: int | None) -> int:
     return need if need >= FRESH_MIN_BYTES // 2 else 0
 
 
-def check(slots: list[torch.Tensor], cand_grew: int | None, ref_grew: int | None, where: str):
+def check(
+    slots: list[torch.Tensor], cand_grew: int | None, ref_grew: int | None, where: str
+) -> None:
     """Raise the verdict on a candidate's call whose large outputs were resident before it."""
     need = needed(slots, ref_grew)
     if not need or (cand_grew is not None and cand_grew >= need):
