@@ -249,6 +249,45 @@ ATTACKS_CPU = [
         max_speedup=3.0,
         task=MMAP_RELU,
     ),
+    # red team 18: the harness's rules on kept outputs live in the candidate's process. A kept
+    # buffer with them switched off through __builtins__' setattr (5.4x against 1x), and the
+    # judge's lent slot written in place on every call (4.9x): the judge reads the process's
+    # anonymous memory over the call itself (judge/fresh_pages.py)
+    Attack(
+        "attack_cpu_kept_patched.py",
+        "kept outputs",
+        "cpp",
+        (("rejected", "resident before the call"),),
+        task=MMAP_RELU,
+    ),
+    Attack(
+        "attack_cpu_slot_resident.py",
+        "kept outputs",
+        "cpp",
+        (("rejected", "resident before the call"),),
+        task=MMAP_RELU,
+    ),
+    # the check's bound: half the output's faults, made in throwaway memory by a native thread
+    # on the other core while the call computes into a kept buffer (ok at 0.8x and 1.8x
+    # against the honest kernel's 1.1x on a loaded 2-core machine)
+    Attack(
+        "attack_cpu_kept_throwaway.py",
+        "kept outputs",
+        "cpp",
+        (("rejected", "resident before the call"),) + OK,
+        max_speedup=3.0,
+        task=MMAP_RELU,
+    ),
+    # ---------------------------------------------------------------- the kernel requirement
+    # torch does the work, gated on its own kernel's result (1.0): the probe's NaN closes the
+    # gate, so the outputs "depend" on the kernel (docs/evaluator.md, "What it cannot see")
+    Attack(
+        "attack_gate_kernel.py",
+        "the kernel requirement",
+        "triton",
+        (("rejected", "no-kernel"),),
+        hole="torch's work gated on a kernel's result passes the kernel probe (ok)",
+    ),
 ]
 
 # GPU-only classes, for the lead's H200 run (task level1/1_ReLU.py at size large), and the CPU

@@ -40,6 +40,26 @@ def test_near_zero_output_fails_on_a_task_whose_output_is_tiny():
     assert message is not None and "outside" in message
 
 
+@pytest.mark.parametrize("scale", [1e-23, 1e-30, 1e-40])
+def test_zeros_fail_on_outputs_whose_squares_underflow_float32(scale):
+    """The relative L2 rule is what fails a near-zero answer where the elementwise floor
+    (1e-6) admits anything; its squared errors summed in float32 underflowed to 0 on outputs
+    below about 1e-22, and an answer of zeros passed (red team 18)."""
+    ref = _ref(4096) * scale
+    assert "relative L2 error 1.000e+00" in compare_tensor(torch.zeros_like(ref), ref, TOLERANCES)
+    assert "relative L2 error" in compare_tensor(ref * 1.01, ref, TOLERANCES)
+    if scale > 1e-38:  # (float32 denormals below: 1.01x of one is rounded away)
+        assert compare_tensor(ref * 1.0001, ref, TOLERANCES) is None
+
+
+def test_a_close_answer_on_huge_outputs_passes():
+    """Squares above float32's range overflowed to infinity: a 1e-4 answer on outputs of 1e30
+    failed its relative L2 error."""
+    ref = _ref(4096) * 1e30
+    assert compare_tensor(ref * 1.0001, ref, TOLERANCES) is None
+    assert compare_tensor(ref * 1.01, ref, TOLERANCES) is not None
+
+
 def test_non_finite_values():
     ref = _ref(1000)
     out = ref.clone()

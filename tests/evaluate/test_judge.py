@@ -1,5 +1,6 @@
 """The judge's own draws, without runners: what a candidate could learn ahead of a call."""
 
+import os
 import types
 
 import pytest
@@ -36,7 +37,7 @@ class _Recorder:
     """A runner that records what the judge does to it, in order."""
 
     def __init__(self, log: list, name: str):
-        self.log, self.name = log, name
+        self.log, self.name, self.pid = log, name, os.getpid()
         self.stopped, self.trusted, self.baseline_ms = True, True, 0.0
         self.ins, self.slots = [torch.zeros(4)], [torch.zeros(4)]
 

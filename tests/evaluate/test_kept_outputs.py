@@ -10,10 +10,8 @@ import subprocess
 import sys
 
 import pytest
-import torch
 
 from htam.evaluate import Evaluator
-from htam.evaluate.candidate import fresh_memory
 from tests.evaluate.cases import FIXTURES
 from tests.evaluate.conftest import fast_config, task_for
 

@@ -24,10 +24,10 @@ import torch
 FRESH_MIN_BYTES = 32 << 20
 
 
-def anon_bytes() -> int | None:
-    """This process's resident anonymous memory (huge pages included)."""
+def anon_bytes(pid: int | str = "self") -> int | None:
+    """A process's resident anonymous memory (huge pages included): this one's by default."""
     try:
-        with open("/proc/self/status") as f:
+        with open(f"/proc/{pid}/status") as f:
             for line in f:
                 if line.startswith("RssAnon:"):
                     return int(line.split()[1]) << 10

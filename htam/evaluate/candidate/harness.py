@@ -222,13 +222,17 @@ class Harness:
             # L2 90's reference runner grew to 108 GiB that way, and each call allocated afresh.
             # (Detached rather than under no_grad: nothing runs between the last copy and the
             # reply, where a thread a candidate left can still write the slot.)
-            for slot, o in zip(slots, outs, strict=True):
-                slot.copy_(o.detach())
+            _hand_over(slots, outs)
             if self.device == "cuda":
                 torch.cuda.synchronize()
             if self.hold:  # the call before's are freed: an allocator reuses them
                 self.held = list(outs)
                 _renew(outs, slots)
+        # The reference's runner frees its outputs before it answers, not after: the judge
+        # stops it once it has, and reads how much memory its next call faults in (a 64 MB
+        # output freed only after the stop was freed inside the next call, which then showed
+        # no growth: judge/fresh_pages.py). No other name here holds them.
+        del outs
         self.send({"type": "done", "ms": 0.0, "problem": problem})
 
     def _faulted_in(self, outs: list, slots: list) -> None:
@@ -333,6 +337,13 @@ class _Rejected(Exception):
 
 def _nothing() -> None:
     return None
+
+
+def _hand_over(slots: list, outs: list) -> None:
+    """Copy each output into the judge's slot for it (in a function of its own: a loop's
+    variable would hold the last output past the reply)."""
+    for slot, o in zip(slots, outs, strict=True):
+        slot.copy_(o.detach())
 
 
 def _own_memory(o: torch.Tensor, slots: list) -> bool:

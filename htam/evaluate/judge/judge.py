@@ -28,6 +28,7 @@ from htam.evaluate import buffers, channel, frames
 from htam.evaluate.frames import Job
 from htam.evaluate.judge import (
     exact,
+    fresh_pages,
     gradients,
     judge_outputs,
     judge_timing,
@@ -152,8 +153,10 @@ class Judge:
     def call(self, runner: Runner, x: list, timeout_s: float, where: str) -> tuple:
         """``runner`` computes on a copy of ``x`` and hands its outputs over, alone on the
         machine. Returns its device ms by its events, what its call and hand-over took on the
-        judge's clock beyond the events and the known overheads, and the busy probe after it
-        (the candidate's; 0 for the reference's runner)."""
+        judge's clock beyond the events and the known overheads, the busy probe after it
+        (the candidate's; 0 for the reference's runner), and the anonymous memory its process
+        faulted in during the call (read while it is stopped, and once it has answered; None
+        off the CPU)."""
         other = self.cand if runner is self.ref else self.ref
         if not other.stopped:
             other.freeze(True)
@@ -169,6 +172,7 @@ class Judge:
         thaw = runner.stopped
         if thaw:
             runner.check_still()  # the stopped period, before the clock starts
+        anon0 = fresh_pages.before(runner.pid, self.device)
         t0 = _perf()
         if thaw:
             # The thaw is on the clock, for both runners alike: a helper woken by it can work
@@ -177,6 +181,7 @@ class Judge:
             runner.freeze(False, checked=True)
         done = runner.ask(channel.Call(key=key), channel.Done, timeout_s)
         t1 = _perf()
+        grew = fresh_pages.grew(runner.pid, anon0)
         probe = 0.0 if runner.trusted else self._probe_ms()  # device work left running
         t2 = _perf()
         collected = runner.ask(channel.Collect(), channel.Done, self.call_timeout_s)
@@ -199,7 +204,7 @@ class Judge:
         hidden = judge_timing.hidden_ms(
             (t1 - t0) * 1e3, (t3 - t2) * 1e3, done.ms, runner.baseline_ms, self.copy_ms
         )
-        return done.ms, hidden, probe
+        return done.ms, hidden, probe, grew
 
     def round(self, x: list, where: str, timeout_s: float, cand_first: bool) -> judge_timing.Sample:
         """One round on inputs ``x`` (a list the judge's own: staged in place)."""
@@ -207,12 +212,14 @@ class Judge:
         self.held.seal(self.ref.ins, x)
         order = (self.cand, self.ref) if cand_first else (self.ref, self.cand)
         got = {r.name: self.call(r, x, timeout_s, where) for r in order}
+        (c, ch, probe, c_grew), (r, rh, _, r_grew) = got[self.cand.name], got[self.ref.name]
+        if self.grad_specs is None:  # a training step's gradients may live across calls
+            fresh_pages.check(self.cand.slots, c_grew, r_grew, where)
         outputs = judge_outputs.Round(x, where, self.cand.slots, self.ref.slots, self.cand.sealed)
         for k, note in judge_outputs.check(outputs, self.rules()).items():
             self.notes.setdefault(k, note)
         self.held.release()  # the comparison's slices
         self.cand.check_still()
-        (c, ch, probe), (r, rh, _) = got[self.cand.name], got[self.ref.name]
         return judge_timing.Sample(c, ch, r, rh, probe)
 
     def rules(self) -> judge_outputs.Rules:
