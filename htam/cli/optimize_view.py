@@ -26,7 +26,7 @@ from htam.vocab import Size
 
 # What the strategy column says of a step that applied none because it is the task translated as
 # it is (the offline proposer's first code: the record's ``proposal.baseline``).
-BASELINE = "baseline (the operator as written, no strategy)"
+BASELINE = "baseline (the operator in our kernels, no strategy yet)"
 
 
 def strategy_text(record: dict) -> str:

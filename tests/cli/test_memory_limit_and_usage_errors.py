@@ -298,7 +298,7 @@ def test_optimize_names_the_baseline_step_and_counts_repeated_proposals(tmp_path
     lines = result.stdout.splitlines()
     steps = [line for line in lines if line.startswith("step ")]
     assert steps == [
-        "step 0: none / baseline (the operator as written, no strategy): ok 1.00x (best 1.00x, 1 s)",
+        "step 0: none / baseline (the operator in our kernels, no strategy yet): ok 1.00x (best 1.00x, 1 s)",
         "step 1: fusion / fusion.x: ok 1.00x (best 1.00x, 1 s)",
     ]
     (stats,) = [line for line in lines if line.startswith("2 steps")]

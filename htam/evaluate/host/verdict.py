@@ -159,7 +159,8 @@ def add_timing(
     slack = res.escape.slack_ms
     if result.timing.meaningful and result.runtime_ms < 2 * slack:
         result.flags.append(
-            f"calls of {result.runtime_ms:.3f} ms are within 2x of the judge's clock "
+            f"calls of {result.runtime_ms:.3f} ms are "
+            f"{'below' if result.runtime_ms < slack else 'within 2x of'} the judge's clock "
             f"resolution here ({slack:.1f} ms, what an honest runner's overhead varies by on "
             "this machine): the time rests on the candidate's own events (a quieter machine, or "
             "a larger size where the task has one, bounds it)"
