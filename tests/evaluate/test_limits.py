@@ -215,8 +215,9 @@ def test_a_large_output_gets_the_shifted_inputs_too(fixture, status):
 def test_a_loss_over_a_sample_misses_the_planted_outliers(fixture, status):
     """Red team 6: the mean over every other row is inside the tolerance on every input, shifted
     or not; outliers planted at secret places in each shifted call are not."""
-    # the honest kernel takes 4,096 programs a call under the interpreter
-    result = _judged("hinge_big_task.py", fixture, "triton", run_timeout_s=120.0)
+    # the honest kernel takes 4,096 programs a call under the interpreter: with the cheat's
+    # seconds, both cases took 134 s alone on 2 cores, and a limit of 120 s was close
+    result = _judged("hinge_big_task.py", fixture, "triton", run_timeout_s=300.0)
     assert result.status == status, result.messages
     if status == "incorrect":
         assert "scaled and shifted inputs with outliers planted" in result.messages[0]
